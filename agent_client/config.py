@@ -1,0 +1,55 @@
+"""Settings of the agent client, in one place (env prefix KKB_, plus the providers' own keys).
+
+Usage: settings = ClientSettings()            # from the environment
+       settings = ClientSettings(home=tmp)    # in tests
+
+Non-obvious defaults carry their reason.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import AliasChoices, Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class ClientSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="KKB_", extra="ignore")
+
+    home: Path = Field(default=Path("~/.local/share/kernelkb").expanduser())  # KKB_HOME, shared with kb_server
+    kb_url: str | None = None  # KKB_KB_URL; unset = the embedded store under home
+    kb_api_key: str | None = Field(default=None, validation_alias=AliasChoices("KKB_API_KEY"))
+
+    # anthropic: the default provider when a key is set
+    anthropic_api_key: str | None = Field(default=None, validation_alias=AliasChoices("ANTHROPIC_API_KEY"))
+    anthropic_base_url: str | None = Field(
+        default=None, validation_alias=AliasChoices("ANTHROPIC_BASE_URL", "KKB_ANTHROPIC_BASE_URL")
+    )
+    anthropic_model: str = "claude-sonnet-4-5"  # KKB_ANTHROPIC_MODEL
+    anthropic_max_tokens: int = 8192  # a full kernel file with its launcher fits comfortably
+    sdk_max_retries: int = 2  # the SDK's own retries (honours retry-after) before our loop takes over
+    retry_attempts: int = 4  # our bounded loop around the SDK on 429/529/connection errors
+    retry_base_delay_s: float = 2.0  # exponential backoff: base * 2**attempt, capped at 60 s
+    tool_max_turns: int = 6  # model turns per proposal when it may search/evaluate by itself
+
+    # any OpenAI-compatible endpoint (vLLM, llama.cpp, Ollama)
+    openai_base_url: str | None = Field(
+        default=None, validation_alias=AliasChoices("OPENAI_BASE_URL", "KKB_OPENAI_BASE_URL")
+    )
+    openai_api_key: str | None = Field(
+        default=None, validation_alias=AliasChoices("OPENAI_API_KEY", "KKB_OPENAI_API_KEY")
+    )
+    openai_model: str = "Qwen/Qwen2.5-Coder-32B-Instruct"  # KKB_OPENAI_MODEL: a common vLLM-served coder
+
+    # sessions
+    token_budget: int = 6000  # tokens of the knowledge part of each prompt (kb_server.prompt)
+    iteration_token_budget: int = 3000  # tokens of parent code, diagnostics and failure summaries
+    eval_workers: int = 1  # concurrent harness evaluations (one per GPU on a multi-GPU box)
+
+    @property
+    def sessions_dir(self) -> Path:
+        return Path(self.home).expanduser() / "sessions"
+
+    def default_provider(self) -> str:
+        return "anthropic" if self.anthropic_api_key else "offline"

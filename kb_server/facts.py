@@ -1,0 +1,104 @@
+"""Structured hardware facts: the schema of `corpus/accelerators/<id>.yaml` and its loader.
+
+Every value carries its unit and where it came from: a public address, or `measured` with the
+date and the method. The harness takes peaks from here as plain numbers (see `peaks()`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, HttpUrl, ValidationError, model_validator
+
+
+class Fact(BaseModel):
+    """One number with its unit and its provenance."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    value: float
+    unit: str = Field(min_length=1)  # e.g. "GB/s", "TFLOP/s", "KiB", "MHz", "count"
+    source: HttpUrl | Literal["measured"]
+    measured_on: dt.date | None = None  # required when source is "measured"
+    method: str | None = None  # how it was measured; required when source is "measured"
+    note: str | None = None  # e.g. "dense, without sparsity", "per SM"
+
+    @model_validator(mode="after")
+    def _measured_needs_date_and_method(self) -> "Fact":
+        if self.source == "measured" and (self.measured_on is None or not self.method):
+            raise ValueError("a measured fact needs measured_on (a date) and method")
+        return self
+
+
+class AcceleratorFacts(BaseModel):
+    """The structured facts of one accelerator."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$")  # file stem, e.g. "h200"
+    name: str  # marketing name, e.g. "NVIDIA H200 SXM"
+    vendor: Literal["nvidia", "amd", "meta"]
+    architecture: str  # e.g. "Hopper", "CDNA3", "MTIA v2"
+    compute_unit_name: str  # what the vendor calls a unit: "SM", "CU", "PE"
+    aliases: list[str] = Field(default_factory=list)  # other names a user may type ("h200-sxm")
+    compute_units: Fact
+    warp_width: Fact | None = None  # threads per warp / wavefront; None where it does not apply
+    register_file_per_unit: Fact | None = None
+    shared_memory_per_unit: Fact | None = None  # shared memory / LDS / local memory per unit
+    l1_cache_per_unit: Fact | None = None
+    l2_cache: Fact | None = None
+    last_level_cache: Fact | None = None  # e.g. AMD Infinity Cache, when distinct from L2
+    memory_size: Fact
+    memory_bandwidth: Fact
+    boost_clock: Fact | None = None
+    tdp: Fact | None = None
+    # Peak dense throughput per dtype: keys like "fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8".
+    peak_tflops: dict[str, Fact] = Field(default_factory=dict)
+    # Anything else worth a number: "max_threads_per_unit", "nvlink_bandwidth", "measured_copy_bandwidth"...
+    extra: dict[str, Fact] = Field(default_factory=dict)
+    sources: list[HttpUrl] = Field(min_length=1)  # the main public documents for this chip
+
+    def peaks(self) -> dict[str, float]:
+        """Plain numbers for the harness: bytes/s and FLOP/s, measured values preferred."""
+        bw = self.extra.get("measured_copy_bandwidth", self.memory_bandwidth)
+        out = {"memory_bandwidth_bytes_per_s": _to_bytes_per_s(bw)}
+        for dtype, fact in self.peak_tflops.items():
+            measured = self.extra.get(f"measured_{dtype}_tflops")
+            out[f"{dtype}_flops_per_s"] = (measured or fact).value * 1e12
+        return out
+
+
+def _to_bytes_per_s(fact: Fact) -> float:
+    scale = {"TB/s": 1e12, "GB/s": 1e9, "MB/s": 1e6}
+    if fact.unit not in scale:
+        raise ValueError(f"bandwidth unit {fact.unit!r} is not one of {sorted(scale)}")
+    return fact.value * scale[fact.unit]
+
+
+class FactsError(ValueError):
+    """An accelerator facts file is invalid; the message names the file and the field."""
+
+
+def load_facts_file(path: Path) -> AcceleratorFacts:
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise FactsError(f"{path}: not valid YAML: {exc}") from exc
+    if not isinstance(raw, dict):
+        raise FactsError(f"{path}: expected a mapping at the top level")
+    try:
+        facts = AcceleratorFacts.model_validate(raw)
+    except ValidationError as exc:
+        fields = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise FactsError(f"{path}: invalid accelerator facts: {fields}") from exc
+    if facts.id != path.stem:
+        raise FactsError(f"{path}: field id is {facts.id!r} but the file is named {path.stem!r}")
+    return facts
+
+
+def load_all_facts(directory: Path) -> dict[str, AcceleratorFacts]:
+    """Every `<id>.yaml` under `directory`, keyed by id. Raises FactsError on the first bad file."""
+    return {p.stem: load_facts_file(p) for p in sorted(directory.glob("*.yaml"))}

@@ -1,0 +1,85 @@
+"""The knowledge base's records: Chunk, Hit, KernelRecord and the filters of a search.
+
+One name for one thing: these are the nouns the HTTP API, the CLI, the ingest and the agent
+client all use (see ../shared/ARCHITECTURE.md).
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Chunk(BaseModel):
+    """A heading-aware piece of a document, as stored."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str  # content hash of (document id, heading path, text)
+    document_id: str  # stable id of the source document (hash of its path relative to the ingest root)
+    text: str
+    heading_path: list[str]  # ["H100", "Memory hierarchy", "Shared memory"]
+    source: str  # the document's path or URL
+    title: str
+    accelerator: list[str]  # ids from corpus/accelerators/, or ["any"]
+    vendor: str  # nvidia | amd | meta | any
+    kind: str  # arch | isa | guide | playbook | kernel | rules
+    source_urls: list[str] = Field(default_factory=list)  # public addresses the facts came from
+
+
+class Hit(BaseModel):
+    """A chunk returned by a search, with its scores (higher is better for all three)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    chunk: Chunk
+    score: float  # the fused (reciprocal rank fusion) score used for ranking
+    dense_score: float | None = None  # cosine similarity; None when dense search did not return it
+    lexical_score: float | None = None  # BM25; None when lexical search did not return it
+
+
+class SearchFilters(BaseModel):
+    """Metadata filters; each is optional and they combine with AND."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    accelerator: str | None = None  # matches documents for this id and documents for "any"
+    vendor: str | None = None
+    kind: str | None = None
+
+
+class KernelMeasurement(BaseModel):
+    """One measured result of a kernel on one accelerator, spec and shape."""
+
+    model_config = ConfigDict(frozen=True)
+
+    accelerator: str  # e.g. "h200", or "cpu-interpreter" for CI runs
+    spec: str  # spec name, e.g. "softmax_wide_rows"
+    shape: str  # human-readable input shapes, e.g. "4096x32768"
+    dtype: str  # "float32", "bfloat16", ...
+    latency_ms: float
+    speedup_vs_eager: float | None = None
+    speedup_vs_compile: float | None = None
+    fraction_of_limit: float | None = None  # achieved / hardware limit (bandwidth or FLOP rate)
+    date: str | None = None  # ISO date of the run
+    versions: dict[str, str] = Field(default_factory=dict)  # torch, triton, cuda, driver
+    command: str | None = None  # the command that measured it
+    results_file: str | None = None  # benchmarks/results/... that holds the raw numbers
+
+
+class KernelRecord(BaseModel):
+    """A winning kernel in the skill library."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str  # content hash of the source and backend, unless given
+    name: str
+    op_family: str  # e.g. "softmax", "layernorm", "gemm_epilogue"
+    op_signature: str  # normalised op signature it serves, e.g. "softmax(dim=-1)"
+    backend: str  # triton | cuda | cute | hip
+    source: str  # the whole kernel file
+    description: str = ""
+    tunables: dict[str, list[int | float | str]] = Field(default_factory=dict)  # name -> allowed values
+    dtypes: list[str] = Field(default_factory=list)
+    accelerators: list[str] = Field(default_factory=list)
+    measurements: list[KernelMeasurement] = Field(default_factory=list)
+    path: str | None = None  # where the source lives, when it came from a file
