@@ -15,7 +15,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
 class ClientSettings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="KKB_", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix="KKB_", extra="ignore", populate_by_name=True)
 
     home: Path = Field(default=Path("~/.local/share/kernelkb").expanduser())  # KKB_HOME, shared with kb_server
     kb_url: str | None = None  # KKB_KB_URL; unset = the embedded store under home
@@ -26,7 +26,7 @@ class ClientSettings(BaseSettings):
     anthropic_base_url: str | None = Field(
         default=None, validation_alias=AliasChoices("ANTHROPIC_BASE_URL", "KKB_ANTHROPIC_BASE_URL")
     )
-    anthropic_model: str = "claude-sonnet-4-5"  # KKB_ANTHROPIC_MODEL
+    anthropic_model: str = "claude-sonnet-5"  # KKB_ANTHROPIC_MODEL (a current model; 4-5 retires 2026-11-30)
     anthropic_max_tokens: int = 8192  # a full kernel file with its launcher fits comfortably
     sdk_max_retries: int = 2  # the SDK's own retries (honours retry-after) before our loop takes over
     retry_attempts: int = 4  # our bounded loop around the SDK on 429/529/connection errors

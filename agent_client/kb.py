@@ -107,7 +107,7 @@ class HttpKB:
         return self.client.search(query, k=k, filters=filters)
 
     def accelerator(self, accelerator_id):
-        return self.client.facts(accelerator_id)
+        return self.client.accelerator(accelerator_id)
 
     def prompt(self, spec_source, accelerator, backend, token_budget, extra_queries=()):
         return self.client.prompt(

@@ -13,7 +13,7 @@ from typing import Any
 
 from agent_client.providers.base import NodeView, Proposal, ProposalRequest, Provider, ProviderError
 
-__all__ = ["NodeView", "Proposal", "ProposalRequest", "Provider", "ProviderError", "get_provider", "PROVIDERS"]
+__all__ = ["PROVIDERS", "NodeView", "Proposal", "ProposalRequest", "Provider", "ProviderError", "get_provider"]
 
 # name -> (module, factory function taking (settings, **options))
 PROVIDERS: dict[str, tuple[str, str]] = {

@@ -54,6 +54,8 @@ class ProposalRequest:
     session_id: str = ""  # the session asking (replay uses it to find recorded responses)
     step: int = 0  # the index of this request within the session (replay keys on it)
     history: list[NodeView] = field(default_factory=list)  # recently evaluated nodes, best first
+    system: str = ""  # the system text (role and answer format) for chat providers
+    cache_prefix_chars: int = 0  # prompt[:cache_prefix_chars] is the stable knowledge part (cacheable)
 
 
 @dataclass

@@ -1,0 +1,148 @@
+"""The agent client's verbs: `kkb tune`, `kkb report`, `kkb export` (registered by kernelkb_cli.py).
+
+Usage: kkb tune examples/specs/SPEC.py --target h200 --backend triton --budget 16 [--device cpu]
+       kkb tune --resume SESSION_ID
+       kkb report SESSION_ID [--out report.html]
+       kkb export SESSION_ID [--out session.jsonl]
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from agent_client.config import ClientSettings
+
+
+def _settings(home: Path | None) -> ClientSettings:
+    return ClientSettings(home=home) if home else ClientSettings()
+
+
+def _parse_options(items: list[str], flag: str) -> dict:
+    out = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        if not sep or not key:
+            raise typer.BadParameter(f"{flag} {item!r}: expected KEY=VALUE")
+        try:
+            out[key] = json.loads(raw)
+        except json.JSONDecodeError:
+            out[key] = raw
+    return out
+
+
+def tune(
+    spec: Annotated[Path | None, typer.Argument(help="KernelBench-format spec file (omit with --resume)")] = None,
+    target: Annotated[str, typer.Option(help="accelerator id whose facts shape the prompts")] = "h200",
+    backend: Annotated[str, typer.Option(help="triton | cuda | cute | hip")] = "triton",
+    budget: Annotated[int, typer.Option(help="candidates in all, drafts included")] = 16,
+    time_budget: Annotated[float | None, typer.Option(help="seconds of wall time for this run")] = None,
+    device: Annotated[str | None, typer.Option(help="cpu | cuda:N (default: cuda:0 if available)")] = None,
+    provider: Annotated[str | None, typer.Option(help="anthropic | openai | replay | offline")] = None,
+    policy: Annotated[str, typer.Option(help="greedy | uct | evolutionary")] = "greedy",
+    kb: Annotated[str | None, typer.Option("--kb", help="KB server URL; default: the embedded store")] = None,
+    drafts: Annotated[int, typer.Option(help="independent candidates before expanding")] = 4,
+    proposals: Annotated[int, typer.Option(help="candidates asked per provider request")] = 2,
+    stall: Annotated[int | None, typer.Option(help="stop after N evaluated nodes without a new best")] = None,
+    target_speedup: Annotated[float | None, typer.Option(help="stop once the best speedup reaches this")] = None,
+    eval_workers: Annotated[int, typer.Option(help="concurrent harness evaluations")] = 1,
+    seed: int = 0,
+    model: Annotated[str | None, typer.Option(help="model name for anthropic/openai")] = None,
+    replay_from: Annotated[str | None, typer.Option(help="session id whose responses replay replays")] = None,
+    session_id: Annotated[str | None, typer.Option(help="name of the new session")] = None,
+    resume: Annotated[str | None, typer.Option(help="continue a session by id (no other flags needed)")] = None,
+    write_back: Annotated[bool, typer.Option(help="add the winner to the kernel library")] = True,
+    min_speedup: Annotated[float, typer.Option(help="a winner must beat the baseline by this")] = 1.0,
+    eval_option: Annotated[list[str], typer.Option(help="harness EvalConfig field, KEY=VALUE")] = [],  # noqa: B006
+    policy_option: Annotated[list[str], typer.Option(help="policy option, KEY=VALUE")] = [],  # noqa: B006
+    live: Annotated[bool | None, typer.Option(help="rich live view (default: when on a terminal)")] = None,
+    json_out: Annotated[Path | None, typer.Option("--json", help="also write the result here")] = None,
+    home: Annotated[Path | None, typer.Option(help="KKB_HOME (store and sessions)")] = None,
+) -> None:
+    """Tune a kernel for SPEC: draft candidates, evaluate them, expand the best, keep what is learned."""
+    from agent_client.runner import new_config, resume_session, run_session
+
+    settings = _settings(home)
+    try:
+        if resume:
+            result = resume_session(resume, settings, live=live)
+        else:
+            if spec is None:
+                raise typer.BadParameter("give a SPEC file, or --resume SESSION_ID")
+            provider_options: dict = {}
+            if model:
+                provider_options["model"] = model
+            if replay_from:
+                provider_options["source"] = replay_from
+            config = new_config(
+                spec, settings, session_id=session_id, eval_overrides=_parse_options(eval_option, "--eval-option"),
+                target=target, backend=backend, budget=budget, time_budget_s=time_budget, device=device,
+                provider=provider, policy=policy, kb_url=kb, drafts=drafts, proposals_per_step=proposals,
+                stall_nodes=stall, target_speedup=target_speedup, eval_workers=eval_workers, seed=seed,
+                provider_options=provider_options, write_back=write_back, write_back_min_speedup=min_speedup,
+                policy_options=_parse_options(policy_option, "--policy-option"), command=" ".join(sys.argv),
+            )
+            result = run_session(config, settings, live=live)
+    except (FileNotFoundError, FileExistsError, ValueError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    folder = settings.sessions_dir / result.session_id
+    basis = {"compile": "torch.compile", "eager": "eager (compile baseline skipped)"}.get(result.fitness_basis or "")
+    best = f"{result.best_fitness:.3f}x over {basis} ({result.best_node_id})" if result.best_node_id else "none"
+    typer.echo(f"session {result.session_id}: {result.nodes} candidates, stop: {result.stop_reason}, best {best}")
+    typer.echo(f"report: {folder / 'report.html'}")
+    if result.written_kernels:
+        typer.echo(f"written to the kernel library: {', '.join(result.written_kernels)}")
+    if json_out:
+        json_out.write_text(json.dumps(result.to_dict(), indent=2) + "\n", encoding="utf-8")
+
+
+def report(
+    session: Annotated[str, typer.Argument(help="session id (or its folder)")],
+    out: Annotated[Path | None, typer.Option(help="HTML file to write (default: the session folder)")] = None,
+    home: Annotated[Path | None, typer.Option(help="KKB_HOME")] = None,
+) -> None:
+    """Write one self-contained HTML page for a session: chart, search graph, candidates, winner."""
+    from agent_client.report import write_report
+    from agent_client.runner import session_folder
+    from agent_client.session.store import SessionStore
+
+    try:
+        folder = session_folder(session, _settings(home))
+    except FileNotFoundError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    store = SessionStore.open(folder)
+    try:
+        path = write_report(store, out or folder / "report.html")
+    finally:
+        store.close()
+    typer.echo(str(path))
+
+
+def export(
+    session: Annotated[str, typer.Argument(help="session id (or its folder)")],
+    out: Annotated[Path | None, typer.Option(help="JSONL file to write (default: the session folder)")] = None,
+    home: Annotated[Path | None, typer.Option(help="KKB_HOME")] = None,
+) -> None:
+    """Write a session as JSONL (prompt, response, reward, correctness, diagnostics, messages)."""
+    from agent_client.export import export_rows, write_jsonl
+    from agent_client.runner import session_folder
+    from agent_client.session.store import SessionStore
+
+    try:
+        folder = session_folder(session, _settings(home))
+    except FileNotFoundError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    store = SessionStore.open(folder)
+    try:
+        rows = export_rows(store)
+        path = write_jsonl(rows, out or folder / "export.jsonl")
+    finally:
+        store.close()
+    typer.echo(f"{path} ({len(rows)} rows)")

@@ -1,0 +1,127 @@
+"""The Anthropic provider: the Messages API through the official SDK, with tools and prompt caching.
+
+Usage: provider = make_provider(ClientSettings(anthropic_api_key="...", anthropic_base_url=None))
+       proposals = provider.propose(request)
+
+Per proposal: the system text and the knowledge part of the prompt go in system blocks, the last
+one marked `cache_control` (tools + system + knowledge are the stable, cached prefix); the
+iteration part is the user message. The model may call tools (providers/tools.py) for up to
+`tool_max_turns` turns; the last turn forbids tools so that an answer comes. Rate limits (429)
+and overload (529) are retried by the SDK and then by our bounded loop (providers/retry.py).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from agent_client.providers.base import Proposal, ProposalRequest, ProviderError
+from agent_client.providers.extract import extract_code
+from agent_client.providers.retry import RETRYABLE_STATUS, call_with_retries, status_of
+from agent_client.providers.tools import TOOLS, run_tool
+
+
+def _retryable(exc: BaseException) -> bool:
+    import anthropic
+
+    if isinstance(exc, anthropic.APIConnectionError):  # includes timeouts
+        return True
+    return isinstance(exc, anthropic.APIStatusError) and status_of(exc) in RETRYABLE_STATUS
+
+
+class AnthropicProvider:
+    name = "anthropic"
+
+    def __init__(self, client: Any, model: str, max_tokens: int = 8192, tool_max_turns: int = 6,
+                 use_tools: bool = True, retry_attempts: int = 4, retry_base_delay_s: float = 2.0,
+                 sleep: Callable[[float], None] = time.sleep):
+        self.client = client
+        self.model = model
+        self.max_tokens = max_tokens
+        self.tool_max_turns = max(1, tool_max_turns)
+        self.use_tools = use_tools
+        self.retry_attempts = retry_attempts
+        self.retry_base_delay_s = retry_base_delay_s
+        self.sleep = sleep
+
+    def propose(self, request: ProposalRequest) -> list[Proposal]:
+        return [self._one(request) for _ in range(max(1, request.n))]
+
+    def _create(self, **kwargs):
+        return call_with_retries(lambda: self.client.messages.create(**kwargs), _retryable, self.retry_attempts,
+                                 self.retry_base_delay_s, f"anthropic model {self.model}", self.sleep)
+
+    def _one(self, request: ProposalRequest) -> Proposal:
+        split = max(0, min(request.cache_prefix_chars, len(request.prompt)))
+        knowledge, iteration = request.prompt[:split].rstrip(), request.prompt[split:].strip()
+        system = [{"type": "text", "text": request.system or "You write fast, correct GPU kernels."}]
+        if knowledge:
+            system.append({"type": "text", "text": knowledge})
+        system[-1]["cache_control"] = {"type": "ephemeral"}
+        messages: list[dict] = [{"role": "user", "content": iteration or request.prompt}]
+        usage: dict[str, int] = {}
+        tool_calls: list[dict] = []
+        state: dict = {}
+        text = ""
+        for turn in range(self.tool_max_turns):
+            kwargs: dict[str, Any] = {"model": self.model, "max_tokens": self.max_tokens, "system": system,
+                                      "messages": messages}
+            if self.use_tools:
+                kwargs["tools"] = TOOLS
+                if turn == self.tool_max_turns - 1:
+                    kwargs["tool_choice"] = {"type": "none"}  # last turn: answer now
+            response = self._create(**kwargs)
+            _add_usage(usage, response.usage)
+            uses = [b for b in response.content if b.type == "tool_use"]
+            text = "".join(b.text for b in response.content if b.type == "text")
+            if response.stop_reason != "tool_use" or not uses:
+                break
+            messages.append({"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in response.content]})
+            results = []
+            for use in uses:
+                answer, is_error = run_tool(use.name, dict(use.input or {}), request, state)
+                tool_calls.append({"name": use.name, "input": _short(use.input), "is_error": is_error})
+                results.append({"type": "tool_result", "tool_use_id": use.id, "content": answer,
+                                "is_error": is_error})
+            messages.append({"role": "user", "content": results})
+        else:
+            text = text or ""
+        code, error = extract_code(text)
+        meta = {"model": self.model, "usage": usage, "turns": len([m for m in messages if m["role"] == "assistant"]) + 1,
+                "tool_calls": tool_calls}
+        if error:
+            meta["error"] = f"malformed reply: {error}"
+        return Proposal(code=code, response_text=text, meta=meta)
+
+
+def _add_usage(total: dict[str, int], usage: Any) -> None:
+    if usage is None:
+        return
+    for key in ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"):
+        value = getattr(usage, key, None)
+        if isinstance(value, int):
+            total[key] = total.get(key, 0) + value
+
+
+def _short(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: (v[:200] + "..." if isinstance(v, str) and len(v) > 200 else v) for k, v in value.items()}
+    return value
+
+
+def make_provider(settings: Any, client: Any = None, model: str | None = None, use_tools: bool = True,
+                  sleep: Callable[[float], None] = time.sleep, **_: Any) -> AnthropicProvider:
+    if client is None:
+        try:
+            import anthropic
+        except ImportError as exc:
+            raise ProviderError("provider anthropic needs the `anthropic` package: pip install anthropic") from exc
+        if not settings.anthropic_api_key and not settings.anthropic_base_url:
+            raise ProviderError("provider anthropic needs ANTHROPIC_API_KEY (or ANTHROPIC_BASE_URL for a local server)")
+        client = anthropic.Anthropic(api_key=settings.anthropic_api_key or "unused",
+                                     base_url=settings.anthropic_base_url, max_retries=settings.sdk_max_retries)
+    return AnthropicProvider(client, model or settings.anthropic_model, max_tokens=settings.anthropic_max_tokens,
+                             tool_max_turns=settings.tool_max_turns, use_tools=use_tools,
+                             retry_attempts=settings.retry_attempts, retry_base_delay_s=settings.retry_base_delay_s,
+                             sleep=sleep)

@@ -1,0 +1,108 @@
+"""Start, resume and finish a tuning session: wires the KB, provider, policy, harness and view.
+
+Usage: config = new_config("examples/specs/relu.py", target="h200", budget=8, device="cpu")
+       result = run_session(config, ClientSettings())                 # a new session
+       result = resume_session("SESSION_ID", ClientSettings())        # after a crash or kill -9
+
+Everything of substance lives here and in session/; agent_client/cli.py only parses flags.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import secrets
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from agent_client.config import ClientSettings
+from agent_client.kb import open_kb
+from agent_client.live import make_view
+from agent_client.policies import get_policy
+from agent_client.providers import get_provider
+from agent_client.session.evaluator import HarnessEvaluator, default_eval_options, peaks_for_device
+from agent_client.session.loop import SessionResult, Tuner
+from agent_client.session.records import SessionConfig
+from agent_client.session.store import SessionStore
+
+
+def default_device() -> str:
+    try:
+        import torch
+
+        return "cuda:0" if torch.cuda.is_available() else "cpu"
+    except ImportError:
+        return "cpu"
+
+
+def new_session_id(spec_path: Path) -> str:
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S")
+    return f"{spec_path.stem}-{stamp}-{secrets.token_hex(2)}"
+
+
+def new_config(spec_path: Path | str, settings: ClientSettings | None = None, session_id: str | None = None,
+               eval_overrides: dict | None = None, **fields: Any) -> SessionConfig:
+    """A SessionConfig with the device, provider and harness settings filled in from defaults."""
+    settings = settings or ClientSettings()
+    spec = Path(spec_path).expanduser().resolve()
+    if not spec.is_file():
+        raise FileNotFoundError(f"spec {spec_path} does not exist (expected a KernelBench-format .py file)")
+    fields = {k: v for k, v in fields.items() if v is not None}
+    device = fields.pop("device", None) or default_device()
+    fields.setdefault("provider", settings.default_provider())
+    fields.setdefault("kb_url", settings.kb_url)
+    fields.setdefault("home", str(settings.home))
+    eval_options = {**default_eval_options(device), **(eval_overrides or {})}
+    return SessionConfig(session_id=session_id or new_session_id(spec), spec_path=str(spec), device=device,
+                         eval_options=eval_options, **fields)
+
+
+def run_session(config: SessionConfig, settings: ClientSettings, resume: bool = False,
+                console: Console | None = None, live: bool | None = None, kb: Any = None,
+                provider: Any = None, report: bool = True) -> SessionResult:
+    folder = settings.sessions_dir / config.session_id
+    store = SessionStore.open(folder) if resume else SessionStore.create(folder, config)
+    try:
+        kb = kb or open_kb(config.kb_url, Path(config.home) if config.home else None, api_key=settings.kb_api_key)
+        provider = provider or get_provider(config.provider, settings, **config.provider_options)
+        policy = get_policy(config.policy, seed=config.seed, **config.policy_options)
+        accelerator_name, peaks = config.target, {}
+        try:
+            facts = kb.accelerator(config.target)
+            accelerator_name, peaks = facts.name, peaks_for_device(facts.peaks(), config.device)
+        except (KeyError, LookupError) as exc:
+            raise ValueError(f"--target {config.target!r}: {exc}") from exc
+        evaluate = HarnessEvaluator(config.spec_path, config.backend, config.device, config.eval_options, peaks)
+        console = console or Console(stderr=True)
+        with make_view(console, live) as view:
+            tuner = Tuner(config, store, kb, provider, policy, evaluate, view=view,
+                          accelerator_name=accelerator_name)
+            result = tuner.run()
+        (folder / "result.json").write_text(json.dumps(result.to_dict(), indent=2) + "\n", encoding="utf-8")
+        if report:
+            from agent_client.report import write_report
+
+            write_report(store, folder / "report.html")
+        return result
+    finally:
+        store.close()
+
+
+def resume_session(session_id: str, settings: ClientSettings, **kwargs: Any) -> SessionResult:
+    folder = settings.sessions_dir / session_id
+    store = SessionStore.open(folder)
+    try:
+        config = store.config()
+    finally:
+        store.close()
+    return run_session(config, settings, resume=True, **kwargs)
+
+
+def session_folder(session_id: str, settings: ClientSettings) -> Path:
+    folder = Path(session_id) if Path(session_id).is_dir() else settings.sessions_dir / session_id
+    if not (folder / "session.sqlite").exists():
+        known = sorted(p.name for p in settings.sessions_dir.glob("*") if (p / "session.sqlite").exists())
+        raise FileNotFoundError(f"no session {session_id!r} under {settings.sessions_dir}; known: {known[-10:]}")
+    return folder

@@ -1,0 +1,104 @@
+"""The records of a tuning session: its config, its nodes, and the fitness of a verdict.
+
+Usage: config = SessionConfig(session_id="s1", spec_path="examples/specs/relu.py", budget=8)
+       fit, basis = fitness(verdict.to_dict())
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+
+from agent_client.providers.base import NodeView
+
+FAILED_STATUSES = ("wrong", "compile_error", "runtime_error", "illegal_memory_access", "timeout",
+                   "crashed", "rejected", "malformed", "eval_error")
+
+
+@dataclass
+class SessionConfig:
+    """Everything `kkb tune --resume ID` needs to continue a session without other flags."""
+
+    session_id: str
+    spec_path: str  # absolute path of the KernelBench-format spec
+    backend: str = "triton"
+    target: str = "h200"  # accelerator id whose facts shape the prompts (and peaks, on a GPU)
+    device: str = "cpu"  # where the harness evaluates: "cpu" (Triton interpreter) or "cuda:N"
+    provider: str = "offline"
+    provider_options: dict = field(default_factory=dict)  # e.g. replay's {"source": "SESSION_ID"}
+    policy: str = "greedy"
+    policy_options: dict = field(default_factory=dict)
+    budget: int = 16  # candidates (nodes) in all, drafts included
+    time_budget_s: float | None = None  # wall time of one run (a resumed run gets it afresh)
+    stall_nodes: int | None = None  # stop after this many evaluated nodes without a new best
+    target_speedup: float | None = None  # stop once the best fitness reaches it
+    drafts: int = 4  # independent candidates before the first expansion
+    proposals_per_step: int = 2  # candidates asked of the provider per request
+    eval_workers: int = 1  # concurrent harness evaluations
+    token_budget: int = 6000  # knowledge part of each prompt
+    iteration_token_budget: int = 3000  # parent code, diagnostics, failure summaries
+    seed: int = 0
+    kb_url: str | None = None
+    home: str | None = None  # KKB_HOME of the embedded store, when kb_url is None
+    write_back: bool = True
+    write_back_min_speedup: float = 1.0  # winners must beat the baseline (torch.compile, else eager)
+    eval_options: dict = field(default_factory=dict)  # EvalConfig fields passed to the harness
+    command: str = ""  # the command line that started the session
+
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> SessionConfig:
+        raw = json.loads(text)
+        known = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in raw.items() if k in known})
+
+
+@dataclass
+class Node:
+    """One candidate in the search graph."""
+
+    id: str  # "n0007": unique within the session, ordered by creation
+    step: int  # the provider request that produced it
+    parent_ids: list[str]
+    kind: str  # "draft" | "expand"
+    code: str
+    response: str  # the provider's raw output
+    meta: dict
+    status: str = "pending"  # pending | evaluated | malformed
+    verdict: dict | None = None  # harness Verdict.to_dict() (or a malformed/eval_error stand-in)
+    fitness: float = 0.0  # speedup over the baseline; 0 for anything not passed
+    fitness_basis: str | None = None  # "compile" | "eager" (compile baseline skipped) | None
+    created_at: float = 0.0  # unix seconds
+    evaluated_at: float | None = None
+
+    @property
+    def outcome(self) -> str:
+        """The verdict's status ("passed", "wrong", ...), "malformed", or "pending"."""
+        if self.status == "pending":
+            return "pending"
+        return str((self.verdict or {}).get("status", self.status))
+
+    def view(self) -> NodeView:
+        return NodeView(node_id=self.id, code=self.code, verdict=dict(self.verdict or {}),
+                        tunables=dict(self.meta.get("tunables") or {}), meta=dict(self.meta),
+                        fitness=self.fitness)
+
+
+def fitness(verdict: dict) -> tuple[float, str | None]:
+    """Speedup over torch.compile; over eager when the compile baseline was skipped; 0 unless passed."""
+    if verdict.get("status") != "passed":
+        return 0.0, None
+    if verdict.get("speedup_vs_compile") is not None:
+        return float(verdict["speedup_vs_compile"]), "compile"
+    if verdict.get("speedup_vs_eager") is not None:
+        return float(verdict["speedup_vs_eager"]), "eager"
+    return 0.0, None
+
+
+def stand_in_verdict(status: str, reasons: list[str]) -> dict:
+    """A verdict-shaped dict for a node the harness never judged (malformed reply, evaluator crash)."""
+    return {"status": status, "reasons": reasons, "latency_ms": None, "speedup_vs_eager": None,
+            "speedup_vs_compile": None, "limit_kind": None, "fraction_of_limit": None, "diagnostics": {}}

@@ -1,0 +1,96 @@
+"""Write a session's winners back to the kernel library, so the next session starts from them.
+
+Usage: ids = write_back(kb, config, nodes, spec_info)
+
+A winner passed and beat the baseline (torch.compile; eager when the compile baseline was skipped)
+by at least `config.write_back_min_speedup`. Only the best winner of a session is written: its
+siblings are variations of one idea and would crowd the library's nearest-kernel search.
+"""
+
+from __future__ import annotations
+
+import ast
+import datetime as dt
+import hashlib
+import platform
+from pathlib import Path
+
+from agent_client.session.records import Node, SessionConfig
+
+
+def spec_signature(spec_path: Path) -> tuple[str, str]:
+    """(op family, op signature) of a spec, from agent_client.signature; the spec name if tracing fails."""
+    try:
+        from agent_client.signature import trace_signature
+
+        sig = trace_signature(Path(spec_path))
+        return sig.family or Path(spec_path).stem, sig.text or Path(spec_path).stem
+    except Exception:  # noqa: BLE001 - tracing is best effort here: a winner must not be lost to it
+        return Path(spec_path).stem, Path(spec_path).stem
+
+
+def winners(config: SessionConfig, nodes: list[Node]) -> list[Node]:
+    ok = [n for n in nodes if n.outcome == "passed" and n.fitness >= config.write_back_min_speedup
+          and n.fitness > 0]
+    return sorted(ok, key=lambda n: (-n.fitness, n.id))[:1]
+
+
+def tunables_of(code: str) -> dict:
+    """The module-level TUNABLES dict literal of a candidate, as name -> [value]; {} when absent."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return {}
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign) and any(getattr(t, "id", None) == "TUNABLES" for t in stmt.targets):
+            try:
+                value = ast.literal_eval(stmt.value)
+            except ValueError:
+                return {}
+            if isinstance(value, dict):
+                return {str(k): v if isinstance(v, list) else [v] for k, v in value.items()
+                        if isinstance(v, (int, float, str, list))}
+    return {}
+
+
+def kernel_record(config: SessionConfig, node: Node, op_family: str, op_signature: str):
+    from kb_server.schemas import KernelMeasurement, KernelRecord
+
+    v = node.verdict or {}
+    spec_name = v.get("spec_name") or Path(config.spec_path).stem
+    accelerator = config.target if config.device.startswith("cuda") else "cpu-interpreter"
+    diagnostics = v.get("diagnostics") or {}
+    measurement = KernelMeasurement(
+        accelerator=accelerator, spec=spec_name, shape=str(diagnostics.get("shapes", diagnostics.get("shape", ""))),
+        dtype=str(diagnostics.get("dtype", "")), latency_ms=float(v.get("latency_ms") or 0.0),
+        speedup_vs_eager=v.get("speedup_vs_eager"), speedup_vs_compile=v.get("speedup_vs_compile"),
+        fraction_of_limit=v.get("fraction_of_limit"), date=dt.date.today().isoformat(),
+        versions=_versions(), command=config.command or None,
+    )
+    basis = "torch.compile" if node.fitness_basis == "compile" else "eager PyTorch (compile baseline skipped)"
+    digest = hashlib.sha256(f"{config.backend}\n{node.code}".encode()).hexdigest()[:16]
+    return KernelRecord(
+        id=f"tuned-{digest}", name=f"{spec_name}-{config.session_id}-{node.id}", op_family=op_family,
+        op_signature=op_signature, backend=config.backend, source=node.code,
+        description=(f"Found by kkb tune session {config.session_id} (node {node.id}) on {config.device}: "
+                     f"{node.fitness:.3f}x over {basis} for spec {spec_name}."),
+        tunables=tunables_of(node.code), accelerators=[accelerator], measurements=[measurement],
+    )
+
+
+def write_back(kb, config: SessionConfig, nodes: list[Node]) -> list[str]:
+    chosen = winners(config, nodes)
+    if not chosen:
+        return []
+    family, signature = spec_signature(Path(config.spec_path))
+    return [kb.add_kernel(kernel_record(config, node, family, signature)) for node in chosen]
+
+
+def _versions() -> dict[str, str]:
+    out = {"python": platform.python_version()}
+    for name in ("torch", "triton"):
+        try:
+            out[name] = __import__(name).__version__
+        except ImportError:
+            out[name] = "absent"
+    return out

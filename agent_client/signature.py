@@ -1,0 +1,233 @@
+"""Trace a spec's reference program into a normalised op signature.
+
+Usage: sig = trace_signature(Path("examples/specs/rmsnorm.py")); print(sig.family, sig.text)
+
+The reference `Model` is built and run on PyTorch's meta device, so tracing costs no memory and
+no time whatever the spec's shapes: only shapes and dtypes flow. A TorchFunctionMode records the
+top-level calls (F.softmax, torch.relu, Tensor.__mul__, F.linear inside nn.Linear ...) with their
+arguments described as spec inputs, parameters, earlier results or constants. The op family is then
+read off that list by a few ordered rules. The spec is reference code the user gave us (trusted),
+never a candidate.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch.overrides import TorchFunctionMode
+
+# Calls that only read metadata or change layout: kept out of the signature.
+_IGNORED = {
+    "size", "dim", "shape", "__get__", "numel", "stride", "is_contiguous", "contiguous", "view", "reshape",
+    "flatten", "unsqueeze", "squeeze", "expand", "expand_as", "__getitem__", "type_as", "to", "float",
+    "detach", "__len__", "element_size", "data_ptr", "device", "dtype", "__format__", "__repr__",
+    "ndim", "requires_grad", "is_cuda", "_has_compatible_shallow_copy_type", "__setstate__",
+}
+UNARY = {
+    "relu", "gelu", "silu", "sigmoid", "tanh", "mish", "softplus", "hardswish", "hardsigmoid",
+    "leaky_relu", "elu", "selu", "exp", "log", "abs", "neg", "sqrt", "rsqrt", "clamp", "clip",
+    "hardtanh", "relu6", "erf", "square", "reciprocal", "sin", "cos", "log1p", "expm1",
+}
+BINARY = {"add", "sub", "mul", "div", "pow", "maximum", "minimum", "rsub", "where"}
+POINTWISE = UNARY | BINARY
+REDUCTIONS = {"sum", "mean", "amax", "amin", "max", "min", "argmax", "argmin", "prod"}
+_ALIASES = {
+    "__add__": "add", "__radd__": "add", "__iadd__": "add", "__sub__": "sub", "__rsub__": "rsub",
+    "__mul__": "mul", "__rmul__": "mul", "__imul__": "mul", "__truediv__": "div", "__rtruediv__": "div",
+    "__pow__": "pow", "__neg__": "neg", "clip": "clamp", "multiply": "mul", "divide": "div",
+    "subtract": "sub", "true_divide": "div", "hardtanh": "clamp", "relu6": "clamp", "matmul": "matmul",
+    "mm": "matmul", "bmm": "matmul", "__matmul__": "matmul", "addmm": "linear", "max_pool2d_with_indices":
+    "max_pool2d", "_softmax": "softmax", "special_log_softmax": "log_softmax",
+}
+
+
+@dataclass(frozen=True)
+class Arg:
+    """One argument of a traced call: a spec input, a parameter/buffer, an earlier result, or a constant."""
+
+    kind: str  # "input" | "param" | "tmp" | "const"
+    ref: Any  # input index, parameter name, op index, or the constant's value
+    shape: tuple[int, ...] | None = None
+    dtype: str | None = None
+
+    def render(self) -> str:
+        if self.kind == "input":
+            return f"in{self.ref}"
+        if self.kind == "param":
+            return f"p:{self.ref}"
+        if self.kind == "tmp":
+            return f"t{self.ref}"
+        return repr(self.ref)
+
+
+@dataclass(frozen=True)
+class OpCall:
+    name: str  # normalised op name ("softmax", "linear", "mul" ...)
+    args: tuple[Arg, ...]
+    kwargs: dict[str, Arg] = field(default_factory=dict)
+    out_shape: tuple[int, ...] | None = None
+
+    def render(self) -> str:
+        parts = [a.render() for a in self.args] + [f"{k}={v.render()}" for k, v in sorted(self.kwargs.items())]
+        return f"{self.name}({', '.join(parts)})"
+
+
+@dataclass(frozen=True)
+class OpSignature:
+    """The normalised signature of a spec: its calls in order and the op family they form."""
+
+    ops: tuple[OpCall, ...]
+    family: str | None  # a library op family, or None when no rule fits
+    inputs: tuple[tuple[tuple[int, ...], str], ...]  # (shape, dtype) of each forward input
+    params: dict[str, tuple[int, ...]]  # parameter and buffer names -> shapes
+    training: bool = True
+
+    @property
+    def text(self) -> str:
+        return " ; ".join(op.render() for op in self.ops)
+
+    def query(self) -> str:
+        """Words for retrieving library kernels and passages about this signature."""
+        names = " ".join(dict.fromkeys(op.name for op in self.ops))
+        return f"{self.family or 'kernel'} {names}"
+
+
+class _Recorder(TorchFunctionMode):
+    def __init__(self, inputs: list[torch.Tensor], named: dict[int, str]):
+        super().__init__()
+        self.ids: dict[int, Arg] = {id(t): _arg("input", i, t) for i, t in enumerate(inputs)}
+        self.named = named
+        self.ops: list[OpCall] = []
+
+    def _describe(self, value: Any) -> Arg:
+        if isinstance(value, torch.Tensor):
+            if id(value) in self.ids:
+                return self.ids[id(value)]
+            if id(value) in self.named:
+                return _arg("param", self.named[id(value)], value)
+            return _arg("const", f"tensor{tuple(value.shape)}", value)
+        if isinstance(value, (list, tuple)):
+            return Arg("const", tuple(self._describe(v).ref if not isinstance(v, torch.Tensor)
+                                      else self._describe(v).render() for v in value))
+        if isinstance(value, (torch.dtype, torch.device, torch.Size)):
+            return Arg("const", str(value))
+        return Arg("const", value)
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        name = _normalise(func)
+        if name in _IGNORED:
+            # layout ops pass the identity of their input through to their output
+            if isinstance(out, torch.Tensor) and args and isinstance(args[0], torch.Tensor) \
+                    and id(args[0]) in self.ids:
+                self.ids[id(out)] = self.ids[id(args[0])]
+            return out
+        first = self._describe(args[0]) if args else None
+        if first is not None and first.kind == "param" and str(first.ref).endswith("num_batches_tracked"):
+            return out  # BatchNorm's step counter: bookkeeping, not part of the computation
+        call = OpCall(name, tuple(self._describe(a) for a in args),
+                      {k: self._describe(v) for k, v in kwargs.items()},
+                      tuple(out.shape) if isinstance(out, torch.Tensor) else None)
+        index = len(self.ops)
+        self.ops.append(call)
+        results = out if isinstance(out, (tuple, list)) else (out,)
+        for r in results:
+            if isinstance(r, torch.Tensor):
+                self.ids[id(r)] = _arg("tmp", index, r)
+        return out
+
+
+def _arg(kind: str, ref: Any, t: torch.Tensor) -> Arg:
+    return Arg(kind, ref, tuple(t.shape), str(t.dtype).removeprefix("torch."))
+
+
+def _normalise(func: Any) -> str:
+    name = getattr(func, "__name__", None) or str(func)
+    if name == "__get__":  # a property such as Tensor.shape
+        name = getattr(getattr(func, "__self__", None), "__name__", "__get__")
+    name = _ALIASES.get(name, name)
+    return name.rstrip("_") if name.endswith("_") and not name.startswith("__") else name
+
+
+def load_spec_module(path: Path):
+    """Import a spec file as a fresh module (the spec is trusted reference code)."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"spec {path} does not exist")
+    name = f"_kkb_spec_{abs(hash(str(path.resolve())))}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.modules.pop(name, None)
+    for attr in ("Model", "get_inputs", "get_init_inputs"):
+        if not hasattr(module, attr):
+            raise ValueError(f"spec {path} defines no {attr}: a KernelBench-format spec needs Model, "
+                             "get_inputs() and get_init_inputs()")
+    return module
+
+
+def trace_signature(spec_path: Path) -> OpSignature:
+    """Run the spec's Model on the meta device and return its normalised op signature."""
+    module = load_spec_module(spec_path)
+    with torch.device("meta"):
+        init = list(module.get_init_inputs())
+        model = module.Model(*init)
+        inputs = list(module.get_inputs())
+    named = {id(p): n for n, p in model.named_parameters()}
+    named.update({id(b): n for n, b in model.named_buffers()})
+    rec = _Recorder([t for t in inputs if isinstance(t, torch.Tensor)], named)
+    with torch.no_grad(), rec:
+        model(*inputs)
+    ops = tuple(rec.ops)
+    return OpSignature(
+        ops=ops,
+        family=classify(ops),
+        inputs=tuple((tuple(t.shape), str(t.dtype).removeprefix("torch.")) for t in inputs
+                     if isinstance(t, torch.Tensor)),
+        params={n: tuple(p.shape) for n, p in list(model.named_parameters()) + list(model.named_buffers())},
+        training=model.training,
+    )
+
+
+def classify(ops: tuple[OpCall, ...]) -> str | None:
+    """The library op family a list of calls forms, or None. Rules run in order; first match wins."""
+    names = [op.name for op in ops]
+    if not names:
+        return None
+    rest = [n for n in names[1:]]
+    if "scaled_dot_product_attention" in names:
+        return "attention"
+    if names.count("matmul") == 2 and "softmax" in names:
+        return "attention"
+    head = names[0]
+    if head in {"linear", "matmul"} and all(n in POINTWISE or n in {"sum", "mean", "amax"} for n in rest):
+        return "gemm_epilogue"
+    if head in {"max_pool2d", "avg_pool2d"} and not rest:
+        return "pool2d"
+    singles = {"softmax": "softmax", "log_softmax": "log_softmax", "layer_norm": "layernorm",
+               "rms_norm": "rmsnorm", "group_norm": "groupnorm", "batch_norm": "batchnorm",
+               "cross_entropy": "cross_entropy", "cumsum": "cumsum"}
+    if len(names) == 1 and head in singles:
+        return singles[head]
+    if len(names) == 1 and head in REDUCTIONS:
+        return "reduction"
+    if _is_manual_rmsnorm(names):
+        return "rmsnorm"
+    if all(n in POINTWISE for n in names):
+        return "pointwise"
+    return None
+
+
+def _is_manual_rmsnorm(names: list[str]) -> bool:
+    # x * rsqrt(mean(x*x or x**2, -1) + eps) [* weight]: the usual hand-written RMSNorm.
+    core = [n for n in names if n not in {"mul", "pow", "add", "div", "sqrt", "rsqrt"}]
+    return core == ["mean"] and ("rsqrt" in names or "sqrt" in names)

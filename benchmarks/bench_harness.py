@@ -1,0 +1,245 @@
+"""GPU validation of the benchmark harness: timing accuracy, stability, crash containment, throughput.
+
+Usage: python3 benchmarks/bench_harness.py [--device cuda:0] [--out-dir benchmarks/results] [--quick]
+       (on the GPU box through benchmarks/gpu/harness.sh; --device cpu --quick runs a small smoke version)
+
+Sections (each timed and guarded so one failure does not hide the others):
+  timing      the harness's median vs triton.testing.do_bench (median, same op, same 256 MB L2 flush)
+              for copy, softmax, layernorm, matmul bf16, gelu; target |ratio - 1| <= 3%
+  stability   three harness runs per op: (max - min) / median; target <= 2%
+  crash       a Triton kernel writing far out of bounds, then an honest candidate, in one WorkerPool;
+              the same with a CUDA kernel through load_inline (when nvcc is present)
+  throughput  50 small Triton candidates (45 honest with distinct sources, 5 wrong) through a WorkerPool
+              with a parallel compile stage; target >= 30 candidates per minute
+Writes benchmarks/results/harness-<device>-<UTC time>.json and prints a short table last.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import platform
+import statistics
+import sys
+import time
+import traceback
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import torch
+
+from harness import EvalConfig, WorkerPool
+from harness.timing import time_callable
+
+SPEC = ROOT / "examples" / "specs" / "row_softmax.py"
+CANDIDATES = ROOT / "tests" / "harness" / "candidates"
+
+
+def _ops(device: str, quick: bool) -> dict:
+    """name -> (fn, inputs). Sizes are far above L2 (60 MB on H200) so both methods see DRAM."""
+    n = 1 << 14 if quick else 1 << 26
+    r, c = (64, 256) if quick else (8192, 8192)
+    m = 128 if quick else 4096
+    bf = torch.bfloat16
+    x = torch.randn(n, device=device)
+    a = torch.randn(r, c, device=device)
+    ln_w, ln_b = torch.randn(c, device=device, dtype=bf), torch.randn(c, device=device, dtype=bf)
+    mm_a = torch.randn(m, m, device=device, dtype=bf)
+    mm_b = torch.randn(m, m, device=device, dtype=bf)
+    return {
+        "copy": (lambda t: t.clone(), [x]),
+        "softmax": (lambda t: torch.softmax(t, dim=-1), [a]),
+        "layernorm": (lambda t, w, b: torch.nn.functional.layer_norm(t, (c,), w, b), [a.to(bf), ln_w, ln_b]),
+        "matmul_bf16": (lambda p, q: p @ q, [mm_a, mm_b]),
+        "gelu": (lambda t: torch.nn.functional.gelu(t), [x]),
+    }
+
+
+def section_timing(device: str, quick: bool) -> dict:
+    import triton.testing
+
+    config = EvalConfig(warmup=10, min_reps=30, max_reps=1000, max_timing_s=1.5, target_rse=0.002)
+    rows = {}
+    for name, (fn, inputs) in _ops(device, quick).items():
+        make_args = lambda inputs=inputs: [t.clone() for t in inputs]
+        runs = [time_callable(fn, make_args, device, config) for _ in range(3)]
+        medians = [t.median_ms for t in runs]
+        harness_ms = statistics.median(medians)
+        ref = [triton.testing.do_bench(lambda fn=fn, inputs=inputs: fn(*inputs), warmup=25, rep=200,
+                                       return_mode="median") for _ in range(3)]
+        do_bench_ms = statistics.median(ref)
+        rows[name] = {
+            "harness_median_ms": harness_ms, "harness_runs_ms": medians, "harness_n": [t.n for t in runs],
+            "do_bench_median_ms": do_bench_ms, "do_bench_runs_ms": ref,
+            "ratio": harness_ms / do_bench_ms,
+            "spread": (max(medians) - min(medians)) / harness_ms,
+            "within_3pct": abs(harness_ms / do_bench_ms - 1) <= 0.03,
+            "spread_le_2pct": (max(medians) - min(medians)) / harness_ms <= 0.02,
+        }
+        print(f"timing {name}: harness {harness_ms:.4f} ms do_bench {do_bench_ms:.4f} ms "
+              f"ratio {rows[name]['ratio']:.3f} spread {100 * rows[name]['spread']:.2f}%", flush=True)
+    return rows
+
+
+CUDA_OOB = '''
+import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+_SRC = r"""
+#include <torch/extension.h>
+__global__ void scribble(float* y, long n) {
+  long i = blockIdx.x * (long)blockDim.x + threadIdx.x;
+  if (i < n) y[i + (1L << 36)] = 1.0f;  // far outside any allocation
+}
+torch::Tensor run(torch::Tensor x) {
+  auto y = torch::empty_like(x);
+  long n = x.numel();
+  scribble<<<(n + 255) / 256, 256>>>(y.data_ptr<float>(), n);
+  return y;
+}
+"""
+_ext = load_inline("kkb_bench_oob", cpp_sources="torch::Tensor run(torch::Tensor x);", cuda_sources=_SRC,
+                   functions=["run"], verbose=False)
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return _ext.run(x.contiguous())
+'''
+
+
+def section_crash(device: str, quick: bool) -> dict:
+    import shutil
+
+    honest = (CANDIDATES / "honest_softmax.py").read_text()
+    oob = (CANDIDATES / "oob_write.py").read_text()
+    config = EvalConfig(max_timing_s=0.3, timeout_s=240, time_compile_baseline=False)
+    out: dict = {}
+    with WorkerPool([device], config=config) as pool:
+        seq = [("triton_oob", oob, "triton"), ("honest_after_triton_crash", honest, "triton")]
+        if device.startswith("cuda") and shutil.which("nvcc") and not quick:
+            seq += [("cuda_oob", CUDA_OOB, "cuda"), ("honest_after_cuda_crash", honest, "triton")]
+        for name, source, backend in seq:
+            t0 = time.perf_counter()
+            v = pool.evaluate(SPEC, source, backend)
+            out[name] = {"status": v.status.value, "reasons": [r[:300] for r in v.reasons],
+                         "seconds": time.perf_counter() - t0}
+            print(f"crash {name}: {v.status.value} {v.reasons[:1]}", flush=True)
+        out["restarts"] = pool.restarts
+    crashed_ok = out["triton_oob"]["status"] in ("illegal_memory_access", "crashed", "runtime_error")
+    out["ok"] = crashed_ok and out["honest_after_triton_crash"]["status"] == "passed" and (
+        "cuda_oob" not in out or (out["cuda_oob"]["status"] in ("illegal_memory_access", "crashed",
+                                                                 "runtime_error")
+                                  and out["honest_after_cuda_crash"]["status"] == "passed"))
+    return out
+
+
+def _candidate(i: int, wrong: bool) -> str:
+    base = (CANDIDATES / "honest_softmax.py").read_text()
+    warps = (1, 2, 4, 8)[i % 4]
+    src = base.replace("BLOCK=triton.next_power_of_2(cols))",
+                       f"BLOCK=triton.next_power_of_2(cols), num_warps={warps})")
+    if wrong:
+        src = src.replace("y = num / tl.sum(num, axis=0)", "y = num / (tl.sum(num, axis=0) + 1.0)")
+    return f"# throughput candidate {i} (num_warps={warps}, wrong={wrong})\n" + src
+
+
+def section_throughput(device: str, quick: bool) -> dict:
+    n = 6 if quick else 50
+    wrong = {7, 19, 31, 43} if not quick else {3}
+    wrong.add(n - 1)
+    sources = [_candidate(i, i in wrong) for i in range(n)]
+    config = EvalConfig(max_timing_s=0.25, min_reps=10, timeout_s=120,
+                        time_compile_baseline=not quick)
+    compile_workers = 1 if device == "cpu" else 4
+    with WorkerPool([device], config=config, compile_workers=compile_workers) as pool:
+        t0 = time.perf_counter()
+        pool.profile(SPEC)  # baselines once per spec (includes torch.compile of the reference)
+        t_profile = time.perf_counter() - t0
+        t1 = time.perf_counter()
+        verdicts = pool.evaluate_many([(SPEC, s, "triton") for s in sources])
+        t_batch = time.perf_counter() - t1
+        restarts = pool.restarts
+    statuses = [v.status.value for v in verdicts]
+    expected = ["wrong" if i in wrong else "passed" for i in range(n)]
+    return {
+        "n_candidates": n, "compile_workers": compile_workers, "profile_seconds": t_profile,
+        "batch_seconds": t_batch, "candidates_per_minute": 60 * n / t_batch,
+        "candidates_per_minute_incl_profile": 60 * n / (t_batch + t_profile),
+        "status_counts": {s: statuses.count(s) for s in set(statuses)},
+        "all_classified_as_expected": statuses == expected, "worker_restarts": restarts,
+        "median_latency_ms": statistics.median([v.latency_ms for v in verdicts if v.latency_ms] or [0]),
+        "mismatches": [(i, s, e) for i, (s, e) in enumerate(zip(statuses, expected)) if s != e][:10],
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cuda:0" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--out-dir", type=Path, default=ROOT / "benchmarks" / "results")
+    parser.add_argument("--quick", action="store_true", help="small sizes (CPU smoke run)")
+    parser.add_argument("--sections", default="timing,crash,throughput")
+    args = parser.parse_args()
+    t_start = time.perf_counter()
+    device_name = torch.cuda.get_device_name(0) if args.device.startswith("cuda") else platform.processor()
+    import triton
+
+    report: dict = {
+        "benchmark": "harness", "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "command": " ".join([sys.executable, *sys.argv]), "machine": platform.node(),
+        "device": args.device, "device_name": device_name, "python": platform.python_version(),
+        "torch": torch.__version__, "triton": triton.__version__, "cuda": torch.version.cuda,
+        "quick": args.quick, "sections": {},
+    }
+    for name in args.sections.split(","):
+        if name == "timing" and not args.device.startswith("cuda"):
+            report["sections"][name] = {"skipped": "needs CUDA (do_bench)"}
+            continue
+        t0 = time.perf_counter()
+        try:
+            data = {"timing": section_timing, "crash": section_crash, "throughput": section_throughput}[name](
+                args.device, args.quick)
+        except Exception as exc:  # noqa: BLE001 - one failing section must not hide the others
+            data = {"error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()[-3000:]}
+            print(f"section {name} failed: {data['error']}", flush=True)
+        data["section_seconds"] = time.perf_counter() - t0
+        report["sections"][name] = data
+    report["total_seconds"] = time.perf_counter() - t_start
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+    tag = "h200" if "H200" in device_name else args.device.replace(":", "")
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+    path = args.out_dir / f"harness-{tag}-{stamp}.json"
+    path.write_text(json.dumps(report, indent=1, default=str))
+    _print_summary(report, path)
+    return 0
+
+
+def _print_summary(report: dict, path: Path) -> None:
+    print(f"\nwrote {path}")
+    print(f"{'check':<34} {'value':>26}  target")
+    timing = report["sections"].get("timing", {})
+    for op, row in timing.items():
+        if isinstance(row, dict) and "ratio" in row:
+            print(f"{'timing ' + op:<34} {row['ratio']:>13.3f} ratio {100 * row['spread']:>5.2f}% sprd"
+                  f"  |r-1|<=3% {'ok' if row['within_3pct'] else 'MISS'}, spread<=2% "
+                  f"{'ok' if row['spread_le_2pct'] else 'MISS'}")
+    crash = report["sections"].get("crash", {})
+    if "ok" in crash:
+        states = ", ".join(f"{k}={v['status']}" for k, v in crash.items() if isinstance(v, dict))
+        print(f"{'crash then pass':<34} {'ok' if crash['ok'] else 'MISS':>26}  {states}")
+    thr = report["sections"].get("throughput", {})
+    if "candidates_per_minute" in thr:
+        print(f"{'throughput (candidates/min)':<34} {thr['candidates_per_minute']:>26.1f}  >= 30 "
+              f"(classified as expected: {thr['all_classified_as_expected']}, restarts {thr['worker_restarts']})")
+    for name, data in report["sections"].items():
+        if "error" in data:
+            print(f"{'section ' + name:<34} {'ERROR':>26}  {data['error'][:80]}")
+    print(f"{'total seconds':<34} {report['total_seconds']:>26.1f}  <= 480")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,33 @@
+"""Cumulative sum along the last dimension of a 3-d tensor: 128 x 256 x 3000 fp32 (375 MiB in + out).
+
+3000 is not a power of 2: one masked scan block per row.
+"""
+
+import torch
+import torch.nn as nn
+
+SIZE = "full"  # "full" | "tiny" (tiny: for the Triton interpreter; the CPU tests load a copy with SIZE = "tiny")
+SHAPES = {"full": {"batch": 128, "rows": 256, "cols": 3000}, "tiny": {"batch": 2, "rows": 3, "cols": 3000}}
+BATCH, ROWS, COLS = SHAPES[SIZE]["batch"], SHAPES[SIZE]["rows"], SHAPES[SIZE]["cols"]
+DTYPE = torch.float32
+DIM = -1
+VARIANTS = [
+    {"name": "odd", "kwargs": {"batch": 3, "rows": 5, "cols": 77}},
+]
+
+
+class Model(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x):
+        return torch.cumsum(x, dim=self.dim)
+
+
+def get_inputs(batch=BATCH, rows=ROWS, cols=COLS):
+    return [torch.randn(batch, rows, cols, dtype=DTYPE)]
+
+
+def get_init_inputs(dim=DIM):
+    return [dim]

@@ -1,0 +1,35 @@
+"""Cumulative sum along rows: torch.cumsum(x, dim=1) on 8192 x 16384 fp32 (512 MiB in + 512 MiB out).
+
+Each row spans many scan blocks, so a kernel must carry the running total across blocks.
+"""
+
+import torch
+import torch.nn as nn
+
+SIZE = "full"  # "full" | "tiny" (tiny: for the Triton interpreter; the CPU tests load a copy with SIZE = "tiny")
+SHAPES = {"full": {"rows": 8192, "cols": 16384}, "tiny": {"rows": 3, "cols": 5000}}
+ROWS, COLS = SHAPES[SIZE]["rows"], SHAPES[SIZE]["cols"]
+DTYPE = torch.float32
+DIM = 1
+VARIANTS = [
+    {"name": "ragged_blocks", "kwargs": {"rows": 2, "cols": 4099}},  # carry across a ragged last block
+    {"name": "narrow_rows", "kwargs": {"rows": 37, "cols": 33}},  # several rows per program
+    {"name": "first_dim", "kwargs": {"rows": 40, "cols": 6}, "init_kwargs": {"dim": 0}},  # moved dimension
+]
+
+
+class Model(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x):
+        return torch.cumsum(x, dim=self.dim)
+
+
+def get_inputs(rows=ROWS, cols=COLS):
+    return [torch.randn(rows, cols, dtype=DTYPE)]
+
+
+def get_init_inputs(dim=DIM):
+    return [dim]

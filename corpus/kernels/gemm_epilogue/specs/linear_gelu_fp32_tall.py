@@ -1,0 +1,36 @@
+"""Spec: y = gelu(x @ W^T + b) * scale + residual, fp32 (no TF32), tall and skinny: 32768 rows, 2048 -> 512.
+
+KernelBench format plus the harness conventions (harness/spec.py): DTYPE, VARIANTS, keyword sizes.
+SIZE picks the default shape; the CPU tests load a copy of this file with SIZE = "tiny".
+"""
+
+import torch
+import torch.nn as nn
+
+SIZE = "full"  # "full" | "tiny" (tiny: for the Triton interpreter on CPU)
+SHAPES = {"full": {"m": 32768, "k": 2048, "n": 512}, "tiny": {"m": 64, "k": 64, "n": 32}}
+SCALE = 0.5
+ACTIVATION = "gelu"
+DTYPE = "float32"
+VARIANTS = [  # checked too (not timed): odd sizes give partial tiles and a ragged K
+    {"name": "ragged", "kwargs": {"m": 48, "k": 40, "n": 36}, "init_kwargs": {"k": 40, "n": 36}},
+]
+
+
+class Model(nn.Module):
+    def __init__(self, in_features: int, out_features: int, scale: float, activation: str = "gelu"):
+        super().__init__()
+        self.linear = nn.Linear(in_features, out_features)
+        self.act = nn.GELU() if activation == "gelu" else nn.ReLU()
+        self.scale = scale
+
+    def forward(self, x: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
+        return self.act(self.linear(x)) * self.scale + residual
+
+
+def get_inputs(m: int = SHAPES[SIZE]["m"], k: int = SHAPES[SIZE]["k"], n: int = SHAPES[SIZE]["n"]):
+    return [torch.randn(m, k), torch.randn(m, n)]
+
+
+def get_init_inputs(k: int = SHAPES[SIZE]["k"], n: int = SHAPES[SIZE]["n"]):
+    return [k, n, SCALE, ACTIVATION]

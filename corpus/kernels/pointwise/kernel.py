@@ -1,0 +1,157 @@
+"""Pointwise chain: one fused Triton kernel for a chain of activations and arithmetic.
+
+The chain is data: a list of ops, each `(name, *float_args)`, applied left to right to every element.
+Names: relu, gelu (exact, erf), gelu_tanh, silu, mish, softplus, sigmoid, tanh, hardswish,
+leaky_relu(slope), clamp(lo, hi), mul(s), add(s), bias (adds the `bias` parameter, broadcast like
+torch would: one value per channel, channel = (flat_index // BIAS_INNER) % bias.numel()).
+
+How the chain reaches the kernel: `ModelNew(ops, bias_shape=None)` takes the same init inputs as the
+family's specs (`get_init_inputs()` returns the chain). To serve a new spec whose chain is written as
+plain torch code, set the module-level literal `CHAIN = [("gelu",), ("mul", 2.0)]` (and `BIAS_SHAPE`
+if the chain adds a parameter): ModelNew then ignores its init inputs. The chain is compiled into the
+kernel as constexpr op codes (up to MAX_OPS), so each distinct chain is its own specialisation.
+
+Bytes moved: one read of x and one write of y (plus the bias, which stays in L2); every op in between
+runs in registers in fp32, so a chain of k ops costs what one op costs.
+"""
+
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+TUNABLES = {"BLOCK": 4096, "num_warps": 8}
+CHAIN = None  # None: take the chain from ModelNew's init inputs; else a list like [("relu",), ("mul", 2.0)]
+BIAS_SHAPE = None  # with CHAIN set: the shape of the bias parameter, or None
+
+MAX_OPS = 8
+_OP_CODES = {
+    "relu": 1, "gelu": 2, "gelu_tanh": 3, "silu": 4, "mish": 5, "softplus": 6, "hardswish": 7,
+    "leaky_relu": 8, "clamp": 9, "mul": 10, "add": 11, "bias": 12, "sigmoid": 13, "tanh": 14,
+}
+_N_ARGS = {"leaky_relu": 1, "clamp": 2, "mul": 1, "add": 1}
+
+
+@triton.jit
+def _tanh(z):
+    # tanh from exp, stable at both ends: exp overflows to inf -> 1, underflows to 0 -> -1
+    return 1.0 - 2.0 / (tl.exp(2.0 * z) + 1.0)
+
+
+@triton.jit
+def _softplus(z):
+    # torch's softplus (beta=1, threshold=20): linear above the threshold
+    return tl.where(z > 20.0, z, tl.log(1.0 + tl.exp(tl.minimum(z, 20.0))))
+
+
+@triton.jit
+def _apply(x, bias, a, b, OP: tl.constexpr):
+    if OP == 1:
+        x = tl.maximum(x, 0.0)
+    elif OP == 2:
+        x = 0.5 * x * (1.0 + tl.erf(x * 0.7071067811865476))
+    elif OP == 3:
+        x = 0.5 * x * (1.0 + _tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)))
+    elif OP == 4:
+        x = x / (1.0 + tl.exp(-x))
+    elif OP == 5:
+        x = x * _tanh(_softplus(x))
+    elif OP == 6:
+        x = _softplus(x)
+    elif OP == 7:
+        x = x * tl.minimum(tl.maximum(x + 3.0, 0.0), 6.0) / 6.0
+    elif OP == 8:
+        x = tl.where(x >= 0.0, x, x * a)
+    elif OP == 9:
+        x = tl.minimum(tl.maximum(x, a), b)
+    elif OP == 10:
+        x = x * a
+    elif OP == 11:
+        x = x + a
+    elif OP == 12:
+        x = x + bias
+    elif OP == 13:
+        x = 1.0 / (1.0 + tl.exp(-x))
+    elif OP == 14:
+        x = _tanh(x)
+    return x
+
+
+@triton.jit
+def _pointwise_kernel(
+    x_ptr, y_ptr, bias_ptr, params_ptr,
+    n_elements, bias_inner, bias_numel,
+    OP0: tl.constexpr, OP1: tl.constexpr, OP2: tl.constexpr, OP3: tl.constexpr,
+    OP4: tl.constexpr, OP5: tl.constexpr, OP6: tl.constexpr, OP7: tl.constexpr,
+    HAS_BIAS: tl.constexpr, BLOCK: tl.constexpr,
+):
+    start = tl.program_id(0).to(tl.int64) * BLOCK
+    offs = start + tl.arange(0, BLOCK)
+    mask = offs < n_elements
+    x = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+    if HAS_BIAS:
+        bias = tl.load(bias_ptr + (offs // bias_inner) % bias_numel, mask=mask, other=0.0).to(tl.float32)
+    else:
+        bias = 0.0
+    # each slot's two scalar arguments live in params[2*slot], params[2*slot + 1]
+    x = _apply(x, bias, tl.load(params_ptr + 0), tl.load(params_ptr + 1), OP0)
+    x = _apply(x, bias, tl.load(params_ptr + 2), tl.load(params_ptr + 3), OP1)
+    x = _apply(x, bias, tl.load(params_ptr + 4), tl.load(params_ptr + 5), OP2)
+    x = _apply(x, bias, tl.load(params_ptr + 6), tl.load(params_ptr + 7), OP3)
+    x = _apply(x, bias, tl.load(params_ptr + 8), tl.load(params_ptr + 9), OP4)
+    x = _apply(x, bias, tl.load(params_ptr + 10), tl.load(params_ptr + 11), OP5)
+    x = _apply(x, bias, tl.load(params_ptr + 12), tl.load(params_ptr + 13), OP6)
+    x = _apply(x, bias, tl.load(params_ptr + 14), tl.load(params_ptr + 15), OP7)
+    tl.store(y_ptr + offs, x.to(y_ptr.dtype.element_ty), mask=mask)
+
+
+def _encode(chain) -> tuple[list[int], list[float]]:
+    """Turn [("clamp", -1.0, 1.0), ...] into MAX_OPS op codes and 2*MAX_OPS float arguments."""
+    if len(chain) > MAX_OPS:
+        raise ValueError(f"pointwise chain has {len(chain)} ops; this kernel takes at most {MAX_OPS}")
+    codes, params = [0] * MAX_OPS, [0.0] * (2 * MAX_OPS)
+    for slot, op in enumerate(chain):
+        name, args = op[0], [float(v) for v in op[1:]]
+        if name not in _OP_CODES:
+            raise ValueError(f"pointwise op {name!r} (slot {slot}) is unknown; known: {sorted(_OP_CODES)}")
+        if len(args) != _N_ARGS.get(name, 0):
+            raise ValueError(f"pointwise op {name!r} takes {_N_ARGS.get(name, 0)} arguments, got {args}")
+        codes[slot] = _OP_CODES[name]
+        params[2 * slot: 2 * slot + len(args)] = args
+    return codes, params
+
+
+def pointwise_chain(x: torch.Tensor, chain, bias: torch.Tensor | None = None, bias_inner: int = 1):
+    codes, params = _encode(chain)
+    has_bias = _OP_CODES["bias"] in codes
+    if has_bias and bias is None:
+        raise ValueError("pointwise chain has a 'bias' op but no bias tensor was given")
+    x = x.contiguous()
+    y = torch.empty_like(x)
+    n = x.numel()
+    p = torch.tensor(params, dtype=torch.float32, device=x.device)
+    b = bias.contiguous() if has_bias else p  # any pointer will do when HAS_BIAS is False
+    block, warps = TUNABLES["BLOCK"], TUNABLES["num_warps"]
+    grid = (triton.cdiv(n, block),)
+    _pointwise_kernel[grid](
+        x, y, b, p, n, bias_inner, b.numel() if has_bias else 1,
+        *codes, HAS_BIAS=has_bias, BLOCK=block, num_warps=warps,
+    )
+    return y
+
+
+class ModelNew(nn.Module):
+    def __init__(self, ops=None, bias_shape=None):
+        super().__init__()
+        self.ops = [tuple(op) for op in (CHAIN if CHAIN is not None else ops)]
+        shape = BIAS_SHAPE if CHAIN is not None else bias_shape
+        self.bias = nn.Parameter(torch.randn(shape)) if shape is not None else None
+
+    def forward(self, x):
+        inner = 1
+        if self.bias is not None:
+            # bias of shape (C, 1, ..., 1) broadcasts over the trailing dims of x
+            trailing = [s for s in self.bias.shape[1:]]
+            for dim in x.shape[x.dim() - len(trailing):]:
+                inner *= dim
+        return pointwise_chain(x, self.ops, self.bias, inner)

@@ -1,0 +1,88 @@
+"""Settings of the harness: one frozen `EvalConfig`, the tolerance table and `HardwarePeaks`.
+
+Usage: from harness.config import EvalConfig; EvalConfig(trials=3, time_compile_baseline=False)
+
+No pydantic here: the harness runs from the working tree on a bare GPU box (torch, triton, numpy only).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+# Default tolerances keyed by dtype name (str(torch.dtype) without the "torch." prefix): (atol, rtol).
+# A spec overrides them with module-level ATOL / RTOL or TOLERANCE (see harness/spec.py).
+TOLERANCES: dict[str, tuple[float, float]] = {
+    "float64": (1e-7, 1e-7),
+    "float32": (1e-4, 1e-4),
+    "float16": (1e-2, 1e-2),
+    "bfloat16": (1e-2, 1e-2),
+    "int64": (0.0, 0.0),
+    "int32": (0.0, 0.0),
+    "bool": (0.0, 0.0),
+}
+DEFAULT_TOLERANCE = (1e-4, 1e-4)
+
+
+def tolerance_for(dtype_name: str) -> tuple[float, float]:
+    """(atol, rtol) for a dtype name such as "float32" or "torch.bfloat16"."""
+    return TOLERANCES.get(dtype_name.removeprefix("torch."), DEFAULT_TOLERANCE)
+
+
+@dataclass(frozen=True)
+class HardwarePeaks:
+    """The hardware limits a result is measured against, as plain numbers.
+
+    Leave a field None to fall back on a measurement (device-copy bandwidth, cached per device).
+    """
+
+    memory_bandwidth_bytes_per_s: float | None = None
+    # dtype name ("bfloat16", "float16", "float32", "tf32", "float8_e4m3fn") -> FLOP/s
+    flops_per_s: dict[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict | None) -> HardwarePeaks:
+        data = data or {}
+        return cls(data.get("memory_bandwidth_bytes_per_s"), dict(data.get("flops_per_s") or {}))
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    """How one candidate is judged. Defaults suit a GPU; tests shrink them for the Triton interpreter."""
+
+    trials: int = 3  # correctness trials per variant, each with fresh inputs from a secret seed
+    check_variants: bool = True  # also check the spec's extra VARIANTS (catches hard-coded shapes)
+    warmup: int = 3  # untimed calls before timing (after the first, compiling, call)
+    min_reps: int = 10  # timed repetitions, at least
+    max_reps: int = 500  # and at most
+    max_timing_s: float = 1.0  # time cap of the adaptive loop for one callable
+    target_rse: float = 0.005  # stop once the relative standard error of the median is below this
+    l2_flush_bytes: int = 256 * 1024 * 1024  # buffer written between repetitions (H200 L2 is 60 MB)
+    time_eager_baseline: bool = True
+    time_compile_baseline: bool = True  # torch.compile is slow on CPU: tests switch it off
+    time_candidate: bool = True
+    timeout_s: float = 300.0  # whole evaluation of one candidate in its worker (includes compiles)
+    cpu_memory_limit_bytes: int = 8 * 1024**3  # RLIMIT_AS of a CPU worker (torch alone maps ~1 GB)
+    gpu_memory_fraction: float = 0.9  # torch.cuda.set_per_process_memory_fraction of a GPU worker
+    static_checks: bool = True  # source checks before running; tests switch off to prove runtime checks
+    max_fraction_of_limit: float = 1.05  # faster than the hardware allows -> rejected
+    degenerate_strict_rel: float = 0.05  # stricter relative check for specs whose output is ~0/constant
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict | None) -> EvalConfig:
+        return cls(**(data or {}))
+
+    @classmethod
+    def for_cpu_tests(cls, **overrides) -> EvalConfig:
+        """Small settings for the Triton interpreter in CI."""
+        base = {
+            "trials": 2, "warmup": 1, "min_reps": 3, "max_reps": 5, "max_timing_s": 2.0, "time_compile_baseline": False,
+            "timeout_s": 120.0, "cpu_memory_limit_bytes": 6 * 1024**3,
+        }
+        base.update(overrides)
+        return cls(**base)

@@ -1,0 +1,125 @@
+"""Runtime anti-cheat checks around a candidate's forward. Each returns reasons (empty = clean).
+
+Usage (in the worker):
+    with OpRecorder() as rec: out = model(*inputs)
+    reasons = forbidden_op_reasons(rec.ops, backend.allowed_ops) + mutation_reasons(saved, inputs) + ...
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+
+class OpRecorder(TorchDispatchMode):
+    """Records every aten op (overload packet name, e.g. "aten.mm") run while it is active."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ops: Counter[str] = Counter()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.ops[str(func.overloadpacket)] += 1
+        return func(*args, **(kwargs or {}))
+
+
+def tensors_of(value) -> list[torch.Tensor]:
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [t for item in value for t in tensors_of(item)]
+    if isinstance(value, dict):
+        return [t for item in value.values() for t in tensors_of(item)]
+    return []
+
+
+def clone_inputs(inputs: list) -> list:
+    return [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+
+
+def forbidden_op_reasons(ops: Counter, allowed: frozenset[str] | None, backend: str) -> list[str]:
+    if allowed is None:
+        return []
+    bad = sorted(op for op in ops if op not in allowed)
+    if not bad:
+        return []
+    return [(f"{backend} backend: the forward ran PyTorch compute ops {bad}; the output must be computed by "
+            f"the candidate's own kernels (allowed: allocation, views, copies; see harness/backends/base.py)")]
+
+
+def snapshot_bytes(inputs: list) -> list[torch.Tensor | None]:
+    """Bitwise copies of the tensor inputs, to detect mutation."""
+    return [x.detach().clone() if isinstance(x, torch.Tensor) else None for x in inputs]
+
+
+def _same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    a, b = a.contiguous(), b.contiguous()
+    if a.numel() == 0:
+        return True
+    return torch.equal(a.view(-1).view(torch.uint8), b.view(-1).view(torch.uint8))
+
+
+def mutation_reasons(saved: list, inputs: list) -> list[str]:
+    out = []
+    for i, (before, x) in enumerate(zip(saved, inputs)):
+        if before is not None and isinstance(x, torch.Tensor) and not _same_bits(before, x):
+            out.append(f"input {i} was modified by the forward (inputs must stay unchanged)")
+    return out
+
+
+def _span(t: torch.Tensor) -> tuple[int, int]:
+    storage = t.untyped_storage()
+    return storage.data_ptr(), storage.data_ptr() + storage.nbytes()
+
+
+def aliasing_reasons(output, inputs: list) -> list[str]:
+    out = []
+    in_spans = [(i, _span(x)) for i, x in enumerate(inputs) if isinstance(x, torch.Tensor) and x.numel()]
+    for j, o in enumerate(tensors_of(output)):
+        if not o.numel():
+            continue
+        lo, hi = _span(o)
+        for i, (ilo, ihi) in in_spans:
+            if lo < ihi and ilo < hi:
+                out.append(f"output {j} shares memory with input {i} (outputs must not alias inputs)")
+    return out
+
+
+def stream_reasons(device: str) -> list[str]:
+    if not device.startswith("cuda"):
+        return []
+    dev = torch.device(device)
+    if torch.cuda.current_stream(dev) != torch.cuda.default_stream(dev):
+        return ["the forward left a non-default CUDA stream current (side streams escape the timer)"]
+    return []
+
+
+def thread_reasons(threads_before: int) -> list[str]:
+    now = threading.active_count()
+    if now > threads_before:
+        return [(f"the candidate started {now - threads_before} Python thread(s); work on other threads "
+                "escapes the timer")]
+    return []
+
+
+def output_type_reasons(output) -> list[str]:
+    items = output if isinstance(output, (list, tuple)) else [output]
+    out = []
+    for i, o in enumerate(items):
+        if isinstance(o, torch.Tensor) and type(o) is not torch.Tensor:
+            out.append(f"output {i} is a {type(o).__qualname__} (a Tensor subclass); outputs must be plain "
+                       "torch.Tensor, materialised when forward returns")
+    return out
+
+
+def late_write_reasons(snapshot: list, output) -> list[str]:
+    """The output read on the current stream right after forward must equal the output after a full sync."""
+    for i, (snap, o) in enumerate(zip(snapshot, tensors_of(output))):
+        if not _same_bits(snap, o):
+            return [f"output {i} changed after forward returned (work continued on a side stream or thread)"]
+    return []

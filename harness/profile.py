@@ -1,0 +1,74 @@
+"""The spec profile: what is measured of the reference alone, before any candidate is imported.
+
+Usage (in the worker): profile = build_profile(spec, device, config, clock, secret_seed, need_bandwidth)
+
+For each timed variant: bytes moved (sum of input and output tensor sizes), FLOPs (FlopCounterMode on the
+reference), and the eager and torch.compile baselines timed with the same method as candidates.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+
+from harness.config import EvalConfig
+from harness.guard import clone_inputs, tensors_of
+from harness.peaks import measured_bandwidth
+from harness.spec import Spec, Variant, build_model, make_inputs
+from harness.timing import Clock, time_callable
+
+
+def derive_seed(secret: int, *parts) -> int:
+    """A seed for one (variant, trial, purpose) from the run's secret seed."""
+    digest = hashlib.sha256(repr((secret, *parts)).encode()).digest()
+    return int.from_bytes(digest[:7], "little")
+
+
+def bytes_of(values) -> int:
+    return sum(t.numel() * t.element_size() for t in tensors_of(values))
+
+
+def sync(device: str, clock: Clock) -> None:
+    if device.startswith("cuda"):
+        clock.synchronize()
+
+
+def _profile_variant(spec: Spec, variant: Variant, device: str, config: EvalConfig, clock: Clock,
+                     secret: int) -> dict:
+    model = build_model(spec.module.Model, spec, variant, derive_seed(secret, variant.name, "init"), device)
+    inputs = make_inputs(spec, variant, derive_seed(secret, variant.name, "time"), device)
+    with FlopCounterMode(display=False) as counter:
+        out = model(*clone_inputs(inputs))
+    sync(device, clock)
+    outs = tensors_of(out)
+    entry: dict = {
+        "bytes_moved": bytes_of(inputs) + bytes_of(outs),
+        "flops": int(counter.get_total_flops()),
+        "flops_dtype": str(outs[0].dtype).removeprefix("torch.") if outs else None,
+        "eager": None, "compile": None, "compile_error": None,
+    }
+    del out, outs
+    make_args = lambda: clone_inputs(inputs)
+    if config.time_eager_baseline:
+        entry["eager"] = time_callable(model, make_args, device, config, clock).to_dict()
+    if config.time_compile_baseline:
+        try:
+            compiled = torch.compile(model)
+            entry["compile"] = time_callable(compiled, make_args, device, config, clock).to_dict()
+        except Exception as exc:  # noqa: BLE001 - a baseline failing must not sink the candidate's verdict
+            entry["compile_error"] = f"{type(exc).__name__}: {str(exc)[:500]}"
+    return entry
+
+
+def build_profile(spec: Spec, device: str, config: EvalConfig, clock: Clock, secret: int,
+                  need_bandwidth: bool) -> dict:
+    timed = {v.name: _profile_variant(spec, v, device, config, clock, secret)
+             for v in spec.variants if v.time}
+    return {
+        "spec_sha": spec.sha256,
+        "device": device,
+        "timed": timed,
+        "bandwidth_bytes_per_s": measured_bandwidth(device) if need_bandwidth else None,
+    }

@@ -1,0 +1,191 @@
+"""The worker process: runs untrusted candidates, one job at a time, and answers on a private channel.
+
+Usage (started by harness/process.py, not by hand):
+    python -m harness.worker --fd FD --device cuda:0 [--cpu-memory-bytes N] [--gpu-memory-fraction F]
+
+Jobs and results are JSON over a multiprocessing Connection on the inherited socket FD (never stdout).
+Modes: "profile" (reference only), "compile" (import + first call of every variant: warms the Triton and
+extension caches), "full" (profile if not given, checks, timing). After an illegal memory access the CUDA
+context is unusable: the worker answers and exits, and the parent starts a fresh one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import traceback
+from pathlib import Path
+
+CONTEXT_FATAL = ("illegal memory access", "illegal instruction", "misaligned address",
+                 "unspecified launch failure", "device-side assert", "an illegal address",
+                 "CUDA error: unknown error", "CUDA_ERROR_ILLEGAL_ADDRESS")
+
+
+def classify(exc: BaseException, phase: str) -> str:
+    """Status name for an exception raised in `phase` ("import", "construct", "first_call", "run")."""
+    text = f"{type(exc).__name__}: {exc}"
+    if any(marker.lower() in text.lower() for marker in CONTEXT_FATAL):
+        return "illegal_memory_access"
+    mod = type(exc).__module__ or ""
+    if "triton" in mod and "Compil" in type(exc).__name__:
+        return "compile_error"
+    if "Error building extension" in text or "ninja" in text.lower() and "build" in text.lower():
+        return "compile_error"
+    if phase == "import" or isinstance(exc, (SyntaxError, ImportError)):
+        return "compile_error"
+    return "runtime_error"
+
+
+def _reason(exc: BaseException, phase: str, candidate_path: str | None) -> tuple[str, str]:
+    tb = traceback.format_exception(type(exc), exc, exc.__traceback__)
+    text = "".join(tb)
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if candidate_path and f.filename == candidate_path]
+    where = f" (candidate line {frames[-1].lineno}: {frames[-1].line})" if frames else ""
+    msg = str(exc).strip().splitlines()
+    first = " ".join(msg[:6])[:1500] if msg else ""
+    if isinstance(exc, SystemExit):
+        first = f"the candidate called sys.exit({exc.code!r})"
+    return f"{phase}: {type(exc).__name__}: {first}{where}", text[-4000:]
+
+
+def _run_full(job: dict, clock, workdir: Path) -> dict:
+    import torch
+
+    from harness.backends import get_backend
+    from harness.checking import check_candidate, derive_seed
+    from harness.config import EvalConfig
+    from harness.guard import clone_inputs
+    from harness.profile import build_profile
+    from harness.spec import build_model, import_file, load_spec, make_inputs
+    from harness.timing import time_callable
+
+    mode = job["mode"]
+    device, config = job["device"], EvalConfig.from_dict(job["config"])
+    secret = int(job.pop("secret_seed"))
+    spec = load_spec(job["spec_path"])
+    result: dict = {"status": "passed", "reasons": [], "diagnostics": {}, "timing": {}}
+    profile = job.get("profile")
+    if mode in ("profile", "full") and profile is None:
+        profile = build_profile(spec, device, config, clock, secret, bool(job.get("need_bandwidth")))
+        result["profile"] = profile
+    if mode == "profile":
+        return result
+    backend = get_backend(job["backend"])
+    source = job["candidate_source"]
+    path = workdir / f"candidate_{job['candidate_hash']}.py"
+    path.write_text(source)
+    phase = "import"
+    try:
+        module = import_file(path, "kkb_candidate")
+        problems = backend.check_module(module) if backend.check_module else []
+        if not hasattr(module, "ModelNew"):
+            problems.append("the candidate module defines no ModelNew")
+        if problems:
+            return {**result, "status": "rejected", "reasons": problems}
+        cand_cls = module.ModelNew
+        if mode == "compile":
+            phase = "first_call"
+            for variant in spec.variants:
+                seed = derive_seed(secret, variant.name, "compile")
+                model = build_model(cand_cls, spec, variant, seed, device)
+                model(*make_inputs(spec, variant, seed, device))
+            if device.startswith("cuda"):
+                clock.synchronize()
+            return result
+        phase = "check"
+        wrong, cheats, diag = check_candidate(spec, cand_cls, backend, device, config, secret, clock)
+        result["diagnostics"]["check"] = diag
+        if cheats:
+            return {**result, "status": "rejected", "reasons": cheats + wrong}
+        if wrong:
+            return {**result, "status": "wrong", "reasons": wrong}
+        if config.time_candidate:
+            phase = "timing"
+            for variant in spec.variants:
+                if not variant.time:
+                    continue
+                seed = derive_seed(secret, variant.name, "init")
+                model = build_model(cand_cls, spec, variant, seed, device)
+                inputs = make_inputs(spec, variant, derive_seed(secret, variant.name, "time"), device)
+                timing = time_callable(model, lambda inputs=inputs: clone_inputs(inputs), device, config, clock)
+                result["timing"][variant.name] = timing.to_dict()
+                # the output after many calls must still be right (no switching behaviour once timed)
+                ref = build_model(spec.module.Model, spec, variant, seed, device)
+                late, _, _ = check_candidate_once(spec, model, ref, inputs, backend, device, clock)
+                if late:
+                    return {**result, "status": "rejected", "reasons": late}
+        return result
+    except BaseException as exc:  # noqa: BLE001 - the candidate's failure, classified
+        status = classify(exc, phase)
+        reason, tb = _reason(exc, phase, str(path))
+        if isinstance(exc, (torch.OutOfMemoryError, MemoryError)):
+            reason += " (out of memory under the worker's memory cap)"
+        result["diagnostics"]["traceback"] = tb
+        return {**result, "status": status, "reasons": [reason], "poisoned": status == "illegal_memory_access"}
+
+
+def check_candidate_once(spec, model, ref, inputs, backend, device, clock):
+    """A last guarded call on fresh clones after timing, compared with the reference."""
+    from harness.checking import _run_candidate, _tolerance
+    from harness.compare import compare_outputs
+    from harness.guard import clone_inputs
+
+    out, cheats, ops = _run_candidate(model, clone_inputs(inputs), backend, device, clock)
+    if cheats:
+        return [f"after timing: {r}" for r in cheats], out, ops
+    ref_out = ref(*clone_inputs(inputs))
+    atol, rtol = _tolerance(spec, ref_out)
+    reasons, _ = compare_outputs(out, ref_out, atol, rtol)
+    return [f"after timing, the output is no longer right: {r}" for r in reasons], out, ops
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--fd", type=int, required=True)
+    parser.add_argument("--device", required=True)
+    parser.add_argument("--cpu-memory-bytes", type=int, default=0)
+    parser.add_argument("--gpu-memory-fraction", type=float, default=0.0)
+    args = parser.parse_args()
+    from multiprocessing.connection import Connection
+
+    conn = Connection(args.fd)
+    if args.device.startswith("cpu") and args.cpu_memory_bytes:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_AS, (args.cpu_memory_bytes, args.cpu_memory_bytes))
+    import json
+
+    import torch
+
+    from harness.timing import Clock
+
+    if args.device.startswith("cuda"):
+        torch.cuda.set_device(torch.device(args.device))
+        if args.gpu_memory_fraction:
+            torch.cuda.set_per_process_memory_fraction(args.gpu_memory_fraction)
+        torch.cuda.init()
+    clock = Clock.capture()  # before any candidate is imported
+    workdir = Path(tempfile.mkdtemp(prefix="kkb_worker_"))
+    conn.send_bytes(json.dumps({"ready": True, "pid": os.getpid()}).encode())
+    while True:
+        try:
+            job = json.loads(conn.recv_bytes())
+        except (EOFError, OSError):
+            break
+        try:
+            result = _run_full(job, clock, workdir)
+        except BaseException as exc:  # noqa: BLE001 - the spec or the harness failed, not the candidate
+            result = {"status": "harness_error", "reasons": [f"harness error: {type(exc).__name__}: {exc}"],
+                      "diagnostics": {"traceback": traceback.format_exc()[-4000:]}}
+        result["job_id"] = job.get("job_id")
+        conn.send_bytes(json.dumps(result, default=str).encode())
+        if result.get("poisoned") or job.get("one_shot"):
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(0)
+
+
+if __name__ == "__main__":
+    main()

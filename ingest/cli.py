@@ -1,0 +1,62 @@
+"""The `kkb ingest` verb.
+
+Usage: kkb ingest corpus/ [--accelerator h100] [--vendor nvidia] [--kind guide] [--prune] [--json]
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from ingest.frontmatter import DocKind
+from ingest.pipeline import IngestError, IngestOptions, ingest_paths
+
+
+def ingest(
+    paths: Annotated[list[Path], typer.Argument(help="Files or folders to ingest (md, pdf, html, kernel+yaml).")],
+    accelerator: Annotated[list[str] | None, typer.Option(
+        help="Accelerator id(s) for files without front matter (repeat or comma-separate); default any.")] = None,
+    vendor: Annotated[str | None, typer.Option(
+        help="Vendor for files without front matter; default: inferred from the accelerators' facts.")] = None,
+    kind: Annotated[DocKind, typer.Option(help="Kind for files without front matter.")] = DocKind.guide,
+    prune: Annotated[bool, typer.Option(help="Delete stored documents whose files are gone.")] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+) -> None:
+    """Ingest documents and kernels into the knowledge base (unchanged files are skipped)."""
+    from kb_server.config import get_settings
+    from kb_server.store import Store, StoreError
+
+    err = Console(stderr=True)
+    accs = tuple(a.strip() for item in (accelerator or ["any"]) for a in item.split(",") if a.strip())
+    options = IngestOptions(accelerator=accs or ("any",), vendor=vendor, kind=kind.value, prune=prune)
+    started = time.perf_counter()
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                  console=err, transient=True) as bar:
+
+        def progress(label: str, total: int):
+            task = bar.add_task(label, total=total)
+            return lambda n: bar.advance(task, n)
+
+        try:
+            report = ingest_paths(Store(get_settings()), paths, options, progress=progress)
+        except (IngestError, StoreError) as exc:
+            err.print(f"[red]error:[/red] {exc}", markup=True, highlight=False)
+            raise typer.Exit(1) from exc
+    if report.skipped:
+        err.print(f"[yellow]warning:[/yellow] skipped {len(report.skipped)} file(s):", highlight=False)
+        for path, why in report.skipped:
+            err.print(f"  {path}: {why}", markup=False, highlight=False)
+    summary = {"written": len(report.written), "unchanged": report.unchanged, "deleted": len(report.deleted),
+               "kernels": len(report.kernels), "chunks_embedded": report.chunks_written,
+               "skipped": len(report.skipped), "seconds": round(time.perf_counter() - started, 2)}
+    if json_out:
+        typer.echo(json.dumps({**summary, "written_sources": report.written, "deleted_sources": report.deleted,
+                               "skipped_files": report.skipped}, indent=2))
+    else:
+        typer.echo(", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in summary.items()))

@@ -1,0 +1,200 @@
+"""The ingest pipeline: files -> chunks and kernel records -> the store, idempotently.
+
+Usage: report = ingest_paths(store, [Path("corpus")], IngestOptions(prune=True))
+
+1. Walk the paths; hash every file; files whose hash the store already holds are skipped before
+   any parsing or embedding.
+2. Parse the changed files (markdown with front matter, PDF, HTML, kernel + sidecar). An invalid
+   front matter or sidecar fails the whole ingest before anything is written.
+3. Embed the chunks the store lacks, then write them through Store.upsert_documents, which adds
+   new chunks before deleting stale ones and rolls back on failure: the previous state stays whole.
+4. With prune, delete documents under the given paths whose files are gone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ingest.chunking import Block, pack_blocks
+from ingest.frontmatter import FrontMatterError, parse_front_matter
+from ingest.html import html_blocks
+from ingest.kernels import KERNEL_SUFFIXES, read_kernel, sidecar_for
+from ingest.markdown import markdown_blocks
+from ingest.pdf import pdf_blocks
+from kb_server.schemas import Chunk
+from kb_server.store import DocumentWrite, Store, chunk_id
+
+DOC_SUFFIXES = {".md", ".markdown", ".pdf", ".html", ".htm"}
+_QUIET_SUFFIXES = {".yaml", ".yml", ".json", ".txt", ".toml", ".cfg", ".lock", ".pyc"}  # data: not warned
+
+
+class IngestError(ValueError):
+    """The ingest stopped before writing; the message lists every file to fix."""
+
+
+@dataclass(frozen=True)
+class IngestOptions:
+    """Metadata for files without front matter (PDF, HTML, bare markdown), and pruning."""
+
+    accelerator: tuple[str, ...] = ("any",)
+    vendor: str | None = None  # None: inferred from the accelerators' facts when they agree, else "any"
+    kind: str = "guide"
+    prune: bool = False
+
+
+@dataclass
+class IngestReport:
+    written: list[str] = field(default_factory=list)  # sources added or replaced
+    unchanged: int = 0
+    deleted: list[str] = field(default_factory=list)  # sources pruned
+    kernels: list[str] = field(default_factory=list)  # kernel ids added or replaced
+    chunks_written: int = 0
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (path, why)
+
+
+@dataclass(frozen=True)
+class _File:
+    path: Path
+    root: Path
+    kind: str  # "doc" | "kernel"
+
+    @property
+    def document_id(self) -> str:
+        rel = self.path.relative_to(self.root).as_posix() if self.path != self.root else self.path.name
+        return hashlib.sha256(f"{self.kind}:{rel}".encode()).hexdigest()[:32]
+
+    @property
+    def display(self) -> str:
+        try:
+            return self.path.relative_to(Path.cwd()).as_posix()
+        except ValueError:
+            return str(self.path)
+
+
+def file_hash(f: _File) -> str:
+    digest = hashlib.sha256(f.path.read_bytes())
+    if f.kind == "kernel":
+        digest.update(sidecar_for(f.path).read_bytes())
+    return digest.hexdigest()
+
+
+def discover(paths: list[Path], report: IngestReport) -> list[_File]:
+    files: list[_File] = []
+    for given in paths:
+        given = given.resolve()
+        if not given.exists():
+            raise IngestError(f"{given}: no such file or directory")
+        root = given if given.is_dir() else given.parent
+        walk = sorted(p for p in given.rglob("*") if p.is_file()) if given.is_dir() else [given]
+        for p in walk:
+            if any(part.startswith(".") or part == "__pycache__" for part in p.relative_to(root).parts):
+                continue
+            suffix = p.suffix.lower()
+            if suffix in DOC_SUFFIXES:
+                files.append(_File(p, root, "doc"))
+            elif suffix in KERNEL_SUFFIXES and sidecar_for(p) is not None:
+                files.append(_File(p, root, "kernel"))
+            elif suffix not in _QUIET_SUFFIXES | KERNEL_SUFFIXES:
+                report.skipped.append((str(p), f"unsupported file type {suffix or '(none)'}"))
+    return files
+
+
+def _infer_vendor(store: Store, accelerators: tuple[str, ...]) -> str:
+    try:
+        facts = store.accelerators()
+    except ValueError:
+        return "any"
+    vendors = {facts[a].vendor for a in accelerators if a in facts}
+    return vendors.pop() if len(vendors) == 1 and all(a in facts for a in accelerators) else "any"
+
+
+def read_document(f: _File, options: IngestOptions, vendor: str, max_tokens: int, overlap: int) -> list[Chunk]:
+    """Chunks of one document file. Raises FrontMatterError, UnicodeDecodeError or a reader error."""
+    suffix = f.path.suffix.lower()
+    meta = {"accelerator": list(options.accelerator), "vendor": vendor, "kind": options.kind, "source_urls": []}
+    if suffix == ".pdf":
+        title, blocks = pdf_blocks(f.path)
+    else:
+        raw = f.path.read_bytes()
+        if b"\x00" in raw[:8192]:
+            raise UnicodeDecodeError("utf-8", raw[:1], 0, 1, "binary file (NUL bytes)")
+        text = raw.decode("utf-8")
+        if suffix in (".html", ".htm"):
+            title, blocks = html_blocks(text, f.path)
+        else:
+            front, body = parse_front_matter(text, f.display)
+            title = front.title if front else None
+            if front is not None:
+                meta = {"accelerator": front.accelerator, "vendor": front.vendor.value, "kind": front.kind.value,
+                        "source_urls": [str(u) for u in front.sources]}
+            title, blocks = markdown_blocks(body, f.path, title)
+    return _to_chunks(f, title, blocks, meta, max_tokens, overlap)
+
+
+def _to_chunks(f: _File, title: str, blocks: list[Block], meta: dict, max_tokens: int, overlap: int) -> list[Chunk]:
+    chunks, seen = [], {}
+    for heading, text in pack_blocks(blocks, max_tokens, overlap):
+        fields = {"source": f.display, "title": title, **meta}
+        key = (heading, text)
+        seen[key] = seen.get(key, -1) + 1  # identical chunks in one document get distinct ids
+        cid = chunk_id(f.document_id, list(heading), text, fields, seen[key])
+        chunks.append(Chunk(id=cid, document_id=f.document_id, text=text, heading_path=list(heading), **fields))
+    return chunks
+
+
+def ingest_paths(store: Store, paths: list[Path], options: IngestOptions = IngestOptions(),
+                 progress: Callable[[str, int], Callable[[int], None]] | None = None) -> IngestReport:
+    """Ingest files under `paths` into `store`. `progress(label, total)` returns an advance(n) callback."""
+    report = IngestReport()
+    files = discover(paths, report)
+    known = store.document_hashes()
+    vendor = options.vendor or _infer_vendor(store, options.accelerator)
+    settings = store.settings
+    docs: list[DocumentWrite] = []
+    kernels, errors = [], []
+    for f in files:
+        try:
+            digest = file_hash(f)
+            if known.get(f.document_id) == digest:
+                report.unchanged += 1
+                continue
+            if f.kind == "kernel":
+                kernels.append((f, read_kernel(f.path, f.display), digest))
+            else:
+                chunks = read_document(f, options, vendor, settings.chunk_max_tokens, settings.chunk_overlap_tokens)
+                docs.append(DocumentWrite(f.document_id, chunks, digest, str(f.path)))
+        except FrontMatterError as exc:
+            errors.append(str(exc))
+        except (OSError, UnicodeDecodeError) as exc:
+            report.skipped.append((str(f.path), f"unreadable: {exc}"))
+        except Exception as exc:  # noqa: BLE001  a reader (pypdf, lxml) failing on a broken file
+            report.skipped.append((str(f.path), f"could not be parsed: {type(exc).__name__}: {exc}"))
+    if errors:
+        raise IngestError("nothing was ingested; fix these files first:\n" + "\n".join(errors))
+    todo = store.missing_chunk_ids(c.id for d in docs for c in d.chunks)
+    advance = progress("embedding", len(todo)) if progress and todo else None
+    store.upsert_documents(docs, progress=advance)
+    report.written = [d.source for d in docs]
+    report.chunks_written = len(todo)
+    for f, record, digest in kernels:
+        report.kernels.append(store.register_kernel_file(f.document_id, record, digest, str(f.path)))
+    if options.prune:
+        report.deleted = _prune(store, paths, {f.document_id for f in files})
+    store.refresh_lexical()
+    return report
+
+
+def _prune(store: Store, paths: list[Path], seen: set[str]) -> list[str]:
+    roots = [p.resolve() for p in paths]
+    deleted = []
+    for document_id, source in store.document_sources().items():
+        src = Path(source)
+        under = any(src == r or r in src.parents for r in roots)
+        if under and document_id not in seen and not src.exists():
+            store.delete_document(document_id)
+            deleted.append(source)
+    return deleted
+

@@ -1,0 +1,1 @@
+"""The HTTP API of the knowledge base: routes per area under routes/, dependencies in deps.py."""

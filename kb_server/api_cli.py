@@ -1,0 +1,87 @@
+"""The verbs `serve`, `mcp` and `facts` of `kkb` (registered by kernelkb_cli.py).
+
+Usage: kkb serve --port 8700 | kkb mcp | kkb facts h100 "shared memory"
+       (also: python -m kb_server.api_cli serve --port 8700)
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from kb_server.api.deps import LOOPBACK
+from kb_server.api.settings import ServerSettings
+from kb_server.facts import FactsError
+
+
+def serve(
+    host: Annotated[str, typer.Option(help="address to bind; writes need KKB_API_KEY unless loopback")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="TCP port")] = 8700,
+    home: Annotated[Path | None, typer.Option(help="store directory (default: KKB_HOME)")] = None,
+    corpus_dir: Annotated[Path | None, typer.Option(help="corpus with accelerators/*.yaml")] = None,
+    log_level: Annotated[str, typer.Option(help="uvicorn log level")] = "info",
+) -> None:
+    """Serve the knowledge base over HTTP (OpenAPI docs at /docs)."""
+    import uvicorn
+
+    from kb_server.main import create_app
+
+    overrides = {k: v for k, v in {"home": home, "corpus_dir": corpus_dir}.items() if v is not None}
+    settings = ServerSettings(**overrides)
+    try:
+        app = create_app(settings, bound_host=host)
+    except FactsError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    if settings.api_key is None and host not in LOOPBACK:
+        logging.getLogger("kb_server").warning("no KKB_API_KEY and bound to %s: writes are refused", host)
+    # One process: the write lock and the store's in-memory indexes live in it; searches use its threads.
+    uvicorn.run(app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=5)
+
+
+def mcp() -> None:
+    """Serve the read tools (search, facts, prompt, kernels) over MCP on stdio."""
+    from kb_server.mcp_server import main
+
+    main()
+
+
+def facts(
+    accelerator: Annotated[str, typer.Argument(help="accelerator id or alias, e.g. h100")],
+    question: Annotated[list[str], typer.Argument(help="e.g. shared memory, 'bf16 peak', HBM bandwidth")],
+    url: Annotated[str | None, typer.Option(help="ask a running server instead of the local corpus")] = None,
+) -> None:
+    """Answer a hardware fact question: value, unit and source."""
+    from kb_server.factlookup import FactNotFound, lookup, resolve_accelerator
+
+    q = " ".join(question)
+    try:
+        if url:
+            from kb_server.client import KBClient
+
+            with KBClient(url) as kb:
+                answer = kb.facts(accelerator, q)
+        else:
+            settings = ServerSettings()
+            from kb_server.facts import load_all_facts
+
+            answer = lookup(resolve_accelerator(load_all_facts(settings.corpus_dir / "accelerators"),
+                                                accelerator), q)
+    except (LookupError, FactsError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(1 if isinstance(exc, FactNotFound) else 2) from exc
+    except Exception as exc:  # KBError from a server: its problem body says what to fix
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    for m in answer.matches:
+        typer.echo(f"{answer.accelerator} {m.field} = {m.value:g} {m.unit}  (score {m.score:.2f}; source {m.source})")
+
+
+if __name__ == "__main__":
+    _app = typer.Typer(no_args_is_help=True)
+    for _verb in (serve, mcp, facts):
+        _app.command()(_verb)
+    _app()

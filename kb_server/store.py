@@ -1,0 +1,348 @@
+"""The store: one interface over chromadb (dense vectors, metadata), the BM25 index and the facts.
+
+Usage: store = Store(KBSettings(home=path)); store.upsert_document(doc_id, chunks, file_hash);
+       hits = store.search("cp.async.bulk", k=8, filters=SearchFilters(accelerator="h100"))
+
+Embedded chromadb under `$KKB_HOME/chroma` by default; a chroma server when KKB_CHROMA_URL is set.
+Three collections: `<prefix>_chunks` (cosine, one record per chunk), `<prefix>_kernels` (one record
+per kernel, the whole KernelRecord as JSON in its metadata) and `<prefix>_documents` (the ingest
+registry: document id -> file hash; chromadb needs a vector per record, so these carry a 1-d
+placeholder). A generation token in the registry changes on every write; the BM25 index is rebuilt
+from the chunk collection whenever its generation differs, so several processes stay consistent.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from functools import cached_property
+from urllib.parse import urlparse
+
+import chromadb
+import numpy as np
+from chromadb.config import Settings as ChromaSettings
+
+from kb_server.config import KBSettings
+from kb_server.embeddings import Embedder, get_embedder
+from kb_server.facts import AcceleratorFacts, load_all_facts
+from kb_server.kernel_store import KernelCollection
+from kb_server.lexical import LexicalIndex
+from kb_server.schemas import Chunk, Hit, KernelRecord, SearchFilters
+from kb_server.search import MODES, Mode, fuse_rrf
+
+_GENERATION_ID = "__kkb_generation__"  # reserved record in the documents collection
+_PLACEHOLDER = [1.0]  # the documents collection's vector: it is never searched by similarity
+_PAGE = 5000  # records per chromadb get/add call (chromadb rejects much larger batches)
+
+
+class StoreError(RuntimeError):
+    """The store cannot be reached or used; the message says which store and what to do."""
+
+
+@dataclass(frozen=True)
+class DocumentWrite:
+    """One document's new chunks, written by Store.upsert_documents."""
+
+    document_id: str
+    chunks: list[Chunk]
+    file_hash: str
+    source: str = ""
+
+
+def index_text(heading_path: list[str], text: str) -> str:
+    """What is embedded and BM25-indexed for a chunk: its heading path, then its text."""
+    return (" > ".join(heading_path) + "\n" + text) if heading_path else text
+
+
+def chunk_id(document_id: str, heading_path: list[str], text: str, meta: Mapping[str, object],
+             ordinal: int = 0) -> str:
+    """A stable id: a hash of the chunk's content and metadata (and its ordinal among duplicates)."""
+    payload = json.dumps([document_id, heading_path, text, dict(meta), ordinal], sort_keys=True)
+    return hashlib.sha256(payload.encode()).hexdigest()[:32]
+
+
+def _chunk_meta(chunk: Chunk) -> dict:
+    meta = {
+        "document_id": chunk.document_id,
+        "heading_path": json.dumps(chunk.heading_path),
+        "source": chunk.source,
+        "title": chunk.title,
+        "accelerator_ids": ",".join(chunk.accelerator),
+        "vendor": chunk.vendor,
+        "kind": chunk.kind,
+        "source_urls": json.dumps(chunk.source_urls),
+    }
+    meta.update({f"acc_{acc}": True for acc in chunk.accelerator})  # filterable flags
+    return meta
+
+
+def _chunk_from(chunk_id_: str, text: str, meta: Mapping) -> Chunk:
+    return Chunk(
+        id=chunk_id_, document_id=meta["document_id"], text=text,
+        heading_path=json.loads(meta["heading_path"]), source=meta["source"], title=meta["title"],
+        accelerator=meta["accelerator_ids"].split(","), vendor=meta["vendor"], kind=meta["kind"],
+        source_urls=json.loads(meta.get("source_urls", "[]")),
+    )
+
+
+def chunk_where(filters: SearchFilters | None) -> dict | None:
+    """The chromadb `where` clause of the filters (a chunk for "any" matches every accelerator)."""
+    if filters is None:
+        return None
+    conds: list[dict] = []
+    if filters.accelerator is not None:
+        conds.append({"$or": [{f"acc_{filters.accelerator}": True}, {"acc_any": True}]})
+    if filters.vendor is not None:
+        conds.append({"vendor": filters.vendor})
+    if filters.kind is not None:
+        conds.append({"kind": filters.kind})
+    if not conds:
+        return None
+    return conds[0] if len(conds) == 1 else {"$and": conds}
+
+
+def connect(settings: KBSettings) -> chromadb.api.ClientAPI:
+    """A chromadb client: HttpClient when settings.chroma_url is set, else PersistentClient."""
+    chroma_settings = ChromaSettings(anonymized_telemetry=False)
+    if settings.chroma_url:
+        url = urlparse(settings.chroma_url)
+        if url.scheme not in ("http", "https") or not url.hostname:
+            raise StoreError(f"KKB_CHROMA_URL={settings.chroma_url!r} is not an http(s) address")
+        try:
+            client = chromadb.HttpClient(host=url.hostname, port=url.port or (443 if url.scheme == "https" else 8000),
+                                         ssl=url.scheme == "https", settings=chroma_settings)
+            client.heartbeat()
+        except Exception as exc:  # chromadb raises several types for an unreachable server
+            raise StoreError(f"cannot reach the chroma server at {settings.chroma_url}: {exc}. Start one with "
+                             f"`chroma run --path DIR --port PORT`, or unset KKB_CHROMA_URL for the embedded store"
+                             ) from exc
+        return client
+    settings.chroma_path.mkdir(parents=True, exist_ok=True)
+    return chromadb.PersistentClient(path=str(settings.chroma_path), settings=chroma_settings)
+
+
+class Store(KernelCollection):
+    """The knowledge base's one interface over chromadb, the BM25 index and the facts."""
+
+    def __init__(self, settings: KBSettings, embedder: Embedder | None = None):
+        self.settings = settings
+        self._embedder = embedder
+        self._lock = threading.RLock()
+        self._lexical: LexicalIndex | None = None
+        self.client = connect(settings)
+        prefix = settings.collection_prefix
+        self._chunks = self.client.get_or_create_collection(
+            f"{prefix}_chunks", metadata={"hnsw:space": "cosine"}, embedding_function=None)
+        self._kernels = self.client.get_or_create_collection(
+            f"{prefix}_kernels", metadata={"hnsw:space": "cosine"}, embedding_function=None)
+        self._documents = self.client.get_or_create_collection(f"{prefix}_documents", embedding_function=None)
+        where = settings.chroma_url or str(settings.chroma_path)
+        key = hashlib.sha256(f"{where}|{prefix}".encode()).hexdigest()[:16]
+        self._lexical_path = settings.lexical_dir / f"{prefix}-{key}.pkl"
+
+    @property
+    def mode(self) -> str:
+        return "server" if self.settings.chroma_url else "embedded"
+
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            self._embedder = get_embedder(self.settings.model, self.settings.embed_batch_size)
+        return self._embedder
+
+    # ---------------------------------------------------------------- generation (change token)
+    def generation(self) -> str:
+        got = self._documents.get(ids=[_GENERATION_ID], include=["metadatas"])
+        return str(got["metadatas"][0]["token"]) if got["ids"] else "empty"
+
+    def _bump_generation(self) -> None:
+        self._documents.upsert(ids=[_GENERATION_ID], embeddings=[_PLACEHOLDER], documents=[""],
+                               metadatas=[{"token": uuid.uuid4().hex, "type": "state"}])
+        with self._lock:
+            self._lexical = None
+
+    # ---------------------------------------------------------------- documents
+    def document_hashes(self) -> dict[str, str]:
+        """document_id -> file hash of every ingested document (and kernel file)."""
+        return {i: m["file_hash"] for i, m in self._registry().items()}
+
+    def document_sources(self) -> dict[str, str]:
+        """document_id -> source path, for pruning documents whose files are gone."""
+        return {i: m.get("source", "") for i, m in self._registry().items()}
+
+    def _registry(self) -> dict[str, dict]:
+        out: dict[str, dict] = {}
+        for offset in range(0, self._documents.count(), _PAGE):
+            got = self._documents.get(include=["metadatas"], limit=_PAGE, offset=offset)
+            out.update({i: m for i, m in zip(got["ids"], got["metadatas"]) if i != _GENERATION_ID})
+        return out
+
+    def missing_chunk_ids(self, ids: Iterable[str]) -> set[str]:
+        """Those of `ids` not in the store: only they need embedding."""
+        ids = list(dict.fromkeys(ids))
+        present: set[str] = set()
+        for start in range(0, len(ids), _PAGE):
+            present.update(self._chunks.get(ids=ids[start : start + _PAGE], include=[])["ids"])
+        return set(ids) - present
+
+    def upsert_document(self, document_id: str, chunks: list[Chunk], file_hash: str) -> None:
+        self.upsert_documents([DocumentWrite(document_id, chunks, file_hash, chunks[0].source if chunks else "")])
+
+    def upsert_documents(self, docs: list[DocumentWrite], embeddings: Mapping[str, np.ndarray] | None = None,
+                         progress: Callable[[int], None] | None = None) -> None:
+        """Replace these documents' chunks; all or nothing as far as searches can tell.
+
+        New chunks are added under their own ids first; only when every add succeeded are the
+        documents' stale chunks deleted and their file hashes recorded. A failure part-way deletes
+        what this call added, so the previous chunks stay whole and searchable.
+        `embeddings` (chunk id -> vector) skips embedding, e.g. for the benchmark's bulk build.
+        """
+        if not docs:
+            return
+        new = {c.id: c for d in docs for c in d.chunks}
+        to_add = sorted(self.missing_chunk_ids(new))
+        vectors = dict(embeddings or {})
+        need = [i for i in to_add if i not in vectors]
+        if need:  # embed before writing anything
+            vecs = self.embedder.encode([index_text(new[i].heading_path, new[i].text) for i in need],
+                                        progress=progress)
+            vectors.update(zip(need, vecs))
+        old = self._chunk_ids_of([d.document_id for d in docs])
+        added: list[str] = []
+        try:
+            for start in range(0, len(to_add), self.settings.write_batch_size):
+                batch = to_add[start : start + self.settings.write_batch_size]
+                self._chunks.add(ids=batch, embeddings=np.stack([vectors[i] for i in batch]),
+                                 documents=[new[i].text for i in batch],
+                                 metadatas=[_chunk_meta(new[i]) for i in batch])
+                added.extend(batch)
+        except BaseException:
+            for start in range(0, len(added), _PAGE):  # roll back: the old chunks were never touched
+                self._chunks.delete(ids=added[start : start + _PAGE])
+            raise
+        stale = sorted(old - set(new))
+        for start in range(0, len(stale), _PAGE):
+            self._chunks.delete(ids=stale[start : start + _PAGE])
+        for start in range(0, len(docs), _PAGE):
+            batch_docs = docs[start : start + _PAGE]
+            self._documents.upsert(
+                ids=[d.document_id for d in batch_docs], embeddings=[_PLACEHOLDER] * len(batch_docs),
+                documents=[""] * len(batch_docs),
+                metadatas=[{"file_hash": d.file_hash, "source": d.source, "type": "document",
+                            "n_chunks": len(d.chunks)} for d in batch_docs])
+        self._bump_generation()
+
+    def _chunk_ids_of(self, document_ids: list[str]) -> set[str]:
+        ids: set[str] = set()
+        for start in range(0, len(document_ids), 500):
+            where = {"document_id": {"$in": document_ids[start : start + 500]}}
+            ids.update(self._chunks.get(where=where, include=[])["ids"])
+        return ids
+
+    def delete_document(self, document_id: str) -> bool:
+        """Delete a document's chunks (or its kernel) and its registry entry; False if unknown."""
+        record = self._documents.get(ids=[document_id], include=["metadatas"])
+        chunk_ids = sorted(self._chunk_ids_of([document_id]))
+        if not record["ids"] and not chunk_ids:
+            return False
+        for start in range(0, len(chunk_ids), _PAGE):
+            self._chunks.delete(ids=chunk_ids[start : start + _PAGE])
+        if record["ids"]:
+            kernel_id = record["metadatas"][0].get("kernel_id")
+            if kernel_id:
+                self._kernels.delete(ids=[kernel_id])
+            self._documents.delete(ids=[document_id])
+        self._bump_generation()
+        return True
+
+    def register_kernel_file(self, document_id: str, record: KernelRecord, file_hash: str, source: str) -> str:
+        """Add a kernel that came from a file, replacing the kernel that file held before."""
+        previous = self._documents.get(ids=[document_id], include=["metadatas"])
+        kernel_id = self.add_kernel(record)
+        old_id = previous["metadatas"][0].get("kernel_id") if previous["ids"] else None
+        if old_id and old_id != kernel_id:
+            self._kernels.delete(ids=[old_id])
+        self._documents.upsert(ids=[document_id], embeddings=[_PLACEHOLDER], documents=[""],
+                               metadatas=[{"file_hash": file_hash, "source": source, "type": "kernel",
+                                           "kernel_id": kernel_id}])
+        return kernel_id
+
+    # ---------------------------------------------------------------- lexical index
+    def lexical_index(self) -> LexicalIndex:
+        """The BM25 index of the current generation: in memory, else from disk, else rebuilt."""
+        generation = self.generation()
+        with self._lock:
+            if self._lexical is not None and self._lexical.generation == generation:
+                return self._lexical
+            cached = LexicalIndex.load(self._lexical_path)
+            if cached is not None and cached.generation == generation:
+                self._lexical = cached
+                return cached
+            ids: list[str] = []
+            texts: list[str] = []
+            metas: list[dict] = []
+            for offset in range(0, self._chunks.count(), _PAGE):
+                got = self._chunks.get(include=["documents", "metadatas"], limit=_PAGE, offset=offset)
+                for i, doc, meta in zip(got["ids"], got["documents"], got["metadatas"]):
+                    ids.append(i)
+                    texts.append(index_text(json.loads(meta["heading_path"]), doc))
+                    metas.append(meta)
+            self._lexical = LexicalIndex.build(generation, ids, texts, metas)
+            self._lexical.save(self._lexical_path)
+            return self._lexical
+
+    def refresh_lexical(self) -> None:
+        """Build and persist the BM25 index now (ingest calls this so searches start warm)."""
+        self.lexical_index()
+
+    # ---------------------------------------------------------------- search
+    def search(self, query: str, k: int = 8, filters: SearchFilters | None = None,
+               mode: Mode = "hybrid") -> list[Hit]:
+        """The best `k` chunks for `query`: dense, lexical (BM25), or both fused by reciprocal rank."""
+        if mode not in MODES:
+            raise ValueError(f"search mode {mode!r} is not one of {', '.join(MODES)}")
+        if not 1 <= k <= self.settings.max_k:
+            raise ValueError(f"k={k} must be between 1 and {self.settings.max_k}")
+        if not query.strip():
+            raise ValueError("the search query is empty")
+        depth = max(self.settings.candidates_per_retriever, k)
+        dense: dict[str, tuple[float, Chunk]] = {}
+        if mode in ("hybrid", "dense"):
+            res = self._chunks.query(query_embeddings=[self.embedder.encode_query(query)], n_results=depth,
+                                     where=chunk_where(filters), include=["documents", "metadatas", "distances"])
+            for i, doc, meta, dist in zip(res["ids"][0], res["documents"][0], res["metadatas"][0],
+                                          res["distances"][0]):
+                dense[i] = (1.0 - float(dist), _chunk_from(i, doc, meta))
+        lexical: dict[str, float] = {}
+        if mode in ("hybrid", "lexical"):
+            lexical = dict(self.lexical_index().top(query, depth, filters))
+        fused = fuse_rrf([list(dense), list(lexical)], self.settings.rrf_k)[:k]
+        missing = [i for i, _ in fused if i not in dense]
+        chunks = {i: c for i, (_, c) in dense.items()}
+        if missing:
+            got = self._chunks.get(ids=missing, include=["documents", "metadatas"])
+            chunks.update({i: _chunk_from(i, d, m) for i, d, m in zip(got["ids"], got["documents"], got["metadatas"])})
+        return [Hit(chunk=chunks[i], score=score, dense_score=dense[i][0] if i in dense else None,
+                    lexical_score=lexical.get(i)) for i, score in fused if i in chunks]
+
+    # ---------------------------------------------------------------- facts and stats
+    @cached_property
+    def _facts(self) -> dict[str, AcceleratorFacts]:
+        directory = self.settings.corpus_dir / "accelerators"
+        return load_all_facts(directory) if directory.is_dir() else {}
+
+    def accelerators(self) -> dict[str, AcceleratorFacts]:
+        """Accelerator facts from `<corpus_dir>/accelerators/*.yaml` ({} when there is no such folder)."""
+        return self._facts
+
+    def stats(self) -> dict:
+        return {
+            "documents": len(self._registry()), "chunks": self._chunks.count(), "kernels": self._kernels.count(),
+            "model": self.settings.model, "mode": self.mode,
+            "location": self.settings.chroma_url or str(self.settings.chroma_path),
+            "generation": self.generation(),
+        }

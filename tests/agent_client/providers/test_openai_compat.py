@@ -1,0 +1,25 @@
+"""The OpenAI-compatible provider through the real openai SDK against a fake chat.completions server."""
+
+from __future__ import annotations
+
+from conftest import SPEC, client_settings
+from fake_anthropic import Reply, text_with_code
+from kernels import good
+
+from agent_client.providers import get_provider
+from agent_client.providers.base import ProposalRequest
+
+
+def test_chat_completions_by_base_url(fake_server, tmp_path):
+    server = fake_server([Reply(status=429), text_with_code(good()), Reply(text="no code today")])
+    settings = client_settings(tmp_path, openai_base_url=None, retry_attempts=2)
+    settings = settings.model_copy(update={"openai_base_url": server.url + "/v1", "openai_model": "tiny-coder"})
+    provider = get_provider("openai", settings)
+    request = ProposalRequest(spec_path=SPEC, spec_source=SPEC.read_text(), backend="triton", accelerator="h200",
+                              prompt="write it", parent=None, n=2, kb=None, system="be fast")
+    first, second = provider.propose(request)
+    assert "class ModelNew" in first.code and first.meta["model"] == "tiny-coder"
+    assert second.code == "" and "malformed" in second.meta["error"]
+    bodies = [r["body"] for r in server.requests]
+    assert [r["path"] for r in server.requests] == ["/v1/chat/completions"] * 3  # one 429 retried
+    assert bodies[1]["messages"][0] == {"role": "system", "content": "be fast"}

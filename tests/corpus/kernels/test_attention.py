@@ -1,0 +1,69 @@
+"""The attention library kernel against each of its specs (tiny sizes), judged by the harness on CPU.
+
+Usage: .venv/bin/python -m pytest -x -q tests/corpus/kernels/test_attention.py
+
+Each spec is evaluated as a copy with SIZE = "tiny" (the Triton interpreter runs ~1 ms per program), on
+its default shape (two query blocks, so the causal path has unmasked and diagonal key blocks) and its
+`ragged` variant (seq 200: partial last query and key blocks).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+
+from harness import EvalConfig, Status, evaluate
+from harness.spec import import_file
+
+FAMILY = Path(__file__).resolve().parents[3] / "corpus" / "kernels" / "attention"
+SPECS = sorted((FAMILY / "specs").glob("*.py"))
+CPU_CONFIG = EvalConfig.for_cpu_tests(trials=1, time_candidate=False, time_eager_baseline=False)
+
+
+def tiny_copy(spec: Path, tmp_path: Path) -> Path:
+    """The spec with its size switch set to the interpreter-sized shapes."""
+    source = spec.read_text()
+    assert 'SIZE = "full"' in source, f"{spec}: no SIZE switch"
+    out = tmp_path / spec.name
+    out.write_text(source.replace('SIZE = "full"', 'SIZE = "tiny"', 1))
+    return out
+
+
+def tunables_literal(kernel: Path) -> dict:
+    tree = ast.parse(kernel.read_text())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "TUNABLES" for t in node.targets):
+            return ast.literal_eval(node.value)
+    raise AssertionError(f"{kernel}: no module-level TUNABLES dict literal")
+
+
+def test_specs_cover_causal_and_not():
+    names = [s.stem for s in SPECS]
+    assert any("causal" in n for n in names) and any("causal" not in n for n in names)
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=lambda p: p.stem)
+def test_kernel_passes_spec(spec: Path, tmp_path: Path):
+    verdict = evaluate(tiny_copy(spec, tmp_path), (FAMILY / "kernel.py").read_text(), backend="triton",
+                       device="cpu", config=CPU_CONFIG)
+    assert verdict.status is Status.passed, verdict.reasons
+
+
+def test_sidecar_lists_every_tunable_and_its_value():
+    sidecar = yaml.safe_load((FAMILY / "kernel.yaml").read_text())
+    assert sidecar["op_family"] == FAMILY.name and sidecar["backend"] == "triton"
+    for name, value in tunables_literal(FAMILY / "kernel.py").items():
+        assert value in sidecar["tunables"][name], f"TUNABLES[{name!r}]={value} not in kernel.yaml"
+
+
+def test_launcher_names_bad_inputs():
+    kernel = import_file(FAMILY / "kernel.py", "test_attention_kernel")
+    q = torch.randn(1, 2, 8, 16)
+    with pytest.raises(ValueError, match="one \\(B, H, S, D\\) shape"):
+        kernel.attention(q, torch.randn(1, 2, 9, 16), q)
+    with pytest.raises(ValueError, match="head_dim 24"):
+        kernel.attention(*(torch.randn(1, 1, 8, 24) for _ in range(3)))

@@ -1,0 +1,143 @@
+"""The ingest pipeline against a real embedded chromadb and real embeddings: idempotent
+re-ingest, replacement of changed files, prune, and a failure part-way leaving the store whole."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ingest.pipeline import IngestError, IngestOptions, ingest_paths
+from kb_server.schemas import SearchFilters
+
+DOC = """---
+title: "{title}"
+accelerator: [{acc}]
+vendor: {vendor}
+kind: arch
+---
+# {title}
+
+## Section one
+
+{body}
+
+## Section two
+
+Second section about {title} register pressure and occupancy.
+"""
+
+
+def write_corpus(root: Path, n: int = 4) -> dict[str, Path]:
+    root.mkdir(parents=True, exist_ok=True)
+    paths = {}
+    for i in range(n):
+        p = root / f"doc{i}.md"
+        p.write_text(DOC.format(title=f"Chip {i} notes", acc="h100", vendor="nvidia",
+                                body=f"Marker token zorb{i} appears only in document {i}."))
+        paths[f"doc{i}"] = p
+    return paths
+
+
+def texts(store, query: str, k: int = 8, **filters) -> list[str]:
+    return [h.chunk.text for h in store.search(query, k=k, filters=SearchFilters(**filters) if filters else None)]
+
+
+def test_reingest_of_unchanged_files_skips_everything(tmp_path, store, embedder):
+    write_corpus(tmp_path / "docs")
+    first = ingest_paths(store, [tmp_path / "docs"])
+    assert len(first.written) == 4 and first.chunks_written == 8
+    encoded = embedder.texts_encoded
+    second = ingest_paths(store, [tmp_path / "docs"])
+    assert second.unchanged == 4 and second.written == [] and second.chunks_written == 0
+    assert embedder.texts_encoded == encoded  # nothing was re-embedded
+    assert store.stats()["chunks"] == 8
+
+
+def test_changed_file_is_replaced_and_only_new_chunks_embedded(tmp_path, store, embedder):
+    paths = write_corpus(tmp_path / "docs")
+    ingest_paths(store, [tmp_path / "docs"])
+    paths["doc1"].write_text(paths["doc1"].read_text().replace("zorb1", "quax1"))
+    encoded = embedder.texts_encoded
+    report = ingest_paths(store, [tmp_path / "docs"])
+    assert report.unchanged == 3 and len(report.written) == 1
+    assert embedder.texts_encoded - encoded == 1  # section two did not change: its chunk is kept
+    assert any("quax1" in t for t in texts(store, "quax1"))
+    assert not any("zorb1" in t for t in texts(store, "zorb1"))  # the old chunk is gone
+    assert store.stats()["chunks"] == 8
+
+
+def test_prune_deletes_documents_whose_files_are_gone(tmp_path, store):
+    paths = write_corpus(tmp_path / "docs")
+    ingest_paths(store, [tmp_path / "docs"])
+    paths["doc2"].unlink()
+    kept = ingest_paths(store, [tmp_path / "docs"])  # without --prune: kept
+    assert kept.deleted == [] and any("zorb2" in t for t in texts(store, "zorb2"))
+    pruned = ingest_paths(store, [tmp_path / "docs"], IngestOptions(prune=True))
+    assert pruned.deleted == [str(paths["doc2"])]
+    assert not any("zorb2" in t for t in texts(store, "zorb2"))
+    assert len(store.document_hashes()) == 3
+
+
+def test_invalid_front_matter_fails_before_writing(tmp_path, store):
+    paths = write_corpus(tmp_path / "docs", n=2)
+    paths["doc1"].write_text(paths["doc1"].read_text().replace("vendor: nvidia", "vendor: intel"))
+    with pytest.raises(IngestError, match=r"doc1\.md:4: field 'vendor'"):
+        ingest_paths(store, [tmp_path / "docs"])
+    assert store.document_hashes() == {}  # doc0 was valid but nothing was written
+
+
+def test_binary_and_unsupported_files_are_skipped_with_a_list(tmp_path, store):
+    write_corpus(tmp_path / "docs", n=1)
+    (tmp_path / "docs" / "blob.md").write_bytes(b"\x00\x01\x02binary")
+    (tmp_path / "docs" / "image.png").write_bytes(b"\x89PNG")
+    report = ingest_paths(store, [tmp_path / "docs"])
+    skipped = dict(report.skipped)
+    assert set(skipped) == {str(tmp_path / "docs" / "blob.md"), str(tmp_path / "docs" / "image.png")}
+    assert "binary" in skipped[str(tmp_path / "docs" / "blob.md")]
+    assert len(report.written) == 1
+
+
+class _FailingChunks:
+    """Wraps the real chunk collection; its add() fails on the n-th call (a crash mid-write)."""
+
+    def __init__(self, inner, fail_on_call: int):
+        self._inner, self._fail_on, self.calls = inner, fail_on_call, 0
+
+    def add(self, **kwargs):
+        self.calls += 1
+        if self.calls == self._fail_on:
+            raise RuntimeError("injected failure mid-ingest")
+        return self._inner.add(**kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+
+
+def test_failed_ingest_leaves_the_previous_state_whole_and_searchable(tmp_path, kb_settings, embedder):
+    from kb_server.store import Store
+
+    store = Store(kb_settings.model_copy(update={"write_batch_size": 2}), embedder=embedder)
+    paths = write_corpus(tmp_path / "docs", n=6)
+    ingest_paths(store, [tmp_path / "docs"])
+    before_hashes = store.document_hashes()
+    before_chunks = store.stats()["chunks"]
+    for i in range(6):  # every document changes: 6 new chunks, written 2 per add() call
+        paths[f"doc{i}"].write_text(paths[f"doc{i}"].read_text().replace(f"zorb{i}", f"blip{i}"))
+    store._chunks = _FailingChunks(store._chunks, fail_on_call=2)
+    with pytest.raises(RuntimeError, match="injected failure"):
+        ingest_paths(store, [tmp_path / "docs"])
+    store._chunks = store._chunks._inner
+    assert store.document_hashes() == before_hashes
+    assert store.stats()["chunks"] == before_chunks  # the first batch's adds were rolled back
+    for i in range(6):
+        assert any(f"zorb{i}" in t for t in texts(store, f"zorb{i}")), f"doc{i} lost"
+    assert not any("blip" in t for t in texts(store, "blip0 blip1 blip2"))
+    # a fresh store (another process) rebuilding its BM25 index from the collection sees the same
+    store._lexical_path.unlink(missing_ok=True)
+    other = Store(kb_settings, embedder=embedder)
+    assert any("zorb3" in h.chunk.text for h in other.search("zorb3", k=3, mode="lexical"))
+    # and the next ingest completes the change
+    report = ingest_paths(store, [tmp_path / "docs"])
+    assert len(report.written) == 6
+    assert any("blip4" in t for t in texts(store, "blip4"))

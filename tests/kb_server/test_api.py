@@ -1,0 +1,230 @@
+"""The HTTP API in process (FastAPI TestClient) over a real Store: routes, problem bodies, auth, limits,
+uploads. The live-server cases (uvicorn, concurrency, SIGKILL, schemathesis) are in test_api_live.py."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+sys.path.insert(0, str(Path(__file__).parent))
+import kbdata  # noqa: E402
+
+from kb_server.api.settings import ServerSettings  # noqa: E402
+from kb_server.main import create_app  # noqa: E402
+
+FIXTURES = Path(__file__).parent / "fixtures"
+KEY = "test-key"
+AUTH = {"Authorization": f"Bearer {KEY}"}
+DOC = """---
+title: "Upload test: tensor memory accelerator"
+accelerator: [h100]
+vendor: nvidia
+kind: arch
+sources: [https://example.org/tma]
+---
+# TMA
+## Bulk copies
+The tensor memory accelerator moves whole tiles between global and shared memory with one
+instruction, which frees the warps from address arithmetic; we call this the zebra-copy path.
+"""
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory):
+    return tmp_path_factory.mktemp("kkb-home")
+
+
+@pytest.fixture(scope="module")
+def store(home):
+    from kb_server.store import Store
+
+    s = Store(ServerSettings(home=home, corpus_dir=FIXTURES))
+    kbdata.seed(s)
+    return s
+
+
+def make_client(home, store, **settings) -> TestClient:
+    app = create_app(ServerSettings(home=home, corpus_dir=FIXTURES, **{"api_key": KEY, **settings}), store=store)
+    return TestClient(app)
+
+
+@pytest.fixture(scope="module")
+def client(home, store):
+    with make_client(home, store, max_k=20, max_query_chars=300, max_request_bytes=64 * 1024,
+                     max_upload_bytes=32 * 1024) as c:
+        yield c
+
+
+def assert_problem(response, status: int, field: str | None):
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"].startswith("application/problem+json")
+    body = response.json()
+    assert {"type", "title", "status", "detail"} <= body.keys() and body["status"] == status
+    if field is not None:
+        assert body["field"] == field, body
+    return body
+
+
+def test_health_stats_and_docs(client):
+    assert client.get("/health").json()["status"] == "ok"
+    stats = client.get("/v1/stats").json()
+    assert stats["chunks"] >= 5 and stats["kernels"] >= 2 and stats["mode"] == "embedded"
+    assert {"documents", "model", "accelerators"} <= stats.keys()
+    assert client.get("/docs").status_code == 200
+    paths = client.get("/openapi.json").json()["paths"]
+    assert {"/v1/search", "/v1/facts", "/v1/prompt", "/v1/kernels", "/v1/documents"} <= paths.keys()
+
+
+def test_search_returns_hits_with_sources_and_scores(client):
+    body = client.post("/v1/search", json={"query": "row softmax in shared memory", "k": 3}).json()
+    assert 1 <= len(body["hits"]) <= 3
+    hit = body["hits"][0]
+    assert hit["chunk"]["heading_path"] and hit["chunk"]["source"] and hit["score"] > 0
+    mi = client.post("/v1/search", json={"query": "softmax", "k": 10, "filters": {"accelerator": "mi300x"}})
+    assert {tuple(h["chunk"]["accelerator"]) for h in mi.json()["hits"]} <= {("mi300x",), ("any",)}
+
+
+@pytest.mark.parametrize(("body", "status", "field"), [
+    ({"query": "x", "k": 21}, 422, "k"),  # over the setting max_k=20
+    ({"query": "x", "k": 0}, 422, "k"),
+    ({"query": "x" * 301}, 422, "query"),  # over max_query_chars=300
+    ({"query": ""}, 422, "query"),
+    ({"query": "   "}, 422, "query"),
+    ({"query": "x", "filters": {"colour": "red"}}, 422, "filters.colour"),
+    ({"query": "x", "mode": "psychic"}, 422, "mode"),
+    ({"k": 3}, 422, "query"),
+])
+def test_search_bad_input_is_a_named_4xx(client, body, status, field):
+    assert_problem(client.post("/v1/search", json=body), status, field)
+
+
+def test_body_limits(client):
+    assert_problem(client.post("/v1/search", content=b"{" * (65 * 1024),
+                               headers={"content-type": "application/json"}), 413, "body")
+    assert_problem(client.post("/v1/search", content=b"{not json", headers={"content-type": "application/json"}),
+                   422, None)
+
+
+def test_facts_routes(client):
+    assert [a["id"] for a in client.get("/v1/accelerators").json()] == ["h100", "mi300x"]
+    assert client.get("/v1/accelerators/h100-sxm").json()["id"] == "h100"  # by alias
+    assert_problem(client.get("/v1/accelerators/tpu"), 404, "accelerator")
+    answer = client.get("/v1/facts", params={"accelerator": "mi300x", "q": "LDS"}).json()
+    best = answer["matches"][0]
+    assert (best["field"], best["value"], best["unit"]) == ("shared_memory_per_unit", 64, "KiB")
+    assert best["source"].startswith("https://www.amd.com/")
+    miss = assert_problem(client.get("/v1/facts", params={"accelerator": "h100", "q": "espresso"}), 404, "q")
+    assert "memory_bandwidth" in miss["fields"]
+
+
+def test_prompt_route(client):
+    body = {"spec_source": kbdata.SPEC, "accelerator": "h100", "backend": "triton", "token_budget": 4000}
+    bundle = client.post("/v1/prompt", json=body).json()
+    assert [s["name"] for s in bundle["sections"]] == ["hardware_facts", "passages", "example_kernels", "rules",
+                                                       "task"]
+    assert bundle["tokens"] <= 4000 and "softmax" in bundle["text"]
+    assert_problem(client.post("/v1/prompt", json={**body, "backend": "verilog"}), 422, "backend")
+    assert_problem(client.post("/v1/prompt", json={**body, "accelerator": "tpu"}), 404, "accelerator")
+    assert_problem(client.post("/v1/prompt", json={**body, "token_budget": 40}), 422, "token_budget")
+    assert_problem(client.post("/v1/prompt", json={**body, "spec_source": "def (:"}), 422, "spec_source")
+
+
+def test_kernels_routes(client):
+    record = {"name": "fused gelu", "op_family": "gelu", "op_signature": "gelu(x)", "backend": "triton",
+              "source": "import triton\n# gelu\n", "accelerators": ["h100"],
+              "measurements": [{"accelerator": "h100", "spec": "gelu_big", "shape": "8192x8192", "dtype": "bfloat16",
+                                "latency_ms": 0.21, "speedup_vs_eager": 1.8}]}
+    assert_problem(client.post("/v1/kernels", json=record), 401, "Authorization")
+    assert_problem(client.post("/v1/kernels", json=record, headers={"Authorization": "Bearer nope"}), 401, None)
+    created = client.post("/v1/kernels", json=record, headers=AUTH)
+    assert created.status_code == 201, created.text
+    kid = created.json()["id"]
+    got = client.get(f"/v1/kernels/{kid}").json()
+    assert got["measurements"][0]["latency_ms"] == 0.21 and got["op_family"] == "gelu"
+    assert [k["id"] for k in client.get("/v1/kernels", params={"op_family": "gelu"}).json()] == [kid]
+    assert {k["backend"] for k in client.get("/v1/kernels", params={"backend": "cuda"}).json()} == {"cuda"}
+    found = client.post("/v1/kernels/search", json={"query": "softmax", "backend": "triton"}).json()
+    assert found and {k["backend"] for k in found} == {"triton"}
+    assert_problem(client.get("/v1/kernels/no-such-kernel"), 404, "kernel_id")
+    assert_problem(client.post("/v1/kernels", json={**record, "measurements": [{"latency_ms": "fast"}]},
+                               headers=AUTH), 422, None)
+
+
+def test_upload_list_search_delete(client, home):
+    files = {"file": ("../../../escape/tma.md", DOC.encode())}  # a hostile name only picks the suffix
+    created = client.post("/v1/documents", files=files, headers=AUTH)
+    assert created.status_code == 201, created.text
+    doc = created.json()
+    assert doc["chunks"] >= 1 and not doc["unchanged"]
+    stored = list((home / "uploads").iterdir())
+    assert [p.name for p in stored] == [doc["file_hash"] + ".md"]
+    assert not (home.parent / "escape").exists()
+    assert doc["document_id"] in {d["document_id"] for d in client.get("/v1/documents").json()}
+    hits = client.post("/v1/search", json={"query": "zebra-copy path", "k": 3}).json()["hits"]
+    assert hits[0]["chunk"]["document_id"] == doc["document_id"]
+    assert hits[0]["chunk"]["source_urls"] == ["https://example.org/tma"]
+    again = client.post("/v1/documents", files={"file": ("tma.md", DOC.encode())}, headers=AUTH).json()
+    assert again["unchanged"] and again["document_id"] == doc["document_id"]
+    assert client.delete(f"/v1/documents/{doc['document_id']}", headers=AUTH).status_code == 204
+    assert not any((home / "uploads").iterdir())
+    assert_problem(client.delete(f"/v1/documents/{doc['document_id']}", headers=AUTH), 404, "document_id")
+
+
+@pytest.mark.parametrize(("name", "data", "form", "status", "field"), [
+    ("tool.exe", b"MZ", {}, 415, "file"),
+    ("no-suffix", b"text", {}, 415, "file"),
+    ("fake.pdf", b"hello, not a pdf", {}, 422, "file"),
+    ("empty.md", b"", {}, 422, "file"),
+    ("latin1.md", b"caf\xe9 " * 50, {}, 422, "file"),
+    ("doc.md", b"# x\nsome text here", {"vendor": "intel"}, 422, "vendor"),
+    ("doc.md", b"# x\nsome text here", {"kind": "poem"}, 422, "kind"),
+    ("doc.md", b"# x\nsome text here", {"accelerator": "H100,../x"}, 422, "accelerator"),
+    ("bad.md", b"---\ntitle: ok title\naccelerator: [h100]\nvendor: nvidia\nkind: novel\n---\n# x\ntext", {},
+     422, "file"),  # invalid front matter: the detail names the line and field
+    ("big.md", b"a" * (33 * 1024), {}, 413, "file"),  # over max_upload_bytes=32 KiB
+])
+def test_bad_uploads_are_named_4xx_and_leave_nothing(client, home, name, data, form, status, field):
+    body = assert_problem(client.post("/v1/documents", files={"file": (name, data)}, data=form, headers=AUTH),
+                          status, field)
+    if name == "bad.md":
+        assert "kind" in body["detail"] and ":5:" in body["detail"]
+    assert not [p for p in (home / "uploads").iterdir()] if (home / "uploads").exists() else True
+
+
+def test_symlinked_uploads_dir_is_refused(tmp_path, store):
+    from kb_server.api.errors import Problem
+
+    home, outside = tmp_path / "home", tmp_path / "outside"
+    home.mkdir()
+    outside.mkdir()
+    (home / "uploads").symlink_to(outside)
+    with pytest.raises(Problem, match="is a symlink"):  # start-up refuses it ...
+        with make_client(home, store):
+            pass
+    (home / "uploads").unlink()
+    with make_client(home, store) as c:
+        (home / "uploads").rmdir()
+        (home / "uploads").symlink_to(outside)  # ... and so does an upload, if it appears later
+        r = c.post("/v1/documents", files={"file": ("a.md", DOC.encode())}, headers=AUTH)
+    assert r.status_code == 503 and not any(outside.iterdir())
+
+
+def test_reads_can_require_the_token(home, store):
+    with make_client(home, store, read_requires_key=True) as c:
+        assert_problem(c.get("/v1/accelerators"), 401, "Authorization")
+        assert_problem(c.post("/v1/search", json={"query": "x"}), 401, "Authorization")
+        assert c.get("/v1/accelerators", headers=AUTH).status_code == 200
+        assert c.get("/health").status_code == 200  # liveness stays open
+
+
+def test_without_a_token_writes_need_loopback(home, store):
+    record = {"name": "n", "op_family": "f", "op_signature": "f()", "backend": "triton", "source": "x = 1\n"}
+    settings = ServerSettings(home=home, corpus_dir=FIXTURES, api_key=None)
+    with TestClient(create_app(settings, store=store, bound_host="0.0.0.0")) as c:
+        assert_problem(c.post("/v1/kernels", json=record), 403, None)
+        assert c.get("/v1/kernels").status_code == 200  # reads stay open
+    with TestClient(create_app(settings, store=store, bound_host="127.0.0.1")) as c:
+        assert c.post("/v1/kernels", json=record).status_code == 201

@@ -1,0 +1,173 @@
+"""The server as it runs: a real uvicorn process on loopback (kkb serve), with concurrent clients,
+a SIGKILL in the middle of an upload, and a bounded schemathesis run over its OpenAPI schema."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import httpx
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+import kbdata  # noqa: E402
+from serverproc import start_server  # noqa: E402
+
+from kb_server.client import KBClient  # noqa: E402
+
+KEY = "live-key"
+SCHEMATHESIS = Path(sys.executable).with_name("schemathesis")
+
+
+def doc(n: int, paragraphs: int = 1) -> bytes:
+    body = "\n\n".join(f"Paragraph {i} of note {n}: tile {n * 7 + i} rows through shared memory, marker "
+                       f"quokka{n}x." for i in range(paragraphs))
+    return (f"---\ntitle: \"Concurrency note {n}\"\naccelerator: [h100]\nvendor: nvidia\nkind: guide\n---\n"
+            f"# Note {n}\n\n{body}\n").encode()
+
+
+def kernel(n: int) -> dict:
+    return {"name": f"kernel {n}", "op_family": "softmax", "op_signature": "softmax(dim=-1)", "backend": "triton",
+            "source": f"# kernel number {n}\nimport triton\n", "accelerators": ["h100"]}
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    home = tmp_path_factory.mktemp("live") / "home"
+    home.mkdir()
+    s = start_server(home, env={"KKB_API_KEY": KEY})
+    yield s
+    s.stop()
+
+
+def test_live_server_answers_and_guards_writes(server):
+    with KBClient(server.base_url) as anon, KBClient(server.base_url, api_key=KEY) as kb:
+        assert anon.health()["store"] == "open"
+        assert anon.facts("h100", "bf16 peak").matches[0].value == 989.4
+        with pytest.raises(Exception, match="401"):
+            anon.add_kernel(kernel(-1))
+        kid = kb.add_kernel(kernel(-1))
+        assert anon.kernel(kid).name == "kernel -1"
+    assert httpx.get(f"{server.base_url}/docs").status_code == 200
+
+
+def test_concurrent_writes_and_searches_lose_nothing(server, tmp_path):
+    """6 writers (kernels and documents) and 4 searchers at once; every acknowledged write is there."""
+    acked_kernels: list[str] = []
+    acked_docs: list[str] = []
+    errors: list[BaseException] = []
+    done = threading.Event()
+    lock = threading.Lock()
+
+    def write_kernels(w: int) -> None:
+        with KBClient(server.base_url, api_key=KEY) as kb:
+            for i in range(8):
+                kid = kb.add_kernel(kernel(w * 100 + i))
+                with lock:
+                    acked_kernels.append(kid)
+
+    def write_docs(w: int) -> None:
+        with KBClient(server.base_url, api_key=KEY) as kb:
+            for i in range(3):
+                path = tmp_path / f"note-{w}-{i}.md"
+                path.write_bytes(doc(w * 10 + i))
+                created = kb.add_document(path, accelerator=["h100"])
+                with lock:
+                    acked_docs.append(created.document_id)
+
+    def search() -> int:
+        n = 0
+        with KBClient(server.base_url) as kb:
+            while not done.is_set():
+                kb.search("tile rows through shared memory", k=5)
+                kb.kernels(op_family="softmax")
+                n += 1
+        return n
+
+    with ThreadPoolExecutor(max_workers=10) as pool:
+        searchers = [pool.submit(search) for _ in range(4)]
+        writers = [pool.submit(write_kernels, w) for w in range(4)] + [pool.submit(write_docs, w) for w in (1, 2)]
+        for f in writers:
+            try:
+                f.result()
+            except BaseException as exc:  # noqa: BLE001  collected, asserted below
+                errors.append(exc)
+        done.set()
+        searches = sum(f.result() for f in searchers)
+    assert not errors, errors
+    assert len(acked_kernels) == 32 and len(acked_docs) == 6 and searches > 0
+    with KBClient(server.base_url) as kb:
+        present = {k.id for k in kb.kernels(op_family="softmax")}
+        assert set(acked_kernels) <= present
+        assert set(acked_docs) <= set(kb.documents())
+        for n in (10, 12, 20, 22):  # each acknowledged document is searchable by its own marker
+            hits = kb.search(f"quokka{n}x", k=3, mode="lexical")
+            assert hits and f"quokka{n}x" in hits[0].chunk.text
+
+
+def test_sigkill_mid_upload_restarts_consistent(tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {"KKB_API_KEY": KEY}
+    server = start_server(home, env=env)
+    acked_kernels, acked_docs = [], []
+    try:
+        with KBClient(server.base_url, api_key=KEY, retries=0) as kb:
+            for i in range(3):
+                acked_kernels.append(kb.add_kernel(kernel(9000 + i)))
+            small = tmp_path / "small.md"
+            small.write_bytes(doc(900))
+            acked_docs.append(kb.add_document(small).document_id)
+        big = tmp_path / "big.md"
+        big.write_bytes(doc(901, paragraphs=600))  # ~600 chunks: seconds of embedding inside the upload
+
+        def upload_big():
+            try:
+                with KBClient(server.base_url, api_key=KEY, retries=0, timeout=60) as kb:
+                    kb.add_document(big)
+            except Exception:  # noqa: BLE001  the server dies under it: no acknowledgement
+                pass
+
+        t = threading.Thread(target=upload_big)
+        t.start()
+        time.sleep(2.5)  # in the middle of the upload: file stored, chunks being embedded or written
+        server.kill()
+        t.join(30)
+    finally:
+        server.stop()
+    server = start_server(home, env=env)
+    try:
+        with KBClient(server.base_url) as kb:
+            docs = kb.documents()
+            assert set(acked_docs) <= set(docs)
+            assert all(kb.kernel(k).id == k for k in acked_kernels)
+            stats = kb.stats()
+            hits = kb.search("quokka901x", k=50, mode="lexical")
+            orphans = [h for h in hits if h.chunk.document_id not in docs]
+            assert not orphans, "chunks of an unacknowledged upload outlived the restart"
+            if any(h.chunk.document_id in docs for h in hits):  # finished before the kill: then whole
+                assert stats["chunks"] >= 600
+        uploads = [p.name for p in (home / "uploads").iterdir()]
+        assert not [n for n in uploads if n.startswith(".tmp-")]
+        assert {n.split(".")[0] for n in uploads} <= set(docs.values())
+    finally:
+        server.stop()
+        print(server.log()[-2000:])
+
+
+@pytest.mark.skipif(not SCHEMATHESIS.exists(), reason="schemathesis is not installed")
+def test_schemathesis_finds_no_server_errors(server):
+    with KBClient(server.base_url, api_key=KEY) as kb:  # something to find
+        kb.add_kernel(kernel(5000))
+    cmd = [str(SCHEMATHESIS), "run", f"{server.base_url}/openapi.json", "--checks", "not_a_server_error",
+           "--max-examples", "12", "--max-time", "45", "--seed", "1", "-H", f"Authorization: Bearer {KEY}",
+           "--request-timeout", "20", "--no-color"]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "SCHEMATHESIS_HOOKS": ""})
+    assert out.returncode == 0, out.stdout[-6000:] + out.stderr[-2000:] + server.log()[-3000:]

@@ -1,0 +1,113 @@
+"""The retrieval-augmented prompt builder: ops from the spec's AST, sections, sources and the budget."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+import kbdata
+
+from kb_server.api.settings import ServerSettings
+from kb_server.prompt import PromptError, build_prompt, estimate_tokens, spec_ops
+
+FIXTURES = Path(__file__).parent / "fixtures"
+SECTIONS = ["hardware_facts", "passages", "example_kernels", "rules", "task"]
+
+
+@pytest.mark.parametrize(
+    ("body", "ops"),
+    [
+        ("return torch.softmax(x, dim=-1)", ["softmax"]),
+        ("return F.gelu(self.fc(x))", ["gelu"]),  # self.fc(...) is a module call, not an op
+        ("return x @ w + b", ["matmul"]),  # the @ operator
+        ("return x.exp().sum(dim=1)", ["sum", "exp"]),  # tensor methods, outer call first
+        ("return torch.nn.functional.layer_norm(x, x.shape[-1:])", ["layer_norm"]),
+        ("return (x + 1).relu_()", ["relu"]),  # in-place method on an expression
+        ("return x.view(-1).contiguous()", []),  # bookkeeping is not an op
+    ],
+)
+def test_spec_ops_from_forward(body, ops):
+    src = ("import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"
+           f"class Model(nn.Module):\n    def forward(self, x, w=None, b=None):\n        {body}\n"
+           "def get_inputs():\n    return [torch.randn(4, 4), torch.rand(4)]\n")
+    assert spec_ops(src) == ops
+
+
+def test_spec_ops_modules_and_aliases():
+    src = ("from torch import nn\nimport torch.nn.functional as fn\n"
+           "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+           "        self.ln = nn.LayerNorm(8)\n        self.act = nn.ReLU()\n        self.c = nn.Conv2d(3, 8, 3)\n"
+           "    def forward(self, x):\n        return fn.softmax(self.act(self.ln(self.c(x))), -1)\n")
+    assert spec_ops(src) == ["layer_norm", "relu", "conv2d", "softmax"]
+
+
+def test_spec_is_never_executed(tmp_path):
+    marker = tmp_path / "ran"
+    src = f"open({str(marker)!r}, 'w').write('x')\nimport torch\ny = torch.tanh(torch.zeros(1))\n"
+    assert "tanh" in spec_ops(src)
+    assert not marker.exists()
+
+
+def test_syntax_error_names_the_field():
+    with pytest.raises(PromptError, match="line 1") as info:
+        spec_ops("def (:\n")
+    assert info.value.field == "spec_source"
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    from kb_server.store import Store
+
+    s = Store(ServerSettings(home=tmp_path_factory.mktemp("kkb"), corpus_dir=FIXTURES))
+    kbdata.seed(s)
+    return s
+
+
+def test_bundle_sections_sources_and_filters(store):
+    bundle = build_prompt(store, kbdata.SPEC, "h100", "triton", token_budget=6000)
+    assert [s.name for s in bundle.sections] == SECTIONS
+    sec = {s.name: s for s in bundle.sections}
+    assert "228 KiB" in sec["hardware_facts"].text and "https://www.nvidia.com/en-us/data-center/h100/" in \
+        sec["hardware_facts"].sources
+    assert "row softmax" in sec["passages"].text.lower()
+    assert any("h100-softmax" in src for src in sec["passages"].sources)
+    assert not any("mi300x" in src for src in sec["passages"].sources)  # accelerator filter
+    assert "_softmax_kernel" in sec["example_kernels"].text  # the triton kernel ...
+    assert "a cuda softmax" not in sec["example_kernels"].text  # ... not the cuda one
+    assert "torch.softmax(x, dim=-1)" in sec["task"].text and "ModelNew" in sec["task"].text
+    assert bundle.text == "\n\n".join(s.text for s in bundle.sections)
+    assert bundle.tokens == estimate_tokens(bundle.text) <= 6000
+    assert all(s.tokens == estimate_tokens(s.text) for s in bundle.sections)
+
+
+def test_budget_trims_lowest_ranked_passages_first(store):
+    full = build_prompt(store, kbdata.SPEC, "h100", "triton", token_budget=100_000)
+    full_passages = full.sections[1].sources
+    assert len(full_passages) >= 2
+    budget = full.tokens - 1  # one token short: the last passage must go, the kernels stay
+    trimmed = build_prompt(store, kbdata.SPEC, "h100", "triton", token_budget=budget)
+    assert trimmed.tokens <= budget
+    assert trimmed.sections[1].sources == full_passages[: len(trimmed.sections[1].sources)]
+    assert len(trimmed.sections[1].sources) < len(full_passages)
+    assert trimmed.sections[2].sources == full.sections[2].sources
+
+
+def test_budget_too_small_names_the_field(store):
+    with pytest.raises(PromptError) as info:
+        build_prompt(store, kbdata.SPEC, "h100", "triton", token_budget=50)
+    assert info.value.field == "token_budget"
+
+
+@pytest.mark.parametrize(("kwargs", "field"), [
+    ({"accelerator": "tpu"}, "accelerator"),
+    ({"backend": "verilog"}, "backend"),
+    ({"spec_source": "def (:"}, "spec_source"),
+])
+def test_bad_arguments_name_the_field(store, kwargs, field):
+    args = {"spec_source": kbdata.SPEC, "accelerator": "h100", "backend": "triton", **kwargs}
+    with pytest.raises(PromptError) as info:
+        build_prompt(store, **args)
+    assert info.value.field == field
