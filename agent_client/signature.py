@@ -28,6 +28,7 @@ _IGNORED = {
     "detach", "__len__", "element_size", "data_ptr", "device", "dtype", "__format__", "__repr__",
     "ndim", "requires_grad", "is_cuda", "_has_compatible_shallow_copy_type", "__setstate__",
 }
+_NOISE_KWARGS = {"inplace", "out"}  # do not change what is computed
 UNARY = {
     "relu", "gelu", "silu", "sigmoid", "tanh", "mish", "softplus", "hardswish", "hardsigmoid",
     "leaky_relu", "elu", "selu", "exp", "log", "abs", "neg", "sqrt", "rsqrt", "clamp", "clip",
@@ -132,7 +133,7 @@ class _Recorder(TorchFunctionMode):
         if first is not None and first.kind == "param" and str(first.ref).endswith("num_batches_tracked"):
             return out  # BatchNorm's step counter: bookkeeping, not part of the computation
         call = OpCall(name, tuple(self._describe(a) for a in args),
-                      {k: self._describe(v) for k, v in kwargs.items()},
+                      {k: self._describe(v) for k, v in kwargs.items() if k not in _NOISE_KWARGS},
                       tuple(out.shape) if isinstance(out, torch.Tensor) else None)
         index = len(self.ops)
         self.ops.append(call)

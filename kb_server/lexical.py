@@ -22,11 +22,11 @@ from kb_server.schemas import SearchFilters
 _FORMAT = 2  # bump when the pickled layout changes; an older file is rebuilt, not read
 # Tokens keep inner dots and underscores ("cp.async.bulk", "__syncthreads", "v_mfma_f32") and
 # are also split into their parts, so "cp.async.bulk" matches both itself and "async".
-_TOKEN = re.compile(r"[a-z0-9]+(?:[._][a-z0-9]+)*")
+_TOKEN = re.compile(r"_*[a-z0-9]+(?:[._][a-z0-9]+)*")
 _SPLIT = re.compile(r"[._]")
 # A number and its unit also become one token ("228 KB" -> "228kb"), so quantities match exactly.
 _QUANTITY = re.compile(
-    r"\b(\d+(?:\.\d+)?)\s*(kb|kib|mb|mib|gb|gib|tb|tib|ms|us|ns|ghz|mhz|gb/s|tb/s|tflops?|w)\b"
+    r"\b(\d+(?:\.\d+)?)\s*(gb/s|tb/s|kib|kb|mib|mb|gib|gb|tib|tb|ms|us|ns|ghz|mhz|tflops?|w)\b"
 )
 _STOPWORDS = frozenset({
     "a", "an", "and", "are", "as", "at", "be", "by", "for", "from", "has", "have", "in", "is", "it", "its",

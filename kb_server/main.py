@@ -22,6 +22,12 @@ from kb_server.facts import load_all_facts
 log = logging.getLogger("kb_server")
 
 
+def _warm_up(store) -> None:
+    """Load the embedding model and the BM25 index now, so the first requests are not the slow ones."""
+    store.embedder.encode_query("warm up")
+    store.refresh_lexical()
+
+
 def create_app(settings: ServerSettings | None = None, store=None, bound_host: str | None = None,
                open_store_at_startup: bool = True) -> FastAPI:
     """The app. Facts load here, so an invalid facts file stops start-up (FactsError names file and field).
@@ -37,6 +43,7 @@ def create_app(settings: ServerSettings | None = None, store=None, bound_host: s
     async def lifespan(app: FastAPI):
         if open_store_at_startup:
             store_ = await run_in_threadpool(open_store, app)
+            await run_in_threadpool(_warm_up, store_)
             removed = await run_in_threadpool(documents.recover_uploads, store_, settings.home)
             for path in removed:
                 log.warning("removed %s: left by an interrupted upload", path)

@@ -4,7 +4,7 @@ Usage: kkb bench examples/specs/row_softmax.py CANDIDATE.py --backend triton
 """
 
 import torch
-import torch.nn as nn
+from torch import nn
 
 ROWS = 256
 COLS = 1000  # not a power of two: masked tail in every row

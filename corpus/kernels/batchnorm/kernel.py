@@ -6,7 +6,7 @@ Two kernels, because every channel's statistics need all of its N * HW elements 
   channel c and writes its (count, mean, M2) (Chan's merge over blocks: no sum-of-squares cancellation).
 - _batchnorm_apply_kernel, grid C * N * blocks: merges the SPLIT partials of its channel (a few
   hundred bytes, L2-resident), writes y = (x - mean) * rstd * w + b; the first program of a channel
-  also updates running_mean / running_var.
+  also updates running_mean / running_var (and channel 0's, num_batches_tracked).
 Bytes moved: x is read twice and y written once (1.5x the minimum) once the tensor is larger than L2.
 The stats kernel walks channels from last to first and the apply kernel from first to last, so the
 channels read last by the first kernel are still in L2 when the second starts.
@@ -60,7 +60,7 @@ def _batchnorm_stats_kernel(
 
 @triton.jit
 def _batchnorm_apply_kernel(
-    x_ptr, w_ptr, b_ptr, y_ptr, cnt_ptr, mean_ptr, m2_ptr, run_mean_ptr, run_var_ptr,
+    x_ptr, w_ptr, b_ptr, y_ptr, cnt_ptr, mean_ptr, m2_ptr, run_mean_ptr, run_var_ptr, batches_ptr,
     n_batch, n_channels, hw, blocks_per_plane, eps, momentum,
     SPLIT: tl.constexpr, BLOCK: tl.constexpr, UPDATE_RUNNING: tl.constexpr,
 ):
@@ -97,9 +97,12 @@ def _batchnorm_apply_kernel(
             unbiased = m2 / tl.maximum(count - 1.0, 1.0)
             tl.store(run_mean_ptr + c, ((1.0 - momentum) * rm + momentum * mean).to(run_mean_ptr.dtype.element_ty))
             tl.store(run_var_ptr + c, ((1.0 - momentum) * rv + momentum * unbiased).to(run_var_ptr.dtype.element_ty))
+            if c == 0:
+                tl.store(batches_ptr, tl.load(batches_ptr) + 1)  # num_batches_tracked
 
 
-def batch_norm_train(x, weight, bias, running_mean, running_var, momentum: float, eps: float):
+def batch_norm_train(x, weight, bias, running_mean, running_var, num_batches_tracked, momentum: float,
+                     eps: float):
     if x.dim() < 2:
         raise ValueError(f"batch norm input must be (N, C, ...), got shape {tuple(x.shape)}")
     x = x.contiguous()
@@ -121,6 +124,7 @@ def batch_norm_train(x, weight, bias, running_mean, running_var, momentum: float
     _batchnorm_apply_kernel[(c * n * blocks_per_plane,)](
         x, weight, bias, y, parts[0], parts[1], parts[2],
         running_mean if update else parts, running_var if update else parts,
+        num_batches_tracked if update else parts,
         n, c, hw, blocks_per_plane, eps, momentum,
         SPLIT=split, BLOCK=block, UPDATE_RUNNING=update,
         num_warps=max(1, min(t["num_warps_apply"], block // 256)),
@@ -141,6 +145,5 @@ class ModelNew(nn.Module):
         self.eps, self.momentum = eps, momentum
 
     def forward(self, x):
-        self.num_batches_tracked.add_(1)
         return batch_norm_train(x, self.weight, self.bias, self.running_mean, self.running_var,
-                                self.momentum, self.eps)
+                                self.num_batches_tracked, self.momentum, self.eps)

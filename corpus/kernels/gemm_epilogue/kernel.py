@@ -8,8 +8,9 @@ Why fuse: eager runs cuBLAS addmm, then the activation, the scale and the residu
 kernels; each reads and writes the M x N output once more (3 extra round trips of M*N*elem bytes plus
 the residual read). Here the accumulator stays in registers and the output is written once.
 
-fp32 inputs use input_precision="ieee" (true fp32 FMA, no TF32); bf16/fp16 use tensor cores with an
-fp32 accumulator. Tile sizes come from TUNABLES (the `FP32_` keys for fp32 inputs).
+fp32 inputs use input_precision="ieee" (true fp32 FMA) or, when TUNABLES says so, "tf32x3" (error-
+compensated, fp32-level error); never plain TF32. bf16/fp16 use tensor cores with an fp32 accumulator.
+Tile sizes come from TUNABLES (the `FP32_` keys for fp32 inputs).
 """
 
 import torch
@@ -30,6 +31,10 @@ TUNABLES = {
     "FP32_GROUP_M": 8,
     "FP32_num_warps": 8,
     "FP32_num_stages": 3,
+    # "ieee": plain fp32 FMA. "tf32x3": each fp32 operand split into a TF32 high part and a TF32 remainder,
+    # three tensor-core products (the remainder x remainder term dropped): error near fp32's, at the fp32
+    # tolerance, far faster. Never plain "tf32" (one TF32 product loses 13 mantissa bits).
+    "FP32_PRECISION": "ieee",
 }
 
 _ACTIVATIONS = ("none", "relu", "gelu", "gelu_tanh", "silu")
@@ -45,7 +50,7 @@ def _gemm_epilogue_kernel(
     stride_ym, stride_yn,
     scale,
     HAS_BIAS: tl.constexpr, HAS_RESIDUAL: tl.constexpr, ACTIVATION: tl.constexpr,
-    EVEN_K: tl.constexpr, FP32_IEEE: tl.constexpr, UPCAST_DOT: tl.constexpr,
+    EVEN_K: tl.constexpr, IS_FP32: tl.constexpr, FP32_PRECISION: tl.constexpr, UPCAST_DOT: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
 ):
     # Grouped ordering: GROUP_M row-blocks share each W column-block while it is in L2.
@@ -77,8 +82,8 @@ def _gemm_epilogue_kernel(
             k_left = K - k * BLOCK_K
             a = tl.load(x_ptrs, mask=ks[None, :] < k_left, other=0.0)
             b = tl.load(w_ptrs, mask=ks[:, None] < k_left, other=0.0)
-        if FP32_IEEE:  # fp32 inputs: full-precision FMA, never a silent TF32 downgrade
-            acc = tl.dot(a, b, acc, input_precision="ieee")
+        if IS_FP32:  # fp32 inputs: "ieee" or "tf32x3", never a silent TF32 downgrade
+            acc = tl.dot(a, b, acc, input_precision=FP32_PRECISION)
         elif UPCAST_DOT:  # CPU interpreter only: its bf16 dot multiplies raw bits, so go through fp32
             acc = tl.dot(a.to(tl.float32), b.to(tl.float32), acc, input_precision="ieee")
         else:
@@ -135,6 +140,10 @@ def gemm_epilogue(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | No
     if residual is not None and tuple(residual.shape) != (*lead, N):
         raise ValueError(f"gemm_epilogue: residual {tuple(residual.shape)} does not match {(*lead, N)}")
     cfg = _config(x.dtype)
+    fp32_precision = TUNABLES["FP32_PRECISION"]
+    if fp32_precision not in ("ieee", "tf32x3"):
+        raise ValueError(f"gemm_epilogue: TUNABLES FP32_PRECISION={fp32_precision!r} is not 'ieee' or 'tf32x3' "
+                         "(plain tf32 would fail the fp32 tolerance)")
     block_k = cfg["BLOCK_K"]
     grid = (triton.cdiv(M, cfg["BLOCK_M"]) * triton.cdiv(N, cfg["BLOCK_N"]),)
     _gemm_epilogue_kernel[grid](
@@ -147,7 +156,7 @@ def gemm_epilogue(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | No
         float(scale),
         HAS_BIAS=bias is not None, HAS_RESIDUAL=residual is not None, ACTIVATION=activation,
         EVEN_K=K % block_k == 0,
-        FP32_IEEE=x.dtype == torch.float32, UPCAST_DOT=x.device.type == "cpu",
+        IS_FP32=x.dtype == torch.float32, FP32_PRECISION=fp32_precision, UPCAST_DOT=x.device.type == "cpu",
         BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"], BLOCK_K=block_k, GROUP_M=cfg["GROUP_M"],
         num_warps=cfg["num_warps"], num_stages=cfg["num_stages"],
     )

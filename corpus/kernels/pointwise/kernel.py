@@ -121,15 +121,18 @@ def _encode(chain) -> tuple[list[int], list[float]]:
     return codes, params
 
 
-def pointwise_chain(x: torch.Tensor, chain, bias: torch.Tensor | None = None, bias_inner: int = 1):
-    codes, params = _encode(chain)
+def pointwise_chain(x: torch.Tensor, chain, bias: torch.Tensor | None = None, bias_inner: int = 1,
+                    params: torch.Tensor | None = None):
+    """Apply `chain` to x in one pass. `params` (float32, on x's device) may be passed to skip the
+    host-to-device copy of the op arguments on every call."""
+    codes, values = _encode(chain)
     has_bias = _OP_CODES["bias"] in codes
     if has_bias and bias is None:
         raise ValueError("pointwise chain has a 'bias' op but no bias tensor was given")
     x = x.contiguous()
     y = torch.empty_like(x)
     n = x.numel()
-    p = torch.tensor(params, dtype=torch.float32, device=x.device)
+    p = params if params is not None else torch.tensor(values, dtype=torch.float32, device=x.device)
     b = bias.contiguous() if has_bias else p  # any pointer will do when HAS_BIAS is False
     block, warps = TUNABLES["BLOCK"], TUNABLES["num_warps"]
     grid = (triton.cdiv(n, block),)
@@ -146,6 +149,8 @@ class ModelNew(nn.Module):
         self.ops = [tuple(op) for op in (CHAIN if CHAIN is not None else ops)]
         shape = BIAS_SHAPE if CHAIN is not None else bias_shape
         self.bias = nn.Parameter(torch.randn(shape)) if shape is not None else None
+        self._codes, self._values = _encode(self.ops)  # fails early on an unknown op
+        self._params = {}  # device -> float32 tensor of op arguments (not a buffer: model.to(bf16) must not round it)
 
     def forward(self, x):
         inner = 1
@@ -154,4 +159,7 @@ class ModelNew(nn.Module):
             trailing = [s for s in self.bias.shape[1:]]
             for dim in x.shape[x.dim() - len(trailing):]:
                 inner *= dim
-        return pointwise_chain(x, self.ops, self.bias, inner)
+        params = self._params.get(x.device)
+        if params is None:
+            params = self._params[x.device] = torch.tensor(self._values, dtype=torch.float32, device=x.device)
+        return pointwise_chain(x, self.ops, self.bias, inner, params)

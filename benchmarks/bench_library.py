@@ -1,0 +1,309 @@
+"""The skill library's shared runner: every family kernel against each of its specs, through the harness.
+
+Usage:
+    python3 benchmarks/bench_library.py --families softmax,layernorm --label mem        (GPU box, repo root)
+    python3 benchmarks/bench_library.py --all --tunables SWEEP.json --label compute
+    python3 benchmarks/bench_library.py --table benchmarks/results/library-h200-mem-*.json
+    python3 benchmarks/bench_library.py --families cumsum --device cpu --tiny           (CPU smoke run)
+
+What `kkb bench` does for one candidate, for the whole library: the harness (harness.WorkerPool) checks
+each kernel on every variant of the spec at the spec's tolerance, then times it, eager PyTorch and
+torch.compile(reference) with the same method (CUDA events, L2 flushed, median). Before the pool runs,
+a parallel warm-up stage compiles each spec's torch.compile baseline and the kernel's Triton code in
+separate processes, so the on-disk Inductor/Triton caches make the pool's serial, timed stage quick.
+Only the default (large) shape of a spec is timed; the small VARIANTS are checked only.
+
+Writes benchmarks/results/library-<accelerator>-<label>-<UTC>.json: machine, versions, date, command and
+one row per (family, spec): shape, dtype, latency_ms, eager_ms, compile_ms, speedup_vs_eager,
+speedup_vs_compile, fraction_of_limit, bandwidth_gbps, compile_fraction_of_limit, status, reasons.
+Prints the markdown table last (also: --table FILES).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import math
+import platform
+import sys
+import tempfile
+import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+from multiprocessing import get_context
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+KERNELS = REPO / "corpus" / "kernels"
+RESULTS = REPO / "benchmarks" / "results"
+H200_COPY_BANDWIDTH_GBPS = 4250.0  # measured device-to-device copy on the H200 (team brief)
+
+
+@dataclass(frozen=True)
+class Task:
+    family: str
+    spec_path: Path  # the spec the harness loads (a tiny copy with --tiny)
+    source: str  # kernel.py, with the TUNABLES literal replaced when --tunables names this spec
+
+
+def with_tunables(source: str, overrides: dict) -> str:
+    """kernel.py source with its module-level `TUNABLES = {...}` literal updated by `overrides`."""
+    tree = ast.parse(source)
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "TUNABLES" for t in node.targets):
+            merged = {**ast.literal_eval(node.value), **overrides}
+            lines = source.splitlines(keepends=True)
+            new = f"TUNABLES = {merged!r}\n"
+            return "".join(lines[: node.lineno - 1] + [new] + lines[node.end_lineno:])
+    raise ValueError("kernel source has no module-level TUNABLES dict literal to rewrite")
+
+
+def library_tasks(families: list[str], tiny: bool, tunables: dict[str, dict], only: set[str]) -> list[Task]:
+    tasks, tiny_dir = [], Path(tempfile.mkdtemp(prefix="kkb_tiny_specs_")) if tiny else None
+    for family in families:
+        folder = KERNELS / family
+        if not (folder / "kernel.py").is_file():
+            raise SystemExit(f"bench_library: {folder}/kernel.py does not exist (family {family!r})")
+        source = (folder / "kernel.py").read_text()
+        for spec in sorted((folder / "specs").glob("*.py")):
+            if only and spec.stem not in only:
+                continue
+            path = spec
+            if tiny:
+                path = tiny_dir / spec.name
+                path.write_text(spec.read_text().replace('SIZE = "full"', 'SIZE = "tiny"', 1))
+            src = with_tunables(source, tunables[spec.stem]) if spec.stem in tunables else source
+            tasks.append(Task(family, path, src))
+    return tasks
+
+
+def spec_shape(spec_path: Path) -> tuple[str, str]:
+    """("4096x65536", "float32") of the default variant's tensor inputs, built on the meta device."""
+    import torch
+
+    from harness.spec import load_spec
+
+    spec = load_spec(spec_path)
+    with torch.device("meta"):
+        inputs = spec.module.get_inputs()
+    tensors = [t for t in inputs if isinstance(t, torch.Tensor)]
+    shape = ", ".join("x".join(str(s) for s in t.shape) for t in tensors)
+    dtype = spec.dtype or next((str(t.dtype) for t in tensors if t.is_floating_point()), "-")
+    return shape, dtype.removeprefix("torch.")
+
+
+def prewarm(spec_path: str, source: str, device: str, compile_baseline: bool) -> str:
+    """Run in a spawned process: compile the torch.compile baseline (default variant, as the harness
+    profiles it) and the candidate on every variant, filling the on-disk caches. Returns an error or ''."""
+    import importlib.util
+
+    import torch
+
+    sys.path.insert(0, str(REPO))
+    from harness.spec import build_model, load_spec, make_inputs
+
+    spec = load_spec(spec_path)
+    errors = []
+    if compile_baseline:
+        try:
+            variant = spec.variants[0]
+            model = build_model(spec.module.Model, spec, variant, 0, device)
+            torch.compile(model)(*make_inputs(spec, variant, 0, device))
+        except Exception as exc:  # noqa: BLE001 - the harness will report it in the profile
+            errors.append(f"compile baseline: {type(exc).__name__}: {str(exc)[:200]}")
+    path = Path(tempfile.mkdtemp(prefix="kkb_prewarm_")) / "candidate.py"
+    path.write_text(source)
+    try:
+        loader = importlib.util.spec_from_file_location("kkb_prewarm_candidate", path)
+        module = importlib.util.module_from_spec(loader)
+        loader.loader.exec_module(module)
+        for variant in spec.variants:
+            model = build_model(module.ModelNew, spec, variant, 0, device)
+            model(*make_inputs(spec, variant, 0, device))
+        torch.cuda.synchronize()
+    except Exception as exc:  # noqa: BLE001 - the harness will classify it
+        errors.append(f"candidate: {type(exc).__name__}: {str(exc)[:200]}")
+    return "; ".join(errors)
+
+
+def row_of(task: Task, verdict, peak_gbps: float | None) -> dict:
+    shape, dtype = spec_shape(task.spec_path)
+    v = verdict.to_dict()
+    bytes_moved = v.get("bytes_moved")
+    gbps = lambda ms: bytes_moved / (ms * 1e-3) / 1e9 if bytes_moved and ms else None
+    compile_gbps = gbps(v.get("compile_ms"))
+    return {
+        "family": task.family, "spec": task.spec_path.stem, "shape": shape, "dtype": dtype,
+        "status": v["status"], "reasons": v["reasons"][:3],
+        "latency_ms": v["latency_ms"], "latency_p20_ms": v["latency_p20_ms"], "latency_p80_ms": v["latency_p80_ms"],
+        "eager_ms": v["eager_ms"], "compile_ms": v["compile_ms"],
+        "speedup_vs_eager": v["speedup_vs_eager"], "speedup_vs_compile": v["speedup_vs_compile"],
+        "fraction_of_limit": v["fraction_of_limit"], "limit_kind": v["limit_kind"],
+        "bytes_moved": bytes_moved, "bandwidth_gbps": gbps(v["latency_ms"]),
+        "eager_bandwidth_gbps": gbps(v.get("eager_ms")), "compile_bandwidth_gbps": compile_gbps,
+        "compile_fraction_of_limit": compile_gbps / peak_gbps if compile_gbps and peak_gbps else None,
+        "compile_baseline_error": verdict.diagnostics.get("compile_baseline_error"),
+        "timing_method": verdict.diagnostics.get("timing_method"),
+    }
+
+
+def geomean(values: list[float]) -> float | None:
+    values = [x for x in values if x and x > 0]
+    return math.exp(sum(math.log(x) for x in values) / len(values)) if values else None
+
+
+def summary(rows: list[dict]) -> dict:
+    passed = [r for r in rows if r["status"] == "passed"]
+    return {
+        "specs": len(rows), "passed": len(passed),
+        "geomean_speedup_vs_eager": geomean([r["speedup_vs_eager"] for r in passed]),
+        "geomean_speedup_vs_compile": geomean([r["speedup_vs_compile"] for r in passed]),
+        "min_speedup_vs_compile": min((r["speedup_vs_compile"] for r in passed if r["speedup_vs_compile"]),
+                                      default=None),
+    }
+
+
+def _f(x, fmt: str) -> str:
+    return "-" if x is None else format(x, fmt)
+
+
+def _pct(x) -> str:
+    return "-" if x is None else f"{100 * x:.0f}%"
+
+
+def markdown_table(rows: list[dict]) -> str:
+    cols = ["family", "spec", "shape", "dtype", "status", "latency ms", "eager ms", "compile ms", "x eager",
+            "x compile", "GB/s", "of limit", "compile of limit"]
+    out = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for r in rows:
+        cells = [r["family"], r["spec"], r["shape"], r["dtype"], r["status"], _f(r["latency_ms"], ".4f"),
+                 _f(r["eager_ms"], ".4f"), _f(r["compile_ms"], ".4f"), _f(r["speedup_vs_eager"], ".2f"),
+                 _f(r["speedup_vs_compile"], ".2f"), _f(r["bandwidth_gbps"], ".0f"), _pct(r["fraction_of_limit"]),
+                 _pct(r.get("compile_fraction_of_limit"))]
+        out.append("| " + " | ".join(str(c) for c in cells) + " |")
+    s = summary(rows)
+    out.append("")
+    out.append(f"{s['passed']}/{s['specs']} passed; geometric mean speedup vs eager "
+               f"{_f(s['geomean_speedup_vs_eager'], '.2f')}x, vs torch.compile "
+               f"{_f(s['geomean_speedup_vs_compile'], '.2f')}x (lowest vs compile "
+               f"{_f(s['min_speedup_vs_compile'], '.2f')}x)")
+    return "\n".join(out)
+
+
+def machine(device: str) -> dict:
+    import torch
+    import triton
+
+    info = {"host": platform.node(), "python": platform.python_version(), "device": device,
+            "versions": {"torch": torch.__version__, "triton": triton.__version__,
+                         "cuda": str(torch.version.cuda)}}
+    if device.startswith("cuda"):
+        props = torch.cuda.get_device_properties(torch.device(device))
+        info.update(device_name=props.name, sms=props.multi_processor_count,
+                    memory_gib=round(props.total_memory / 2**30, 1))
+    return info
+
+
+def accelerator_id(info: dict) -> str:
+    name = info.get("device_name", "cpu").lower()
+    for known in ("h200", "h100", "a100", "b200", "mi300x", "mi250x"):
+        if known in name:
+            return known
+    return "cpu" if name == "cpu" else name.split()[-1]
+
+
+def run(args) -> int:
+    import torch
+
+    from harness import EvalConfig, HardwarePeaks, WorkerPool
+
+    device = args.device or ("cuda:0" if torch.cuda.is_available() else "cpu")
+    families = sorted(p.name for p in KERNELS.iterdir() if (p / "kernel.py").is_file()) if args.all \
+        else [f for f in args.families.split(",") if f]
+    overrides = {}
+    if args.tunables:
+        data = json.loads(Path(args.tunables).read_text())
+        overrides = data.get("best", data)
+    tasks = library_tasks(families, args.tiny, overrides, set(args.specs.split(",")) if args.specs else set())
+    cpu = device.startswith("cpu")
+    if cpu:
+        config = EvalConfig.for_cpu_tests(time_compile_baseline=False, timeout_s=args.timeout)
+    else:
+        config = EvalConfig(trials=args.trials, time_compile_baseline=not args.no_compile_baseline,
+                            timeout_s=args.timeout, max_timing_s=args.max_timing_s)
+    peak_gbps = None if cpu else args.bandwidth_gbps
+    peaks = HardwarePeaks(peak_gbps * 1e9 if peak_gbps else None)
+    t0 = time.time()
+    print(f"[bench_library] {len(tasks)} specs of {','.join(families)} on {device}", flush=True)
+    if not cpu and args.prewarm_workers > 0:
+        with ProcessPoolExecutor(args.prewarm_workers, mp_context=get_context("spawn")) as ex:
+            futs = {ex.submit(prewarm, str(t.spec_path), t.source, device, config.time_compile_baseline): t
+                    for t in tasks}
+            for fut in as_completed(futs):
+                err = fut.exception() or fut.result()
+                print(f"[bench_library] warm {futs[fut].spec_path.stem}: {err or 'ok'} "
+                      f"({time.time() - t0:.0f} s)", flush=True)
+    rows = []
+    with WorkerPool([device], config=config, peaks=peaks) as pool:
+        futures = [(t, pool.submit(t.spec_path, t.source, "triton")) for t in tasks]
+        for task, fut in futures:
+            try:
+                row = row_of(task, fut.result(), peak_gbps)
+            except Exception as exc:  # noqa: BLE001 - one spec failing must not lose the others
+                shape, dtype = spec_shape(task.spec_path)
+                row = {"family": task.family, "spec": task.spec_path.stem, "shape": shape, "dtype": dtype,
+                       "status": "harness_error", "reasons": [f"{type(exc).__name__}: {str(exc)[:300]}"],
+                       **{k: None for k in ("latency_ms", "eager_ms", "compile_ms", "speedup_vs_eager",
+                                            "speedup_vs_compile", "fraction_of_limit", "bandwidth_gbps",
+                                            "compile_fraction_of_limit")}}
+            rows.append(row)
+            print(f"[bench_library] {row['family']}/{row['spec']}: {row['status']} "
+                  f"{_f(row['latency_ms'], '.4f')} ms, x{_f(row['speedup_vs_compile'], '.2f')} vs compile "
+                  f"({time.time() - t0:.0f} s) {'; '.join(row['reasons'])[:300]}", flush=True)
+    info = machine(device)
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    out = Path(args.out) if args.out else RESULTS / f"library-{accelerator_id(info)}-{args.label}-{stamp}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    payload = {"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "command": " ".join(sys.argv),
+               "machine": info, "accelerator": accelerator_id(info), "peak_bandwidth_gbps": peak_gbps,
+               "config": config.to_dict(), "elapsed_s": round(time.time() - t0, 1), "summary": summary(rows),
+               "rows": rows}
+    out.write_text(json.dumps(payload, indent=1, default=str))
+    print(f"[bench_library] wrote {out.relative_to(REPO) if out.is_relative_to(REPO) else out} "
+          f"in {time.time() - t0:.0f} s\n", flush=True)
+    print(markdown_table(rows))
+    return 0 if all(r["status"] == "passed" for r in rows) else 1
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--families", default="", help="comma-separated family folders under corpus/kernels")
+    p.add_argument("--all", action="store_true", help="every family that has a kernel.py")
+    p.add_argument("--specs", default="", help="comma-separated spec names to keep (default: all)")
+    p.add_argument("--device", default=None, help="cuda:0 (default when present) or cpu")
+    p.add_argument("--label", default="run", help="part of the results file name, e.g. mem or compute")
+    p.add_argument("--out", default=None, help="results file (default benchmarks/results/library-...json)")
+    p.add_argument("--tunables", default=None, help="JSON {spec: {TUNABLE: value}} (or a sweep file's 'best')")
+    p.add_argument("--tiny", action="store_true", help="use the specs' SIZE = 'tiny' shapes (CPU smoke run)")
+    p.add_argument("--trials", type=int, default=2, help="correctness trials per variant")
+    p.add_argument("--max-timing-s", type=float, default=0.6, help="time cap of one timing loop")
+    p.add_argument("--timeout", type=float, default=300.0, help="seconds per candidate in its worker")
+    p.add_argument("--no-compile-baseline", action="store_true", help="skip torch.compile of the reference")
+    p.add_argument("--prewarm-workers", type=int, default=8, help="parallel cache warm-up processes (GPU)")
+    p.add_argument("--bandwidth-gbps", type=float, default=H200_COPY_BANDWIDTH_GBPS,
+                   help="memory limit for fraction_of_limit (default: the H200's measured copy rate)")
+    p.add_argument("--table", nargs="*", default=None, help="print the markdown table of results files")
+    args = p.parse_args()
+    if args.table is not None:
+        rows = [r for f in args.table for r in json.loads(Path(f).read_text())["rows"]]
+        print(markdown_table(rows))
+        return 0
+    if not args.all and not args.families:
+        p.error("give --families A,B or --all (or --table FILES)")
+    return run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,54 @@
+"""`kkb report`: one self-contained HTML page, checked by rendering it in headless Chromium."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+
+import pytest
+from typer.testing import CliRunner
+
+from kernelkb_cli import app
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+
+
+def chromium(args: list[str], tmp_path) -> subprocess.CompletedProcess:
+    cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+           "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={tmp_path / 'prof'}",
+           *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
+
+
+@pytest.fixture(scope="module")
+def report_path(tuned_session):
+    home = tuned_session["settings"].home
+    out = tuned_session["folder"] / "page.html"
+    result = CliRunner().invoke(app, ["report", "relu-one", "--home", str(home), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    return out
+
+
+def test_report_is_self_contained(report_path):
+    html = report_path.read_text()
+    assert not re.search(r"""(src|href)=["']?(https?:)?//""", html)  # nothing fetched from a network
+    assert "<svg" in html and "<style>" in html and "<script>" in html
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (scripts/test.sh installs it)")
+def test_report_renders_in_headless_chromium(report_path, tuned_session, tmp_path):
+    done = chromium(["--dump-dom", f"file://{report_path}"], tmp_path)
+    dom = done.stdout
+    assert done.returncode == 0 and "<body" in dom, done.stderr[-2000:]
+    assert 'data-ready="1"' in dom  # the page's script ran to the end
+    assert "5 of 5 candidates shown" in dom  # ... and filled the table summary
+    assert dom.count('class="node"') == 5  # the search graph: one SVG node per candidate
+    assert 'id="best-line"' in dom and dom.count('class="point"') == 5  # best speedup over time
+    assert 'id="row-n0001" data-status="malformed"' in dom  # the candidate table with diagnostics
+    best = tuned_session["result"].best_node_id
+    winner = re.search(r'<pre id="winner"><code>(.*?)</code>', dom, re.DOTALL).group(1)
+    assert "class ModelNew" in winner and best in dom
+    shot = tmp_path / "report.png"
+    chromium([f"--screenshot={shot}", "--window-size=1200,1600", f"file://{report_path}"], tmp_path)
+    assert shot.exists() and shot.stat().st_size > 10_000  # a page with content, not a blank image

@@ -1,0 +1,70 @@
+"""Helpers shared by the memory-bound library tests (test_<family>.py): tiny spec copies, the harness
+call on CPU, and the sidecar-vs-TUNABLES check.
+
+Usage: from library_check import evaluate_tiny, family_specs, sidecar_reasons
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import yaml
+
+from harness import EvalConfig, Verdict, evaluate
+
+KERNELS = Path(__file__).resolve().parents[3] / "corpus" / "kernels"
+# correctness only: one trial per variant, no timing (wall-clock interpreter times mean nothing)
+CPU_CONFIG = EvalConfig.for_cpu_tests(trials=1, time_candidate=False, time_eager_baseline=False)
+
+
+def family_specs(family: str) -> list[Path]:
+    return sorted((KERNELS / family / "specs").glob("*.py"))
+
+
+def tiny_copy(spec: Path, tmp_path: Path) -> Path:
+    """The spec with its size switch set to the interpreter-sized shapes."""
+    source = spec.read_text()
+    assert 'SIZE = "full"' in source, f"{spec}: no SIZE switch"
+    out = tmp_path / spec.name
+    out.write_text(source.replace('SIZE = "full"', 'SIZE = "tiny"', 1))
+    return out
+
+
+def evaluate_tiny(family: str, spec: Path, tmp_path: Path) -> Verdict:
+    """The harness's verdict on the family's kernel.py for the tiny copy of `spec` (every variant)."""
+    source = (KERNELS / family / "kernel.py").read_text()
+    return evaluate(tiny_copy(spec, tmp_path), source, backend="triton", device="cpu", config=CPU_CONFIG)
+
+
+def tunables_literal(kernel: Path) -> dict:
+    tree = ast.parse(kernel.read_text())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "TUNABLES" for t in node.targets):
+            return ast.literal_eval(node.value)
+    raise AssertionError(f"{kernel}: no module-level TUNABLES dict literal")
+
+
+def sidecar_reasons(family: str) -> list[str]:
+    """What is wrong with kernel.yaml against kernel.py (empty = consistent)."""
+    folder = KERNELS / family
+    sidecar = yaml.safe_load((folder / "kernel.yaml").read_text())
+    reasons = []
+    for key in ("name", "op_family", "op_signature", "backend", "description", "tunables", "dtypes",
+                "accelerators", "measurements"):
+        if key not in sidecar:
+            reasons.append(f"{family}/kernel.yaml: missing {key!r}")
+    if sidecar.get("op_family") != family:
+        reasons.append(f"{family}/kernel.yaml: op_family is {sidecar.get('op_family')!r}")
+    if sidecar.get("backend") != "triton":
+        reasons.append(f"{family}/kernel.yaml: backend is {sidecar.get('backend')!r}")
+    tunables = tunables_literal(folder / "kernel.py")
+    allowed = sidecar.get("tunables") or {}
+    if set(tunables) != set(allowed):
+        reasons.append(f"{family}: TUNABLES keys {sorted(tunables)} != kernel.yaml tunables {sorted(allowed)}")
+    for name, value in tunables.items():
+        if value not in allowed.get(name, []):
+            reasons.append(f"{family}: TUNABLES[{name!r}] = {value!r} is not among kernel.yaml's {allowed.get(name)}")
+    if len(family_specs(family)) < 2:
+        reasons.append(f"{family}: fewer than 2 specs")
+    return reasons

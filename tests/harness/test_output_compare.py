@@ -1,0 +1,71 @@
+"""harness/compare.py: tolerance, NaN/Inf rules and diagnostics a model can act on."""
+
+from __future__ import annotations
+
+import torch
+
+from harness.compare import compare_outputs, degenerate_reasons, relative_error
+
+NAN, INF = float("nan"), float("inf")
+
+
+def test_equal_passes_and_reports_errors():
+    ref = torch.randn(10, 10)
+    reasons, diag = compare_outputs(ref.clone(), ref, 1e-4, 1e-4)
+    assert reasons == [] and diag["output"]["mismatch_count"] == 0
+
+
+def test_mismatch_reports_count_fraction_and_worst_index():
+    ref = torch.zeros(4, 5)
+    out = ref.clone()
+    out[2, 3] = 1.0
+    out[0, 1] = 0.5
+    reasons, diag = compare_outputs(out, ref, 1e-4, 1e-4)
+    d = diag["output"]
+    assert d["mismatch_count"] == 2 and d["mismatch_fraction"] == 2 / 20
+    assert d["worst"][0]["index"] == [2, 3] and d["worst"][0]["output"] == 1.0
+    assert "[2, 3]" in reasons[0] and "2 of 20" in reasons[0]
+
+
+def test_nan_rules():
+    ref = torch.tensor([1.0, NAN, 3.0])
+    assert compare_outputs(torch.tensor([1.0, NAN, 3.0]), ref, 1e-4, 1e-4)[0] == []  # matching NaN ok
+    reasons, diag = compare_outputs(torch.tensor([NAN, NAN, 3.0]), ref, 1e-4, 1e-4)  # NaN on finite ref
+    assert reasons and diag["output"]["nan_where_ref_finite"] == 1
+    assert compare_outputs(torch.tensor([1.0, 2.0, 3.0]), ref, 1e-4, 1e-4)[0]  # finite where ref is NaN
+
+
+def test_inf_must_match_sign():
+    ref = torch.tensor([INF, -INF])
+    assert compare_outputs(torch.tensor([INF, -INF]), ref, 1e-4, 1e-4)[0] == []
+    assert compare_outputs(torch.tensor([INF, INF]), ref, 1e-4, 1e-4)[0]
+
+
+def test_shape_dtype_and_subclass_fail():
+    ref = torch.ones(3)
+    assert "shape" in compare_outputs(torch.ones(4), ref, 1, 1)[0][0]
+    assert "dtype" in compare_outputs(torch.ones(3, dtype=torch.float64), ref, 1, 1)[0][0]
+
+    class Sub(torch.Tensor):
+        pass
+
+    assert "plain torch.Tensor" in compare_outputs(torch.ones(3).as_subclass(Sub), ref, 1, 1)[0][0]
+
+
+def test_tuple_outputs():
+    ref = (torch.ones(2), torch.zeros(2))
+    assert compare_outputs((torch.ones(2), torch.zeros(2)), ref, 1e-4, 1e-4)[0] == []
+    assert "2 output tensors" not in str(compare_outputs((torch.ones(2),), ref, 1e-4, 1e-4)[0])
+    assert compare_outputs((torch.ones(2),), ref, 1e-4, 1e-4)[0]
+
+
+def test_degenerate_reference_detected():
+    assert degenerate_reasons(torch.randn(100) * 1e-6, 1e-4, 1e-4)  # zeros would pass
+    assert degenerate_reasons(torch.full((100,), 3.0) + torch.randn(100) * 1e-6, 1e-4, 1e-4)
+    assert degenerate_reasons(torch.randn(100), 1e-4, 1e-4) == []
+
+
+def test_relative_error():
+    ref = torch.randn(1000)
+    assert relative_error(ref, ref) == 0.0
+    assert abs(relative_error(torch.zeros(1000), ref) - 1.0) < 1e-9
