@@ -24,17 +24,17 @@ def render(summary: dict) -> Panel:
     head = Table.grid(padding=(0, 2))
     head.add_column(style="bold")
     head.add_column()
-    head.add_row("candidates evaluated", f"{summary['evaluated']} / {summary['budget']}"
-                 f"  (in flight {summary['in_flight']}, passed {summary['passed']})")
+    head.add_row("candidates evaluated", Text(f"{summary['evaluated']} / {summary['budget']}"
+                 f"  (in flight {summary['in_flight']}, passed {summary['passed']})"))
     best = summary.get("best_fitness") or 0.0
-    head.add_row("best speedup", f"{best:.3f}x vs {basis}  [{summary.get('best_node_id') or '-'}]"
-                 if best > 0 else "none yet")
-    head.add_row("elapsed", f"{summary['elapsed_s']:.0f} s")
+    head.add_row("best speedup", Text(f"{best:.3f}x vs {basis}  [{summary.get('best_node_id') or '-'}]"
+                 if best > 0 else "none yet"))
+    head.add_row("elapsed", Text(f"{summary['elapsed_s']:.0f} s"))
     failures = Table("failure class", "count", box=None, pad_edge=False)
     for name, count in sorted(summary.get("failures", {}).items(), key=lambda kv: -kv[1]):
-        failures.add_row(name, str(count))
-    log = Text("\n".join(summary.get("log", [])[-6:]), style="dim")
-    return Panel(Group(head, failures, log), title=f"kkb tune {summary['spec']} [{summary['session_id']}]")
+        failures.add_row(Text(name), str(count))
+    log = Text("\n".join(summary.get("log", [])[-6:]), style="dim")  # Text: no markup in model output
+    return Panel(Group(head, failures, log), title=Text(f"kkb tune {summary['spec']} [{summary['session_id']}]"))
 
 
 class LiveView:

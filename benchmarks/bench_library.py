@@ -122,7 +122,8 @@ def prewarm(spec_path: str, source: str, device: str, compile_baseline: bool) ->
         for variant in spec.variants:
             model = build_model(module.ModelNew, spec, variant, 0, device)
             model(*make_inputs(spec, variant, 0, device))
-        torch.cuda.synchronize()
+        if device.startswith("cuda"):
+            torch.cuda.synchronize()
     except Exception as exc:  # noqa: BLE001 - the harness will classify it
         errors.append(f"candidate: {type(exc).__name__}: {str(exc)[:200]}")
     return "; ".join(errors)
@@ -245,7 +246,19 @@ def run(args) -> int:
                 err = fut.exception() or fut.result()
                 print(f"[bench_library] warm {futs[fut].spec_path.stem}: {err or 'ok'} "
                       f"({time.time() - t0:.0f} s)", flush=True)
-    rows = []
+    info = machine(device)
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    out = Path(args.out) if args.out else RESULTS / f"library-{accelerator_id(info)}-{args.label}-{stamp}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    rows: list[dict] = []
+
+    def save() -> None:  # after every row: a run cut short still leaves its rows
+        payload = {"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "command": " ".join(sys.argv),
+                   "machine": info, "accelerator": accelerator_id(info), "peak_bandwidth_gbps": peak_gbps,
+                   "config": config.to_dict(), "elapsed_s": round(time.time() - t0, 1),
+                   "complete": len(rows) == len(tasks), "summary": summary(rows), "rows": rows}
+        out.write_text(json.dumps(payload, indent=1, default=str))
+
     with WorkerPool([device], config=config, peaks=peaks) as pool:
         futures = [(t, pool.submit(t.spec_path, t.source, "triton")) for t in tasks]
         for task, fut in futures:
@@ -259,18 +272,10 @@ def run(args) -> int:
                                             "speedup_vs_compile", "fraction_of_limit", "bandwidth_gbps",
                                             "compile_fraction_of_limit")}}
             rows.append(row)
+            save()
             print(f"[bench_library] {row['family']}/{row['spec']}: {row['status']} "
                   f"{_f(row['latency_ms'], '.4f')} ms, x{_f(row['speedup_vs_compile'], '.2f')} vs compile "
                   f"({time.time() - t0:.0f} s) {'; '.join(row['reasons'])[:300]}", flush=True)
-    info = machine(device)
-    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    out = Path(args.out) if args.out else RESULTS / f"library-{accelerator_id(info)}-{args.label}-{stamp}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    payload = {"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "command": " ".join(sys.argv),
-               "machine": info, "accelerator": accelerator_id(info), "peak_bandwidth_gbps": peak_gbps,
-               "config": config.to_dict(), "elapsed_s": round(time.time() - t0, 1), "summary": summary(rows),
-               "rows": rows}
-    out.write_text(json.dumps(payload, indent=1, default=str))
     print(f"[bench_library] wrote {out.relative_to(REPO) if out.is_relative_to(REPO) else out} "
           f"in {time.time() - t0:.0f} s\n", flush=True)
     print(markdown_table(rows))

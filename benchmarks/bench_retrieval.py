@@ -62,13 +62,20 @@ def load_questions(path: Path) -> list[Question]:
 
 
 def merge_question_files(bench_dir: Path, target: Path) -> int:
-    """Concatenate the per-area question files into `target`; returns the number of questions."""
+    """Merge the per-area question files into `target`; returns the number of questions.
+
+    A question asked in more than one file appears once, with the union of the answer documents: an
+    area file may name its own documents as further answers to another area's question.
+    """
     lines = ["# Merged retrieval questions: written by benchmarks/bench_retrieval.py --merge from",
-             "# " + " and ".join(PART_FILES) + ". Edit those files, not this one."]
-    items: list[dict] = []
+             "# " + " and ".join(PART_FILES) + ". Edit those files, not this one.",
+             "# A question present in both files is listed once with the union of its documents."]
+    merged: dict[str, list[str]] = {}
     for name in PART_FILES:
-        part = bench_dir / name
-        items += [{"question": q.text, "documents": list(q.documents)} for q in load_questions(part)]
+        for q in load_questions(bench_dir / name):
+            docs = merged.setdefault(q.text, [])
+            docs += [d for d in q.documents if d not in docs]
+    items = [{"question": text, "documents": docs} for text, docs in merged.items()]
     target.write_text("\n".join(lines) + "\n" + yaml.safe_dump(items, sort_keys=False, width=120), encoding="utf-8")
     return len(items)
 
@@ -106,6 +113,7 @@ def run(questions: list[Question], corpus: Path, k: int, depth: int) -> dict:
         results: dict = {"ingest": {"seconds": round(ingest_s, 2), "documents": stats["documents"],
                                     "chunks": stats["chunks"], "skipped": report.skipped}, "modes": {}}
         for mode in MODES:
+            store.search(questions[0].text, k=depth, mode=mode)  # warm-up: first query loads indexes
             per_q, t0 = [], time.perf_counter()
             for q in questions:
                 hits = store.search(q.text, k=depth, mode=mode)

@@ -123,8 +123,8 @@ def centered_relative_error(out, ref) -> float:
 
 def degenerate_reasons(ref, atol: float, rtol: float) -> list[str]:
     """Why this reference output is too weak a test: all-zeros or a constant would pass the tolerance."""
-    zeros = [torch.zeros_like(t) if isinstance(t, torch.Tensor) else t for t in _flatten(ref)]
-    means = [torch.full_like(t, float(t.double().mean())) if isinstance(t, torch.Tensor) and t.is_floating_point()
+    zeros = [torch.zeros_like(t.detach()) if isinstance(t, torch.Tensor) else t for t in _flatten(ref)]
+    means = [torch.full_like(t, float(t.detach().double().mean())) if isinstance(t, torch.Tensor) and t.is_floating_point()
              else t for t in _flatten(ref)]
     out = []
     if not compare_outputs(zeros, _flatten(ref), atol, rtol)[0]:

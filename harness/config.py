@@ -66,6 +66,7 @@ class EvalConfig:
     timeout_s: float = 300.0  # whole evaluation of one candidate in its worker (includes compiles)
     cpu_memory_limit_bytes: int = 8 * 1024**3  # RLIMIT_AS of a CPU worker (torch alone maps ~1 GB)
     gpu_memory_fraction: float = 0.9  # torch.cuda.set_per_process_memory_fraction of a GPU worker
+    fork_server: bool = True  # fork workers from a process with torch imported (cheap restarts)
     static_checks: bool = True  # source checks before running; tests switch off to prove runtime checks
     max_fraction_of_limit: float = 1.05  # faster than the hardware allows -> rejected
     degenerate_strict_rel: float = 0.05  # stricter relative check for specs whose output is ~0/constant

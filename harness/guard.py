@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
+from typing import ClassVar
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -90,13 +91,48 @@ def aliasing_reasons(output, inputs: list) -> list[str]:
     return out
 
 
+class StreamTracker:
+    """Wraps torch.cuda.Stream / stream / set_stream (before the candidate is imported) to see their use."""
+
+    used: ClassVar[list[str]] = []
+
+    @classmethod
+    def install(cls) -> None:
+        import torch.cuda as tc
+
+        if getattr(tc.Stream, "_kkb_tracked", False):
+            return
+        base_stream, base_ctx, base_set = tc.Stream, tc.stream, tc.set_stream
+
+        class TrackedStream(base_stream):
+            _kkb_tracked = True
+
+            def __new__(klass, *args, **kwargs):
+                cls.used.append("torch.cuda.Stream()")
+                return super().__new__(klass, *args, **kwargs)
+
+        def stream(s):
+            cls.used.append("torch.cuda.stream()")
+            return base_ctx(s)
+
+        def set_stream(s):
+            cls.used.append("torch.cuda.set_stream()")
+            return base_set(s)
+
+        tc.Stream, tc.stream, tc.set_stream = TrackedStream, stream, set_stream
+        torch.cuda.Stream, torch.cuda.stream, torch.cuda.set_stream = TrackedStream, stream, set_stream
+
+
 def stream_reasons(device: str) -> list[str]:
-    if not device.startswith("cuda"):
-        return []
-    dev = torch.device(device)
-    if torch.cuda.current_stream(dev) != torch.cuda.default_stream(dev):
-        return ["the forward left a non-default CUDA stream current (side streams escape the timer)"]
-    return []
+    out = []
+    if StreamTracker.used:
+        out.append(f"the candidate used side streams ({sorted(set(StreamTracker.used))}); work on other "
+                   "streams escapes the timer")
+    if device.startswith("cuda"):
+        dev = torch.device(device)
+        if torch.cuda.current_stream(dev) != torch.cuda.default_stream(dev):
+            out.append("the forward left a non-default CUDA stream current (side streams escape the timer)")
+    return out
 
 
 def thread_reasons(threads_before: int) -> list[str]:

@@ -2,13 +2,16 @@
 
 Usage: w = WorkerProcess("cpu", config); result = w.run(job, timeout_s=60); w.close()
 
-The worker is `python -m harness.worker` in its own session (so a hang or a forked child is killed as a
-group), with its stdout/stderr in a log file (never parsed: results come on the socket), the harness's
-parent folder on PYTHONPATH, and each backend's environment (e.g. TRITON_INTERPRET=1 on CPU).
+A worker is forked by the device's fork server (harness/zygote.py: torch already imported, so a fresh
+worker per failure is cheap) or, with EvalConfig(fork_server=False), started as `python -m harness.worker`.
+Either way it runs in its own session (a hang or forked children are killed as a group), its stdout/stderr
+go to a log file that is never parsed (results come on the private socket), and it has each backend's
+environment (e.g. TRITON_INTERPRET=1 on CPU) from before torch/triton were imported.
 """
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import signal
@@ -16,6 +19,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -27,6 +31,14 @@ HARNESS_ROOT = Path(__file__).resolve().parent.parent
 STARTUP_TIMEOUT_S = 180.0  # importing torch on a loaded 2-core machine can take a while
 
 
+def _env(device: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(worker_env(device))
+    env["PYTHONPATH"] = os.pathsep.join([str(HARNESS_ROOT)] + [p for p in [env.get("PYTHONPATH")] if p])
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
 def _signal_name(code: int) -> str:
     try:
         return signal.Signals(-code).name
@@ -34,36 +46,134 @@ def _signal_name(code: int) -> str:
         return f"signal {-code}"
 
 
+class ForkServer:
+    """Client of one harness.zygote process (one per device)."""
+
+    def __init__(self, device: str) -> None:
+        self.device = device
+        self._lock = threading.Lock()
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        log = Path(tempfile.gettempdir()) / f"kkb_zygote_{os.getpid()}_{device.replace(':', '')}.log"
+        with open(log, "ab") as out:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "harness.zygote", "--ctl-fd", str(theirs.fileno()), "--device", device],
+                pass_fds=(theirs.fileno(),), env=_env(device), cwd=tempfile.gettempdir(), stdout=out,
+                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+        theirs.close()
+        self.sock = ours
+        self.sock.settimeout(STARTUP_TIMEOUT_S)
+        try:
+            json.loads(self.sock.recv(65536))
+        except (OSError, ValueError) as exc:
+            self.close()
+            raise RuntimeError(f"harness fork server for {device} did not start ({exc}); see {log}") from exc
+        self.sock.settimeout(None)
+
+    @property
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def _ask(self, message: dict, fds: list[int] = ()) -> dict:
+        with self._lock:
+            socket.send_fds(self.sock, [json.dumps(message).encode()], list(fds))
+            data = self.sock.recv(65536)
+        if not data:
+            raise RuntimeError(f"harness fork server for {self.device} went away")
+        return json.loads(data)
+
+    def fork(self, fd: int, log: Path, config: EvalConfig) -> int:
+        return int(self._ask({"op": "fork", "log": str(log), "cpu_memory_bytes": config.cpu_memory_limit_bytes,
+                              "gpu_memory_fraction": config.gpu_memory_fraction}, [fd])["pid"])
+
+    def wait(self, pid: int, timeout_s: float) -> int | None:
+        return self._ask({"op": "wait", "pid": pid, "timeout_s": timeout_s})["returncode"]
+
+    def close(self) -> None:
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+
+
+_SERVERS: dict[str, ForkServer] = {}
+_SERVERS_LOCK = threading.Lock()
+
+
+def fork_server(device: str) -> ForkServer:
+    with _SERVERS_LOCK:
+        server = _SERVERS.get(device)
+        if server is None or not server.alive:
+            server = _SERVERS[device] = ForkServer(device)
+        return server
+
+
+@atexit.register
+def _close_servers() -> None:
+    for server in list(_SERVERS.values()):
+        server.close()
+    _SERVERS.clear()
+
+
 class WorkerProcess:
     def __init__(self, device: str, config: EvalConfig | None = None) -> None:
         self.device = device
         self.config = config or EvalConfig()
-        self.proc: subprocess.Popen | None = None
+        self.pid: int | None = None
+        self.proc: subprocess.Popen | None = None  # only without the fork server
+        self.server: ForkServer | None = None
+        self.returncode: int | None = None
         self.conn: Connection | None = None
         self.log_path: Path | None = None
         self.jobs_done = 0
 
+    # ---- process state -------------------------------------------------------------------------------
+    def _wait(self, timeout_s: float) -> int | None:
+        if self.pid is None:
+            return self.returncode
+        if self.returncode is None:
+            if self.proc is not None:
+                try:
+                    self.returncode = self.proc.wait(timeout=timeout_s) if timeout_s else self.proc.poll()
+                except subprocess.TimeoutExpired:
+                    return None
+            elif self.server is not None:
+                try:
+                    self.returncode = self.server.wait(self.pid, timeout_s)
+                except (OSError, RuntimeError, ValueError):
+                    self.returncode = -signal.SIGKILL  # the fork server is gone, and its children with it
+        return self.returncode
+
     @property
     def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
+        return self.pid is not None and self._wait(0) is None
 
     def start(self) -> None:
         parent_sock, child_sock = socket.socketpair()
         fd = child_sock.fileno()
-        env = dict(os.environ)
-        env.update(worker_env(self.device))
-        env["PYTHONPATH"] = os.pathsep.join([str(HARNESS_ROOT)] + [p for p in [env.get("PYTHONPATH")] if p])
-        env["PYTHONUNBUFFERED"] = "1"
-        log = tempfile.NamedTemporaryFile(prefix="kkb_worker_", suffix=".log", delete=False)  # noqa: SIM115
-        self.log_path = Path(log.name)
-        cmd = [sys.executable, "-m", "harness.worker", "--fd", str(fd), "--device", self.device]
-        if self.device.startswith("cpu"):
-            cmd += ["--cpu-memory-bytes", str(self.config.cpu_memory_limit_bytes)]
+        handle, log_name = tempfile.mkstemp(prefix="kkb_worker_", suffix=".log")
+        os.close(handle)
+        self.log_path = Path(log_name)
+        self.returncode = None
+        if self.config.fork_server:
+            self.server = fork_server(self.device)
+            self.pid = self.server.fork(fd, self.log_path, self.config)
         else:
-            cmd += ["--gpu-memory-fraction", str(self.config.gpu_memory_fraction)]
-        self.proc = subprocess.Popen(cmd, pass_fds=(fd,), env=env, cwd=tempfile.gettempdir(), stdout=log,
-                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
-        log.close()
+            cmd = [sys.executable, "-m", "harness.worker", "--fd", str(fd), "--device", self.device,
+                   "--cpu-memory-bytes", str(self.config.cpu_memory_limit_bytes),
+                   "--gpu-memory-fraction", str(self.config.gpu_memory_fraction)]
+            with open(self.log_path, "ab") as log:
+                self.proc = subprocess.Popen(cmd, pass_fds=(fd,), env=_env(self.device), cwd=tempfile.gettempdir(),
+                                             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                             start_new_session=True)
+            self.pid = self.proc.pid
         child_sock.close()
         self.conn = Connection(parent_sock.detach())
         self.jobs_done = 0
@@ -78,14 +188,15 @@ class WorkerProcess:
         except OSError:
             return ""
 
+    # ---- jobs ----------------------------------------------------------------------------------------
     def _receive(self, timeout_s: float) -> dict:
         """The next message, or a result describing why none came (timeout, crash)."""
-        assert self.conn is not None and self.proc is not None
+        assert self.conn is not None
         deadline = time.monotonic() + timeout_s
         while True:
             remaining = deadline - time.monotonic()
             try:
-                if self.conn.poll(max(0.0, min(remaining, 1.0))):
+                if self.conn.poll(max(0.0, min(remaining, 0.5))):
                     data = self.conn.recv_bytes()
                     try:
                         return json.loads(data)
@@ -94,7 +205,7 @@ class WorkerProcess:
                         return {"status": "crashed", "reasons": ["the worker sent an unreadable result"]}
             except (EOFError, OSError):
                 return self._death()
-            if self.proc.poll() is not None and not self.conn.poll(0):
+            if not self.alive and not self.conn.poll(0):
                 return self._death()
             if remaining <= 0:
                 self.kill()
@@ -102,13 +213,9 @@ class WorkerProcess:
                     f"no result within {timeout_s:.0f} s (hang, deadlock or far too slow); the worker was killed"]}
 
     def _death(self) -> dict:
-        assert self.proc is not None
-        try:
-            code = self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.kill()
-            code = self.proc.returncode
+        code = self._wait(10)
         self.kill()  # also any children left in its session
+        code = self.returncode if code is None else code
         tail = self.log_tail(1500)
         if code is not None and code < 0:
             what = _signal_name(code)
@@ -133,16 +240,13 @@ class WorkerProcess:
         return result
 
     def kill(self) -> None:
-        if self.proc is None:
+        if self.pid is None:
             return
         try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
+            os.killpg(self.pid, signal.SIGKILL)  # the worker leads its own session: children go too
         except (ProcessLookupError, PermissionError):
             pass
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            pass
+        self._wait(10)
 
     def close(self) -> None:
         if self.conn is not None:
@@ -152,6 +256,7 @@ class WorkerProcess:
                 pass
         self.kill()
         self.conn = None
+        self.pid = None
         if self.log_path is not None:
             try:
                 self.log_path.unlink()

@@ -15,6 +15,7 @@ import argparse
 import os
 import sys
 import tempfile
+import time
 import traceback
 from pathlib import Path
 
@@ -29,8 +30,8 @@ def classify(exc: BaseException, phase: str) -> str:
     if any(marker.lower() in text.lower() for marker in CONTEXT_FATAL):
         return "illegal_memory_access"
     mod = type(exc).__module__ or ""
-    if "triton" in mod and "Compil" in type(exc).__name__:
-        return "compile_error"
+    if "triton" in mod and ("Compil" in type(exc).__name__ or type(exc).__name__ == "InterpreterError"):
+        return "compile_error"  # under TRITON_INTERPRET=1, invalid kernel code raises InterpreterError
     if "Error building extension" in text or "ninja" in text.lower() and "build" in text.lower():
         return "compile_error"
     if phase == "import" or isinstance(exc, (SyntaxError, ImportError)):
@@ -56,7 +57,7 @@ def _run_full(job: dict, clock, workdir: Path) -> dict:
     from harness.backends import get_backend
     from harness.checking import check_candidate, derive_seed
     from harness.config import EvalConfig
-    from harness.guard import clone_inputs
+    from harness.guard import StreamTracker, clone_inputs
     from harness.profile import build_profile
     from harness.spec import build_model, import_file, load_spec, make_inputs
     from harness.timing import time_callable
@@ -66,10 +67,20 @@ def _run_full(job: dict, clock, workdir: Path) -> dict:
     secret = int(job.pop("secret_seed"))
     spec = load_spec(job["spec_path"])
     result: dict = {"status": "passed", "reasons": [], "diagnostics": {}, "timing": {}}
+    seconds = result["diagnostics"]["phase_seconds"] = {}
+    t_phase = time.perf_counter()
+
+    def lap(name: str) -> None:
+        nonlocal t_phase
+        now = time.perf_counter()
+        seconds[name] = round(now - t_phase, 4)
+        t_phase = now
+
     profile = job.get("profile")
     if mode in ("profile", "full") and profile is None:
         profile = build_profile(spec, device, config, clock, secret, bool(job.get("need_bandwidth")))
         result["profile"] = profile
+    lap("profile")
     if mode == "profile":
         return result
     backend = get_backend(job["backend"])
@@ -77,6 +88,7 @@ def _run_full(job: dict, clock, workdir: Path) -> dict:
     path = workdir / f"candidate_{job['candidate_hash']}.py"
     path.write_text(source)
     phase = "import"
+    StreamTracker.used.clear()  # from here on, any side-stream use is the candidate's
     try:
         module = import_file(path, "kkb_candidate")
         problems = backend.check_module(module) if backend.check_module else []
@@ -85,6 +97,7 @@ def _run_full(job: dict, clock, workdir: Path) -> dict:
         if problems:
             return {**result, "status": "rejected", "reasons": problems}
         cand_cls = module.ModelNew
+        lap("import")
         if mode == "compile":
             phase = "first_call"
             for variant in spec.variants:
@@ -97,6 +110,7 @@ def _run_full(job: dict, clock, workdir: Path) -> dict:
         phase = "check"
         wrong, cheats, diag = check_candidate(spec, cand_cls, backend, device, config, secret, clock)
         result["diagnostics"]["check"] = diag
+        lap("check")
         if cheats:
             return {**result, "status": "rejected", "reasons": cheats + wrong}
         if wrong:
@@ -116,11 +130,12 @@ def _run_full(job: dict, clock, workdir: Path) -> dict:
                 late, _, _ = check_candidate_once(spec, model, ref, inputs, backend, device, clock)
                 if late:
                     return {**result, "status": "rejected", "reasons": late}
+            lap("timing")
         return result
     except BaseException as exc:  # noqa: BLE001 - the candidate's failure, classified
         status = classify(exc, phase)
         reason, tb = _reason(exc, phase, str(path))
-        if isinstance(exc, (torch.OutOfMemoryError, MemoryError)):
+        if isinstance(exc, (torch.OutOfMemoryError, MemoryError)) or "can't allocate memory" in str(exc):
             reason += " (out of memory under the worker's memory cap)"
         result["diagnostics"]["traceback"] = tb
         return {**result, "status": status, "reasons": [reason], "poisoned": status == "illegal_memory_access"}
@@ -141,32 +156,30 @@ def check_candidate_once(spec, model, ref, inputs, backend, device, clock):
     return [f"after timing, the output is no longer right: {r}" for r in reasons], out, ops
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--fd", type=int, required=True)
-    parser.add_argument("--device", required=True)
-    parser.add_argument("--cpu-memory-bytes", type=int, default=0)
-    parser.add_argument("--gpu-memory-fraction", type=float, default=0.0)
-    args = parser.parse_args()
+def serve(fd: int, device: str, cpu_memory_bytes: int = 0, gpu_memory_fraction: float = 0.0) -> None:
+    """Answer jobs on the Connection over `fd` until it closes (or a job leaves the context unusable)."""
     from multiprocessing.connection import Connection
 
-    conn = Connection(args.fd)
-    if args.device.startswith("cpu") and args.cpu_memory_bytes:
+    conn = Connection(fd)
+    if device.startswith("cpu") and cpu_memory_bytes:
         import resource
 
-        resource.setrlimit(resource.RLIMIT_AS, (args.cpu_memory_bytes, args.cpu_memory_bytes))
+        resource.setrlimit(resource.RLIMIT_AS, (cpu_memory_bytes, cpu_memory_bytes))
     import json
 
     import torch
 
     from harness.timing import Clock
 
-    if args.device.startswith("cuda"):
-        torch.cuda.set_device(torch.device(args.device))
-        if args.gpu_memory_fraction:
-            torch.cuda.set_per_process_memory_fraction(args.gpu_memory_fraction)
+    if device.startswith("cuda"):
+        torch.cuda.set_device(torch.device(device))
+        if gpu_memory_fraction:
+            torch.cuda.set_per_process_memory_fraction(gpu_memory_fraction)
         torch.cuda.init()
     clock = Clock.capture()  # before any candidate is imported
+    from harness.guard import StreamTracker
+
+    StreamTracker.install()
     workdir = Path(tempfile.mkdtemp(prefix="kkb_worker_"))
     conn.send_bytes(json.dumps({"ready": True, "pid": os.getpid()}).encode())
     while True:
@@ -175,7 +188,8 @@ def main() -> None:
         except (EOFError, OSError):
             break
         try:
-            result = _run_full(job, clock, workdir)
+            with torch.no_grad():  # inference: no autograd graphs (modules keep their default mode)
+                result = _run_full(job, clock, workdir)
         except BaseException as exc:  # noqa: BLE001 - the spec or the harness failed, not the candidate
             result = {"status": "harness_error", "reasons": [f"harness error: {type(exc).__name__}: {exc}"],
                       "diagnostics": {"traceback": traceback.format_exc()[-4000:]}}
@@ -185,6 +199,16 @@ def main() -> None:
             sys.stdout.flush()
             sys.stderr.flush()
             os._exit(0)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--fd", type=int, required=True)
+    parser.add_argument("--device", required=True)
+    parser.add_argument("--cpu-memory-bytes", type=int, default=0)
+    parser.add_argument("--gpu-memory-fraction", type=float, default=0.0)
+    args = parser.parse_args()
+    serve(args.fd, args.device, args.cpu_memory_bytes, args.gpu_memory_fraction)
 
 
 if __name__ == "__main__":

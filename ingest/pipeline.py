@@ -183,7 +183,8 @@ def ingest_paths(store: Store, paths: list[Path], options: IngestOptions = Inges
         report.kernels.append(store.register_kernel_file(f.document_id, record, digest, str(f.path)))
     if options.prune:
         report.deleted = _prune(store, paths, {f.document_id for f in files})
-    store.refresh_lexical()
+    if docs or report.deleted:
+        store.refresh_lexical()  # so the next search (maybe in another process) starts warm
     return report
 
 

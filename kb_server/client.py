@@ -106,7 +106,9 @@ class KBClient:
 
     # ---- writes
     def add_kernel(self, record: KernelRecord | dict) -> str:
-        body = record.model_dump(mode="json") if isinstance(record, KernelRecord) else record
+        body = record.model_dump(mode="json") if isinstance(record, KernelRecord) else dict(record)
+        if not body.get("id"):
+            body.pop("id", None)  # the server (store) then derives it from backend and source
         return self._request("POST", "/v1/kernels", json=body).json()["id"]
 
     def add_document(self, path: str | Path, *, title: str | None = None, accelerator: Sequence[str] = (),

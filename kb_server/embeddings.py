@@ -22,7 +22,7 @@ class Embedder:
         self.batch_size = batch_size
         self.device = device
         self._model = None
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # guards the model load and the query cache
         self._query_cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self.texts_encoded = 0  # how many texts this embedder has encoded (tests check re-ingest skips)
 
@@ -70,15 +70,17 @@ class Embedder:
 
     def encode_query(self, query: str) -> np.ndarray:
         """One query's vector, with a small LRU cache (agents repeat queries within a session)."""
-        cached = self._query_cache.get(query)
-        if cached is not None:
-            self._query_cache.move_to_end(query)
-            return cached
+        with self._lock:
+            cached = self._query_cache.get(query)
+            if cached is not None:
+                self._query_cache.move_to_end(query)
+                return cached
         vec = self.model.encode(query, normalize_embeddings=True, convert_to_numpy=True,
                                 show_progress_bar=False).astype(np.float32)
-        self._query_cache[query] = vec
-        if len(self._query_cache) > 1024:
-            self._query_cache.popitem(last=False)
+        with self._lock:
+            self._query_cache[query] = vec
+            if len(self._query_cache) > 1024:
+                self._query_cache.popitem(last=False)
         return vec
 
 

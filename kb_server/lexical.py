@@ -13,11 +13,14 @@ import re
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import bm25s
 import numpy as np
 
 from kb_server.schemas import SearchFilters
+
+if TYPE_CHECKING:
+    import bm25s
 
 _FORMAT = 2  # bump when the pickled layout changes; an older file is rebuilt, not read
 # Tokens keep inner dots and underscores ("cp.async.bulk", "__syncthreads", "v_mfma_f32") and
@@ -66,6 +69,8 @@ class LexicalIndex:
     def build(cls, generation: str, ids: list[str], texts: list[str], metas: list[dict]) -> LexicalIndex:
         bm25 = None
         if ids:
+            import bm25s  # imported here: its import costs ~1 s, and re-ingest of unchanged files never needs it
+
             bm25 = bm25s.BM25()
             bm25.index([tokenize(t) or [""] for t in texts], show_progress=False)
         return cls(

@@ -22,8 +22,11 @@ from kb_server.facts import load_all_facts
 log = logging.getLogger("kb_server")
 
 
-def _warm_up(store) -> None:
+def _warm_up(store, torch_threads: int) -> None:
     """Load the embedding model and the BM25 index now, so the first requests are not the slow ones."""
+    import torch
+
+    torch.set_num_threads(torch_threads)
     store.embedder.encode_query("warm up")
     store.refresh_lexical()
 
@@ -43,7 +46,7 @@ def create_app(settings: ServerSettings | None = None, store=None, bound_host: s
     async def lifespan(app: FastAPI):
         if open_store_at_startup:
             store_ = await run_in_threadpool(open_store, app)
-            await run_in_threadpool(_warm_up, store_)
+            await run_in_threadpool(_warm_up, store_, settings.torch_threads)
             removed = await run_in_threadpool(documents.recover_uploads, store_, settings.home)
             for path in removed:
                 log.warning("removed %s: left by an interrupted upload", path)

@@ -9,12 +9,14 @@ The store opens on the first tool call that needs it, so the handshake is quick.
 
 from __future__ import annotations
 
+import functools
 import logging
 import sys
 import threading
 from typing import Any
 
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 
 from kb_server import prompt as prompt_builder
 from kb_server.api.settings import ServerSettings
@@ -43,6 +45,19 @@ class _KB:
             return self._store
 
 
+def _named_errors(fn):
+    """Bad input (unknown accelerator, no matching fact, bad spec) reaches the client with its message."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except (LookupError, ValueError) as exc:
+            raise ToolError(str(exc)) from exc
+
+    return wrapper
+
+
 def build_server(settings: ServerSettings | None = None) -> MCPServer:
     kb = _KB(settings)
     server = MCPServer("kernelkb", instructions="Hardware facts, passages and winning kernels for GPU kernel "
@@ -50,6 +65,7 @@ def build_server(settings: ServerSettings | None = None) -> MCPServer:
                        "whole retrieval-augmented prompt for a KernelBench spec.")
 
     @server.tool()
+    @_named_errors
     def search(query: str, k: int = 8, accelerator: str | None = None, vendor: str | None = None,
                kind: str | None = None) -> dict[str, Any]:
         """Hybrid search over the knowledge base's passages; filters combine with AND."""
@@ -60,22 +76,26 @@ def build_server(settings: ServerSettings | None = None) -> MCPServer:
         return {"hits": [h.model_dump(mode="json") for h in hits]}
 
     @server.tool()
+    @_named_errors
     def accelerator_facts(accelerator: str) -> dict[str, Any]:
         """All structured facts of one accelerator (id or alias), each with value, unit and source."""
         return resolve_accelerator(kb.facts, accelerator).model_dump(mode="json")
 
     @server.tool()
+    @_named_errors
     def fact_lookup(accelerator: str, question: str) -> dict[str, Any]:
         """Answer a fact question such as 'shared memory' or 'bf16 peak': value, unit, source, score."""
         return lookup(resolve_accelerator(kb.facts, accelerator), question).model_dump(mode="json")
 
     @server.tool()
+    @_named_errors
     def build_prompt(spec_source: str, accelerator: str, backend: str, token_budget: int = 6000) -> dict[str, Any]:
         """A retrieval-augmented prompt for a KernelBench spec (its source; never executed)."""
         bundle = prompt_builder.build_prompt(kb.store, spec_source, accelerator, backend, token_budget)
         return bundle.model_dump(mode="json")
 
     @server.tool()
+    @_named_errors
     def kernels(op_family: str | None = None, backend: str | None = None,
                 accelerator: str | None = None) -> dict[str, Any]:
         """Winning kernels in the library, filtered by op family, backend and accelerator."""
@@ -83,6 +103,7 @@ def build_server(settings: ServerSettings | None = None) -> MCPServer:
         return {"kernels": [r.model_dump(mode="json") for r in records]}
 
     @server.tool()
+    @_named_errors
     def search_kernels(query: str, k: int = 4, op_family: str | None = None,
                        backend: str | None = None) -> dict[str, Any]:
         """Library kernels closest to a query (op names or a signature)."""
@@ -90,6 +111,7 @@ def build_server(settings: ServerSettings | None = None) -> MCPServer:
         return {"kernels": [r.model_dump(mode="json") for r in records]}
 
     @server.tool()
+    @_named_errors
     def get_kernel(kernel_id: str) -> dict[str, Any]:
         """One kernel record of the library by id."""
         record = kb.store.get_kernel(kernel_id)
@@ -102,7 +124,11 @@ def build_server(settings: ServerSettings | None = None) -> MCPServer:
 
 def main() -> None:
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING)  # stdout carries the protocol
-    build_server().run("stdio")
+    settings = ServerSettings()
+    import torch
+
+    torch.set_num_threads(settings.torch_threads)  # see ServerSettings.torch_threads
+    build_server(settings).run("stdio")
 
 
 if __name__ == "__main__":

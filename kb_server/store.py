@@ -234,7 +234,8 @@ class Store(KernelCollection):
                 documents=[""] * len(batch_docs),
                 metadatas=[{"file_hash": d.file_hash, "source": d.source, "type": "document",
                             "n_chunks": len(d.chunks)} for d in batch_docs])
-        self._bump_generation()
+        if to_add or stale:  # the chunks changed: other processes must rebuild their BM25 index
+            self._bump_generation()
 
     def _chunk_ids_of(self, document_ids: list[str]) -> set[str]:
         ids: set[str] = set()

@@ -224,9 +224,11 @@ def _pool(sig: OpSignature) -> list[str]:
 # ---- attention --------------------------------------------------------------------------------
 @renderer("attention")
 def _attention(sig: OpSignature) -> list[str]:
+    if len(sig.ops) > 1:
+        return _attention_by_hand(sig)
     op = _single(sig)
     if op.name != "scaled_dot_product_attention":
-        raise AdaptError("attention: only F.scaled_dot_product_attention specs are adapted")
+        raise AdaptError("attention: expected F.scaled_dot_product_attention or softmax(q k^T * s) v")
     q, k, v = (op.args[i] for i in range(3))
     if _get(op, 3, "attn_mask") is not None and _const(op, 3, "attn_mask") is not None:
         raise AdaptError("attention: an explicit attn_mask is not in the library kernel")
@@ -235,3 +237,141 @@ def _attention(sig: OpSignature) -> list[str]:
     causal = bool(_const(op, 5, "is_causal", False))
     scale = _const(op, 6, "scale", None)
     return [f"return attention({expr(q)}, {expr(k)}, {expr(v)}, {causal!r}, {scale!r})"]
+
+
+# ---- normalisations ---------------------------------------------------------------------------
+def _param(op: OpCall, index: int, name: str, family: str) -> str:
+    arg = _get(op, index, name)
+    if arg is None or arg.kind != "param":
+        raise AdaptError(f"{family}: {name} must be a parameter of the module, got "
+                         f"{arg.render() if arg else 'none'}")
+    return expr(arg)
+
+
+@renderer("layernorm")
+def _layernorm(sig: OpSignature) -> list[str]:
+    op = _single(sig)
+    shape = _const(op, 1, "normalized_shape")
+    if len(tuple(shape)) != 1:
+        raise AdaptError(f"layernorm over {shape}: the library kernel normalises the last dimension only")
+    weight, bias = _param(op, 2, "weight", "layernorm"), _param(op, 3, "bias", "layernorm")
+    eps = _const(op, 4, "eps", 1e-5)
+    return [f"return layer_norm_rows({expr(op.args[0])}, {weight}, {bias}, {eps!r})"]
+
+
+@renderer("rmsnorm")
+def _rmsnorm(sig: OpSignature) -> list[str]:
+    if len(sig.ops) == 1 and sig.ops[0].name == "rms_norm":
+        op = sig.ops[0]
+        if len(tuple(_const(op, 1, "normalized_shape"))) != 1:
+            raise AdaptError("rmsnorm: the library kernel normalises the last dimension only")
+        weight = _param(op, 2, "weight", "rmsnorm")
+        eps = _const(op, 3, "eps", None)
+        if eps is None:
+            raise AdaptError("rmsnorm: eps=None (dtype-dependent) is not adapted; give eps explicitly")
+        return [f"return rms_norm_rows({expr(op.args[0])}, {weight}, {eps!r})"]
+    # the hand-written form: x * rsqrt(mean(x^2, -1, keepdim) + eps) * weight
+    params = [a for op in sig.ops for a in op.args if a.kind == "param"]
+    adds = [a.ref for op in sig.ops if op.name == "add" for a in op.args
+            if a.kind == "const" and isinstance(a.ref, float)]
+    means = [op for op in sig.ops if op.name == "mean"]
+    if len(params) != 1 or len(adds) != 1 or len(means) != 1:
+        raise AdaptError(f"rmsnorm: expected one weight, one eps and one mean in {sig.text}")
+    dim = _const(means[0], 1, "dim")
+    dims = tuple(dim) if isinstance(dim, (tuple, list)) else (dim,)
+    if dims not in ((-1,), (len(sig.inputs[0][0]) - 1,)):
+        raise AdaptError("rmsnorm: the library kernel normalises the last dimension only")
+    return [f"return rms_norm_rows(inputs[0], {expr(params[0])}, {adds[0]!r})"]
+
+
+@renderer("groupnorm")
+def _groupnorm(sig: OpSignature) -> list[str]:
+    op = _single(sig)
+    groups = _const(op, 1, "num_groups")
+    weight, bias = _param(op, 2, "weight", "groupnorm"), _param(op, 3, "bias", "groupnorm")
+    eps = _const(op, 4, "eps", 1e-5)
+    return [f"return group_norm({expr(op.args[0])}, {groups!r}, {weight}, {bias}, {eps!r})"]
+
+
+@renderer("batchnorm")
+def _batchnorm(sig: OpSignature) -> list[str]:
+    op = _single(sig)
+    if not _const(op, 5, "training", False):
+        raise AdaptError("batchnorm: the library kernel is the training-mode kernel (batch statistics)")
+    mean_arg = _get(op, 1, "running_mean")
+    if mean_arg is None or mean_arg.kind != "param":
+        raise AdaptError("batchnorm without running statistics is not adapted")
+    mean, var = expr(mean_arg), _param(op, 2, "running_var", "batchnorm")
+    weight, bias = _param(op, 3, "weight", "batchnorm"), _param(op, 4, "bias", "batchnorm")
+    prefix = str(mean_arg.ref).rsplit(".", 1)[0] + "." if "." in str(mean_arg.ref) else ""
+    momentum = _const(op, 6, "momentum", 0.1)
+    eps = _const(op, 7, "eps", 1e-5)
+    if momentum is None:
+        raise AdaptError("batchnorm: momentum=None (cumulative average) is not in the library kernel")
+    return [(f"return batch_norm_train({expr(op.args[0])}, {weight}, {bias}, {mean}, {var}, "
+            f"self.{prefix}num_batches_tracked, {momentum!r}, {eps!r})")]
+
+
+# ---- reductions, scans, losses ----------------------------------------------------------------
+_REDUCE_NAMES = {"sum": "sum", "mean": "mean", "amax": "max", "amin": "min", "max": "max", "min": "min",
+                 "argmax": "argmax", "argmin": "argmin"}
+
+
+@renderer("reduction")
+def _reduction(sig: OpSignature) -> list[str]:
+    op = _single(sig)
+    if op.name not in _REDUCE_NAMES:
+        raise AdaptError(f"reduction: {op.name} is not in the library kernel")
+    dim = _const(op, 1, "dim")
+    if isinstance(dim, (tuple, list)):
+        if len(dim) != 1:
+            raise AdaptError("reduction over several dims at once is not in the library kernel")
+        dim = dim[0]
+    if dim is None:
+        raise AdaptError("reduction over all elements (no dim) is not in the library kernel")
+    if _const(op, 2, "keepdim", False):
+        return [f"return reduce_dim({expr(op.args[0])}, {_REDUCE_NAMES[op.name]!r}, {dim!r}).unsqueeze({dim!r})"]
+    return [f"return reduce_dim({expr(op.args[0])}, {_REDUCE_NAMES[op.name]!r}, {dim!r})"]
+
+
+@renderer("cumsum")
+def _cumsum(sig: OpSignature) -> list[str]:
+    op = _single(sig)
+    if _get(op, 2, "dtype") is not None and _const(op, 2, "dtype") is not None:
+        raise AdaptError("cumsum with a dtype argument is not adapted")
+    return [f"return cumsum({expr(op.args[0])}, {_const(op, 1, 'dim')!r})"]
+
+
+@renderer("cross_entropy")
+def _cross_entropy(sig: OpSignature) -> list[str]:
+    op = _single(sig)
+    if _const(op, 4, "reduction", "mean") != "mean" or _const(op, 6, "label_smoothing", 0.0):
+        raise AdaptError("cross_entropy: only reduction='mean' without label smoothing is in the library")
+    weight = _get(op, 2, "weight")
+    if weight is not None and not (weight.kind == "const" and weight.ref is None):
+        raise AdaptError("cross_entropy: class weights are not in the library kernel")
+    ignore = _const(op, 3, "ignore_index", -100)
+    return [f"return cross_entropy({expr(op.args[0])}, {expr(op.args[1])}, {ignore!r})"]
+
+
+def _attention_by_hand(sig: OpSignature) -> list[str]:
+    """softmax(q @ k^T * scale [masked above the diagonal]) @ v, written out with matmuls."""
+    names = [op.name for op in sig.ops]
+    plain = ["transpose", "matmul", "mul", "softmax", "matmul"]
+    causal = ["transpose", "matmul", "mul", "ones", "triu", "masked_fill", "softmax", "matmul"]
+    alt = {"div": "mul"}
+    shape = [alt.get(n, n) for n in names]
+    if shape not in (plain, causal):
+        raise AdaptError(f"attention: the calls {names} are not softmax(q k^T * scale [+ causal mask]) v")
+    t, qk, sc = sig.ops[0], sig.ops[1], sig.ops[2]
+    if t.args[0].kind != "input" or qk.args[0].kind != "input" or sig.ops[-1].args[1].kind != "input":
+        raise AdaptError("attention: q, k and v must be spec inputs")
+    if sorted(_const(t, i, n) % 4 for i, n in ((1, "dim0"), (2, "dim1"))) != [2, 3]:
+        raise AdaptError("attention: k must be transposed over its last two dims")
+    factor = next(a.ref for a in sc.args if a.kind == "const")
+    scale = float(factor) if sc.name == "mul" else 1.0 / float(factor)
+    is_causal = shape == causal
+    if is_causal and _const(sig.ops[4], 1, "diagonal", 0) != 1:
+        raise AdaptError("attention: the causal mask must be triu(ones, diagonal=1)")
+    q, k, v = expr(qk.args[0]), expr(t.args[0]), expr(sig.ops[-1].args[1])
+    return [f"return attention({q}, {k}, {v}, {is_causal!r}, {scale!r})"]

@@ -171,7 +171,7 @@ class Tuner:
         step = self.store.next_step()
         self.store.add_request(step, kind, parent.id if parent else None, prompt.system, prompt.text,
                                prompt.cache_prefix_chars, self.provider.name, n)
-        history = sorted(evaluated, key=lambda x: (-x.fitness, x.id))[:6]
+        history = sorted(evaluated, key=lambda x: (-x.fitness, x.id))  # all of them, best first
         request = ProposalRequest(
             spec_path=self.spec_path, spec_source=self.spec_source, backend=c.backend, accelerator=c.target,
             prompt=prompt.text, parent=parent.view() if parent else None, n=n, kb=self.kb, device=c.device,

@@ -19,3 +19,6 @@ class ServerSettings(KBSettings):
     max_query_chars: int = Field(default=2000, ge=1)  # a search query; longer ones are not questions
     max_spec_chars: int = Field(default=200_000, ge=1)  # a KernelBench spec's source
     max_token_budget: int = Field(default=100_000, ge=1)  # /v1/prompt token_budget
+    # torch intra-op threads of the server process. Concurrent requests already run in parallel
+    # threads; with 2+ OpenMP threads each, a busy machine spin-waits (a query took 1.5 s, not 75 ms).
+    torch_threads: int = Field(default=1, ge=1)

@@ -65,11 +65,12 @@ def test_missing_file():
 def test_example_specs_run_and_are_not_degenerate(path):
     spec = load_spec(path)
     assert len(spec.variants) >= 2, "each example spec declares extra variants"
-    for variant in spec.variants[:2]:
-        model = build_model(spec.module.Model, spec, variant, 0, "cpu")
+    variant = spec.variants[1]  # a small one: the default sizes are for the GPU
+    model = build_model(spec.module.Model, spec, variant, 0, "cpu")
+    with torch.no_grad():
         out = model(*make_inputs(spec, variant, 0, "cpu"))
-        atol, rtol = (spec.atol, spec.rtol) if spec.atol is not None else tolerance_for(str(out.dtype))
-        assert degenerate_reasons(out, atol, rtol) == [], f"{path.name}: zeros or a constant would pass"
+    atol, rtol = (spec.atol, spec.rtol) if spec.atol is not None else tolerance_for(str(out.dtype))
+    assert degenerate_reasons(out, atol, rtol) == [], f"{path.name}: zeros or a constant would pass"
 
 
 def test_at_least_eight_examples():

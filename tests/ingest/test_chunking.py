@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import pytest
@@ -51,7 +52,7 @@ def test_long_paragraph_is_split_with_bounded_size_and_overlap():
     _, chunks = _chunks(md, max_tokens=60, overlap=15)
     assert len(chunks) > 3
     assert all(count_tokens(text) <= 60 for _, text in chunks)
-    for (_, a), (_, b) in zip(chunks, chunks[1:]):
+    for (_, a), (_, b) in itertools.pairwise(chunks):
         last_sentence = a.split(". ")[-1]
         assert last_sentence in b  # the next chunk starts with the previous one's tail
     joined = " ".join(text for _, text in chunks)

@@ -5,6 +5,8 @@ Usage: seed(store) -> the chunks and kernels it wrote
 
 from __future__ import annotations
 
+import contextlib
+
 from kb_server.schemas import Chunk, KernelRecord
 from kb_server.store import chunk_id
 
@@ -41,6 +43,20 @@ def _softmax_kernel(x_ptr, y_ptr, n_cols, BLOCK_N: tl.constexpr):
     e = tl.exp(x - tl.max(x, 0))
     tl.store(y_ptr + row * n_cols + offs, e / tl.sum(e, 0), mask=offs < n_cols)
 '''
+
+
+@contextlib.contextmanager
+def one_torch_thread():
+    """torch with one intra-op thread (as the server runs): on a busy 2-core machine two OpenMP
+    threads spin-wait and a query embedding takes seconds. Restores the previous count."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def chunks() -> list[Chunk]:

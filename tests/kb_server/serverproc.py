@@ -50,7 +50,7 @@ class ServerProcess:
 
 
 def start_server(home: Path, corpus_dir: Path = FIXTURE_CORPUS, env: dict | None = None,
-                 timeout_s: float = 90.0) -> ServerProcess:
+                 timeout_s: float = 300.0) -> ServerProcess:
     port = free_port()
     full_env = {**os.environ, "KKB_HOME": str(home), "KKB_CORPUS_DIR": str(corpus_dir), "HF_HUB_OFFLINE": "1",
                 "TRANSFORMERS_OFFLINE": "1", **(env or {})}

@@ -61,9 +61,10 @@ def test_syntax_error_names_the_field():
 def store(tmp_path_factory):
     from kb_server.store import Store
 
-    s = Store(ServerSettings(home=tmp_path_factory.mktemp("kkb"), corpus_dir=FIXTURES))
-    kbdata.seed(s)
-    return s
+    with kbdata.one_torch_thread():
+        s = Store(ServerSettings(home=tmp_path_factory.mktemp("kkb"), corpus_dir=FIXTURES))
+        kbdata.seed(s)
+        yield s
 
 
 def test_bundle_sections_sources_and_filters(store):

@@ -32,30 +32,47 @@ def test_rrf_rewards_agreement():
     assert [i for i, _ in fuse_rrf([["x"], ["y"]])] == ["x", "y"]  # ties keep first-seen order
 
 
+_TOPICS = [
+    "register pressure and spills to local memory when loops are unrolled",
+    "occupancy limits set by shared memory per block and registers per thread",
+    "coalesced global loads where neighbouring threads read neighbouring addresses",
+    "bank conflicts in shared memory and padding rows to avoid them",
+    "warp divergence when threads of one warp take different branches",
+    "numerical stability of softmax by subtracting the row maximum first",
+    "fusing the bias and activation into the matrix multiply epilogue",
+    "choosing tile sizes so a tile fits the L2 cache",
+    "persistent kernels that loop over tiles instead of launching many blocks",
+    "split-k reductions for tall and skinny matrix products",
+    "vectorised 128-bit loads and their alignment requirements",
+    "launch overhead and why tiny kernels are dominated by it",
+]
+
+
 def _made_up_names(n: int) -> list[str]:
-    """Names built from the same few syllables ("zorqua.sync", "quazor.sync", "zorqua.bulk"...):
-    their word pieces overlap heavily, so only the exact token tells them apart."""
-    syllables = ["zor", "qua", "vex", "plim", "drub"]
-    names = [f"{a}{b}.{s}" for a in syllables for b in syllables if a != b for s in ("sync", "tile", "bulk")]
-    return sorted(random.Random(7).sample(names, n))
+    """Near-miss instruction names ("vmx31.k4", "vmx13.k4", "vmx31.k2"): a language model sees
+    nearly the same word pieces in each, only the exact token tells them apart."""
+    rng = random.Random(7)
+    names: set[str] = set()
+    while len(names) < n:
+        names.add(f"vmx{rng.randint(1, 4)}{rng.randint(1, 4)}.k{rng.randint(1, 4)}")
+    return sorted(names)
 
 
 def test_hybrid_beats_dense_on_exact_token_queries(store):
     names = _made_up_names(24)
     meta = {"source": "isa.md", "title": "ISA", "accelerator": ["any"], "vendor": "any", "kind": "isa"}
-    chunks = []
-    for i, name in enumerate(names):  # near-identical prose: only the instruction name tells them apart
-        text = (f"The {name} instruction copies a {16 * (i % 4 + 1)}x64 tile from global memory into shared "
-                f"memory asynchronously and arrives on a barrier when the copy is complete.")
-        chunks.append(Chunk(id=chunk_id("isa", ["ISA"], text, meta), document_id="isa", text=text,
-                            heading_path=["ISA"], **meta))
+    texts = [f"This note is about {_TOPICS[i % len(_TOPICS)]}. In our measurements the {name} instruction "
+             f"showed up in the inner loop of kernel {i}, next to ordinary loads and stores."
+             for i, name in enumerate(names)]
+    texts += [f"General guidance on {topic}, with a worked example and measured numbers." for topic in _TOPICS]
+    chunks = [Chunk(id=chunk_id("isa", ["ISA"], t, meta), document_id="isa", text=t, heading_path=["ISA"], **meta)
+              for t in texts]
     store.upsert_documents([DocumentWrite("isa", chunks, "h")])
 
     def top1(mode: str) -> float:
-        right = sum(name in store.search(f"what does {name} do", k=1, mode=mode)[0].chunk.text for name in names)
-        return right / len(names)
+        return sum(name in store.search(name, k=1, mode=mode)[0].chunk.text for name in names) / len(names)
 
     dense, hybrid, lexical = top1("dense"), top1("hybrid"), top1("lexical")
     assert lexical == 1.0
-    assert hybrid >= 0.9, f"hybrid top-1 {hybrid:.2f}"
-    assert hybrid >= dense + 0.3, f"hybrid {hybrid:.2f} vs dense {dense:.2f}"
+    assert dense < 0.5, f"the fixture should defeat dense retrieval (top-1 {dense:.2f})"
+    assert hybrid >= dense + 0.25, f"hybrid top-1 {hybrid:.2f} vs dense {dense:.2f}"

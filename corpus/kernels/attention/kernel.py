@@ -14,19 +14,23 @@ memory, against eager's several S x S tensors. Causal: key blocks wholly above t
 import math
 
 import torch
-import torch.nn as nn
 import triton
 import triton.language as tl
+from torch import nn
+from triton.tools.tensor_descriptor import TensorDescriptor
 
-TUNABLES = {"BLOCK_M": 128, "BLOCK_N": 64, "num_warps": 8, "num_stages": 3}
+TUNABLES = {"BLOCK_M": 128, "BLOCK_N": 64, "num_warps": 8, "num_stages": 3, "TMA": False}
 
 
 @triton.jit
-def _attend_block(acc, l_i, m_i, q, k_ptrs, v_ptrs, offs_m, start_n, seq_len, qk_scale,
+def _attend_block(acc, l_i, m_i, q, k_ptrs, v_ptrs, k_desc, v_desc, row0, offs_m, start_n, seq_len, qk_scale,
                   stride_kn, stride_vn, MASKED: tl.constexpr, CAUSAL: tl.constexpr,
-                  FP32_DOT: tl.constexpr, BLOCK_N: tl.constexpr):
+                  FP32_DOT: tl.constexpr, USE_TMA: tl.constexpr, BLOCK_N: tl.constexpr):
     offs_n = start_n + tl.arange(0, BLOCK_N)
-    if MASKED:
+    if USE_TMA:  # rows past seq_len belong to the next head (or are zero-filled): masked to -inf below
+        k = k_desc.load([row0 + start_n, 0])
+        v = v_desc.load([row0 + start_n, 0])
+    elif MASKED:
         k = tl.load(k_ptrs + start_n * stride_kn, mask=offs_n[:, None] < seq_len, other=0.0)
         v = tl.load(v_ptrs + start_n * stride_vn, mask=offs_n[:, None] < seq_len, other=0.0)
     else:
@@ -58,13 +62,14 @@ def _attend_block(acc, l_i, m_i, q, k_ptrs, v_ptrs, offs_m, start_n, seq_len, qk
 @triton.jit
 def _attention_fwd_kernel(
     q_ptr, k_ptr, v_ptr, o_ptr,
+    q_desc, k_desc, v_desc,  # TMA descriptors over (B*H*S, D) views when USE_TMA, else unused
     H, seq_len,
     stride_qb, stride_qh, stride_qm, stride_qd,
     stride_kb, stride_kh, stride_kn, stride_kd,
     stride_vb, stride_vh, stride_vn, stride_vd,
     stride_ob, stride_oh, stride_om, stride_od,
     qk_scale,
-    HEAD_DIM: tl.constexpr, CAUSAL: tl.constexpr, FP32_DOT: tl.constexpr,
+    HEAD_DIM: tl.constexpr, CAUSAL: tl.constexpr, FP32_DOT: tl.constexpr, USE_TMA: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
 ):
     n_blocks_m = tl.num_programs(0)
@@ -78,7 +83,11 @@ def _attention_fwd_kernel(
     q_ptrs = q_ptr + b * stride_qb + h * stride_qh + offs_m[:, None] * stride_qm + offs_d[None, :] * stride_qd
     k_ptrs = k_ptr + b * stride_kb + h * stride_kh + offs_n0[:, None] * stride_kn + offs_d[None, :] * stride_kd
     v_ptrs = v_ptr + b * stride_vb + h * stride_vh + offs_n0[:, None] * stride_vn + offs_d[None, :] * stride_vd
-    q = tl.load(q_ptrs, mask=offs_m[:, None] < seq_len, other=0.0)
+    row0 = bh * seq_len  # this head's first row in the (B*H*S, D) views
+    if USE_TMA:
+        q = q_desc.load([row0 + start_m * BLOCK_M, 0])
+    else:
+        q = tl.load(q_ptrs, mask=offs_m[:, None] < seq_len, other=0.0)
 
     m_i = tl.full((BLOCK_M,), float("-inf"), dtype=tl.float32)
     l_i = tl.zeros((BLOCK_M,), dtype=tl.float32)
@@ -91,15 +100,23 @@ def _attention_fwd_kernel(
         split = (seq_len // BLOCK_N) * BLOCK_N
         hi = seq_len
     for start_n in range(0, split, BLOCK_N):
-        acc, l_i, m_i = _attend_block(acc, l_i, m_i, q, k_ptrs, v_ptrs, offs_m, start_n, seq_len, qk_scale,
-                                      stride_kn, stride_vn, False, CAUSAL, FP32_DOT, BLOCK_N)
+        acc, l_i, m_i = _attend_block(acc, l_i, m_i, q, k_ptrs, v_ptrs, k_desc, v_desc, row0, offs_m, start_n,
+                                      seq_len, qk_scale, stride_kn, stride_vn, False, CAUSAL, FP32_DOT, USE_TMA,
+                                      BLOCK_N)
     for start_n in range(split, hi, BLOCK_N):
-        acc, l_i, m_i = _attend_block(acc, l_i, m_i, q, k_ptrs, v_ptrs, offs_m, start_n, seq_len, qk_scale,
-                                      stride_kn, stride_vn, True, CAUSAL, FP32_DOT, BLOCK_N)
+        acc, l_i, m_i = _attend_block(acc, l_i, m_i, q, k_ptrs, v_ptrs, k_desc, v_desc, row0, offs_m, start_n,
+                                      seq_len, qk_scale, stride_kn, stride_vn, True, CAUSAL, FP32_DOT, USE_TMA,
+                                      BLOCK_N)
 
     acc = acc / l_i[:, None]
     o_ptrs = o_ptr + b * stride_ob + h * stride_oh + offs_m[:, None] * stride_om + offs_d[None, :] * stride_od
     tl.store(o_ptrs, acc.to(o_ptr.dtype.element_ty), mask=offs_m[:, None] < seq_len)
+
+
+def _tma_ok(*tensors: torch.Tensor) -> bool:
+    """TMA over a (B*H*S, D) view: contiguous tensors, 16-byte aligned base and rows."""
+    return all(t.is_contiguous() and t.data_ptr() % 16 == 0 and (t.shape[-1] * t.element_size()) % 16 == 0
+               for t in tensors)
 
 
 def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
@@ -117,12 +134,21 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = 
     scale = sm_scale if sm_scale is not None else 1.0 / math.sqrt(head_dim)
     o = torch.empty_like(q)
     grid = (triton.cdiv(seq_len, block_m), batch * heads)
+    use_tma = bool(TUNABLES["TMA"]) and _tma_ok(q, k, v)
+    if use_tma:
+        rows = batch * heads * seq_len
+        q_desc, k_desc, v_desc = (TensorDescriptor.from_tensor(t.view(rows, head_dim), [bm, head_dim])
+                                  for t, bm in ((q, block_m), (k, block_n), (v, block_n)))
+    else:
+        q_desc, k_desc, v_desc = q, k, v  # not read
     _attention_fwd_kernel[grid](
         q, k, v, o,
+        q_desc, k_desc, v_desc,
         heads, seq_len,
         *q.stride(), *k.stride(), *v.stride(), *o.stride(),
         scale * 1.4426950408889634,  # log2(e): exp(x) == exp2(x * log2(e))
         HEAD_DIM=head_dim, CAUSAL=causal, FP32_DOT=q.device.type == "cpu" or q.dtype == torch.float32,
+        USE_TMA=use_tma,
         BLOCK_M=block_m, BLOCK_N=block_n,
         num_warps=TUNABLES["num_warps"], num_stages=TUNABLES["num_stages"],
     )

@@ -13,9 +13,9 @@ channels read last by the first kernel are still in L2 when the second starts.
 """
 
 import torch
-import torch.nn as nn
 import triton
 import triton.language as tl
+from torch import nn
 
 TUNABLES = {
     "SPLIT": 16,  # programs per channel in the stats kernel
@@ -90,7 +90,7 @@ def _batchnorm_apply_kernel(
     base = (tl.cast(n, tl.int64) * n_channels + c) * hw
     x = tl.load(x_ptr + base + offs, mask=mask, other=0.0).to(tl.float32)
     tl.store(y_ptr + base + offs, (x * scale + shift).to(y_ptr.dtype.element_ty), mask=mask)
-    if UPDATE_RUNNING:
+    if UPDATE_RUNNING:  # noqa: SIM102 - a constexpr branch around a runtime one
         if rem == 0:
             rm = tl.load(run_mean_ptr + c).to(tl.float32)
             rv = tl.load(run_var_ptr + c).to(tl.float32)

@@ -8,9 +8,9 @@
 """
 
 import torch
-import torch.nn as nn
 import triton
 import triton.language as tl
+from torch import nn
 
 TUNABLES = {
     "BLOCK": 4096,  # logits per loop step (capped at the row width)

@@ -9,9 +9,9 @@ the channel of element i of a group is g * (C / G) + i // HW, which picks its we
 """
 
 import torch
-import torch.nn as nn
 import triton
 import triton.language as tl
+from torch import nn
 
 TUNABLES = {
     "MAX_FUSED_N": 16384,  # largest group kept whole in registers
@@ -67,7 +67,7 @@ def _groupnorm_looped_kernel(
         rstd = tl.rsqrt(m2 / group_size + eps)
         ch0 = (grp % n_groups) * channels_per_group
         last = tl.cdiv(group_size, BLOCK) - 1
-        for i in range(0, last + 1):  # newest blocks first, while they are still in L2
+        for i in range(last + 1):  # newest blocks first, while they are still in L2
             start = (last - i) * BLOCK
             mask = start + offs < group_size
             x = tl.load(x_ptr + base + start + offs, mask=mask, other=0.0).to(tl.float32)

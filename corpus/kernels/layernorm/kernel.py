@@ -10,9 +10,9 @@ Two paths, chosen by the launcher from the row width N:
 """
 
 import torch
-import torch.nn as nn
 import triton
 import triton.language as tl
+from torch import nn
 
 TUNABLES = {
     "MAX_FUSED_N": 16384,  # widest row kept whole in registers
@@ -71,7 +71,7 @@ def _layernorm_looped_kernel(
         rstd = tl.rsqrt(m2 / n_cols + eps)
         # pass 2: newest blocks first, while they are still in L2
         last = tl.cdiv(n_cols, BLOCK) - 1
-        for i in range(0, last + 1):
+        for i in range(last + 1):
             start = (last - i) * BLOCK
             mask = start + cols < n_cols
             x = tl.load(x_row + start + cols, mask=mask, other=0.0).to(tl.float32)

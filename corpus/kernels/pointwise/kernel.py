@@ -16,9 +16,9 @@ runs in registers in fp32, so a chain of k ops costs what one op costs.
 """
 
 import torch
-import torch.nn as nn
 import triton
 import triton.language as tl
+from torch import nn
 
 TUNABLES = {"BLOCK": 4096, "num_warps": 8}
 CHAIN = None  # None: take the chain from ModelNew's init inputs; else a list like [("relu",), ("mul", 2.0)]
@@ -80,17 +80,18 @@ def _apply(x, bias, a, b, OP: tl.constexpr):
 @triton.jit
 def _pointwise_kernel(
     x_ptr, y_ptr, bias_ptr, params_ptr,
-    n_elements, bias_inner, bias_numel,
+    n_elements,
     OP0: tl.constexpr, OP1: tl.constexpr, OP2: tl.constexpr, OP3: tl.constexpr,
     OP4: tl.constexpr, OP5: tl.constexpr, OP6: tl.constexpr, OP7: tl.constexpr,
-    HAS_BIAS: tl.constexpr, BLOCK: tl.constexpr,
+    HAS_BIAS: tl.constexpr, BIAS_INNER: tl.constexpr, BIAS_NUMEL: tl.constexpr, BLOCK: tl.constexpr,
 ):
     start = tl.program_id(0).to(tl.int64) * BLOCK
     offs = start + tl.arange(0, BLOCK)
     mask = offs < n_elements
     x = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
     if HAS_BIAS:
-        bias = tl.load(bias_ptr + (offs // bias_inner) % bias_numel, mask=mask, other=0.0).to(tl.float32)
+        # constexpr divisors compile to multiply-shift sequences: no integer division per element
+        bias = tl.load(bias_ptr + (offs // BIAS_INNER) % BIAS_NUMEL, mask=mask, other=0.0).to(tl.float32)
     else:
         bias = 0.0
     # each slot's two scalar arguments live in params[2*slot], params[2*slot + 1]
@@ -137,14 +138,16 @@ def pointwise_chain(x: torch.Tensor, chain, bias: torch.Tensor | None = None, bi
     block, warps = TUNABLES["BLOCK"], TUNABLES["num_warps"]
     grid = (triton.cdiv(n, block),)
     _pointwise_kernel[grid](
-        x, y, b, p, n, bias_inner, b.numel() if has_bias else 1,
-        *codes, HAS_BIAS=has_bias, BLOCK=block, num_warps=warps,
+        x, y, b, p, n, *codes,
+        HAS_BIAS=has_bias, BIAS_INNER=bias_inner, BIAS_NUMEL=b.numel() if has_bias else 1,
+        BLOCK=block, num_warps=warps,
     )
     return y
 
 
 class ModelNew(nn.Module):
-    def __init__(self, ops=None, bias_shape=None):
+    def __init__(self, ops=None, bias_shape=None, *_ignored, **_ignored_kw):
+        # with the CHAIN literal set, the spec's own init inputs (whatever they are) are not needed
         super().__init__()
         self.ops = [tuple(op) for op in (CHAIN if CHAIN is not None else ops)]
         shape = BIAS_SHAPE if CHAIN is not None else bias_shape

@@ -11,9 +11,9 @@ PyTorch's default count_include_pad=True). Accumulation is in fp32.
 """
 
 import torch
-import torch.nn as nn
 import triton
 import triton.language as tl
+from torch import nn
 
 TUNABLES = {"BLOCK_H": 8, "BLOCK_W": 64, "num_warps": 4}
 
@@ -51,7 +51,7 @@ def _pool2d_kernel(
             if IS_MAX:
                 v = tl.load(ptrs, mask=ok, other=float("-inf")).to(tl.float32)
                 # NaN propagates as in PyTorch: a NaN in the window makes the output NaN.
-                acc = tl.where((v > acc) | (v != v), v, acc)
+                acc = tl.where((v > acc) | (v != v), v, acc)  # noqa: PLR0124 - v != v is the NaN test
             else:
                 acc += tl.load(ptrs, mask=ok, other=0.0).to(tl.float32)
     if not IS_MAX:

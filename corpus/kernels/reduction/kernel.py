@@ -10,9 +10,9 @@ min/argmin run as max/argmax of -x (exact). Accumulation is fp32; bytes moved ~ 
 """
 
 import torch
-import torch.nn as nn
 import triton
 import triton.language as tl
+from torch import nn
 
 TUNABLES = {
     "BLOCK_R_ROW": 1024,  # last-dim path: reduced elements per step

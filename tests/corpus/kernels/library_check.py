@@ -7,9 +7,12 @@ Usage: from library_check import evaluate_tiny, family_specs, sidecar_reasons
 from __future__ import annotations
 
 import ast
+import os
 from pathlib import Path
 
 import yaml
+
+os.environ.setdefault("TRITON_INTERPRET", "1")  # direct kernel calls in the tests run in the interpreter
 
 from harness import EvalConfig, Verdict, evaluate
 

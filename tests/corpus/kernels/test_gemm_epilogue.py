@@ -3,7 +3,8 @@
 Usage: .venv/bin/python -m pytest -x -q tests/corpus/kernels/test_gemm_epilogue.py
 
 Each spec is evaluated as a copy with SIZE = "tiny" (the Triton interpreter runs ~1 ms per program), on
-its default shape and its `ragged` variant (partial tiles, K not a multiple of BLOCK_K).
+its default shape and its `ragged` variant (partial tiles, K not a multiple of BLOCK_K); the rowsum spec
+checks the fused row reduction (fp32 atomics across column tiles).
 """
 
 from __future__ import annotations
@@ -46,11 +47,37 @@ def test_specs_cover_both_dtypes_and_shapes():
     assert any("fp32" in n for n in names) and any("bf16" in n for n in names)
 
 
+def with_tunables(source: str, overrides: dict) -> str:
+    """kernel.py with its TUNABLES literal updated (what a tuner does)."""
+    tree = ast.parse(source)
+    node = next(n for n in tree.body if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "TUNABLES")
+    lines = source.splitlines(keepends=True)
+    merged = {**ast.literal_eval(node.value), **overrides}
+    return "".join(lines[: node.lineno - 1] + [f"TUNABLES = {merged!r}\n"] + lines[node.end_lineno:])
+
+
 @pytest.mark.parametrize("spec", SPECS, ids=lambda p: p.stem)
 def test_kernel_passes_spec(spec: Path, tmp_path: Path):
     verdict = evaluate(tiny_copy(spec, tmp_path), (FAMILY / "kernel.py").read_text(), backend="triton",
                        device="cpu", config=CPU_CONFIG)
     assert verdict.status is Status.passed, verdict.reasons
+
+
+@pytest.mark.parametrize("spec", [SPECS[0], SPECS[-1]], ids=lambda p: p.stem)  # one bf16, one fp32
+def test_persistent_tma_path_passes_spec(spec: Path, tmp_path: Path):
+    # The persistent kernel fed by TMA descriptors; tf32x3 for fp32 (the interpreter computes it in fp32,
+    # so this checks the indexing, not the precision, which the GPU run judges).
+    source = with_tunables((FAMILY / "kernel.py").read_text(), {
+        "PERSISTENT_TMA": True, "FP32_PERSISTENT_TMA": True, "FP32_PRECISION": "tf32x3"})
+    verdict = evaluate(tiny_copy(spec, tmp_path), source, backend="triton", device="cpu", config=CPU_CONFIG)
+    assert verdict.status is Status.passed, verdict.reasons
+
+
+def test_plain_tf32_is_refused():
+    kernel = import_file(FAMILY / "kernel.py", "test_gemm_kernel_tf32")
+    kernel.TUNABLES["FP32_PRECISION"] = "tf32"
+    with pytest.raises(ValueError, match="FP32_PRECISION"):
+        kernel.gemm_epilogue(torch.randn(4, 8), torch.randn(6, 8))
 
 
 def test_sidecar_lists_every_tunable_and_its_value():
@@ -67,3 +94,5 @@ def test_launcher_names_bad_inputs():
         kernel.gemm_epilogue(x, w)
     with pytest.raises(ValueError, match="activation"):
         kernel.gemm_epilogue(x, torch.randn(6, 8), activation="tanh")
+    with pytest.raises(ValueError, match="reduce"):
+        kernel.gemm_epilogue(x, torch.randn(6, 8), reduce="max")

@@ -1,4 +1,4 @@
-"""Adversarial: right only for the 4x100 shape it saw (grid and sizes hard-coded)."""
+"""Adversarial: tuned for the 4x100 shape it saw: one 128-wide block per row, so wider rows are cut short."""
 
 import torch
 import triton
@@ -7,17 +7,18 @@ from torch import nn
 
 
 @triton.jit
-def _softmax_kernel(x_ptr, y_ptr, BLOCK: tl.constexpr):
+def _softmax_kernel(x_ptr, y_ptr, n_cols, BLOCK: tl.constexpr):
     row = tl.program_id(0)
     offs = tl.arange(0, BLOCK)
-    mask = offs < 100
-    x = tl.load(x_ptr + row * 100 + offs, mask=mask, other=-float("inf"))
+    mask = offs < n_cols
+    x = tl.load(x_ptr + row * n_cols + offs, mask=mask, other=-float("inf"))
     num = tl.exp(x - tl.max(x, axis=0))
-    tl.store(y_ptr + row * 100 + offs, num / tl.sum(num, axis=0), mask=mask)
+    tl.store(y_ptr + row * n_cols + offs, num / tl.sum(num, axis=0), mask=mask)
 
 
 class ModelNew(nn.Module):
     def forward(self, x):
+        x = x.contiguous()
         y = torch.empty_like(x)
-        _softmax_kernel[(4,)](x, y, BLOCK=128)
+        _softmax_kernel[(x.shape[0],)](x, y, x.shape[1], BLOCK=128)  # 128 >= 100: "enough"
         return y

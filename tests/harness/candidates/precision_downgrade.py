@@ -7,13 +7,19 @@ from torch import nn
 
 
 @triton.jit
+def _to_bf16_precision(v):
+    # keep the top 16 bits of each fp32 value: bf16 precision, stored as fp32
+    return (v.to(tl.int32, bitcast=True) & -65536).to(tl.float32, bitcast=True)
+
+
+@triton.jit
 def _fma_kernel(x_ptr, y_ptr, z_ptr, o_ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
-    x = tl.load(x_ptr + offs, mask=mask).to(tl.bfloat16)
-    y = tl.load(y_ptr + offs, mask=mask).to(tl.bfloat16)
-    z = tl.load(z_ptr + offs, mask=mask).to(tl.bfloat16)
-    tl.store(o_ptr + offs, (x * y + z).to(tl.float32), mask=mask)
+    x = _to_bf16_precision(tl.load(x_ptr + offs, mask=mask))
+    y = _to_bf16_precision(tl.load(y_ptr + offs, mask=mask))
+    z = _to_bf16_precision(tl.load(z_ptr + offs, mask=mask))
+    tl.store(o_ptr + offs, _to_bf16_precision(x * y + z), mask=mask)
 
 
 class ModelNew(nn.Module):

@@ -7,7 +7,7 @@ SIZE picks the default shape; the CPU tests load a copy of this file with SIZE =
 import math
 
 import torch
-import torch.nn as nn
+from torch import nn
 
 SIZE = "full"  # "full" | "tiny" (tiny: for the Triton interpreter on CPU)
 SHAPES = {

@@ -3,10 +3,10 @@
 """
 
 import torch
-import torch.nn as nn
 import torch.nn.functional as F
+from torch import nn
 
-SIZE = "full"  # "full" | "tiny" (tiny: for the Triton interpreter; the CPU tests load a copy with SIZE = "tiny")
+SIZE = "full"  # "full" | "tiny": the CPU tests (Triton interpreter) load a copy with SIZE = "tiny"
 SHAPES = {"full": {"batch": 64, "channels": 256, "height": 56, "width": 56},
           "tiny": {"batch": 4, "channels": 3, "height": 16, "width": 16}}
 BATCH, CHANNELS = SHAPES[SIZE]["batch"], SHAPES[SIZE]["channels"]

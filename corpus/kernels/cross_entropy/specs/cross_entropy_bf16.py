@@ -3,10 +3,10 @@ targets; the log-sum-exp runs in fp32 and only the scalar result is rounded to b
 """
 
 import torch
-import torch.nn as nn
 import torch.nn.functional as F
+from torch import nn
 
-SIZE = "full"  # "full" | "tiny" (tiny: for the Triton interpreter; the CPU tests load a copy with SIZE = "tiny")
+SIZE = "full"  # "full" | "tiny": the CPU tests (Triton interpreter) load a copy with SIZE = "tiny"
 SHAPES = {"full": {"batch": 16384, "classes": 32000}, "tiny": {"batch": 4, "classes": 32000}}
 BATCH, CLASSES = SHAPES[SIZE]["batch"], SHAPES[SIZE]["classes"]
 DTYPE = torch.bfloat16

@@ -3,10 +3,10 @@
 """
 
 import torch
-import torch.nn as nn
 import torch.nn.functional as F
+from torch import nn
 
-SIZE = "full"  # "full" | "tiny" (tiny: for the Triton interpreter; the CPU tests load a copy with SIZE = "tiny")
+SIZE = "full"  # "full" | "tiny": the CPU tests (Triton interpreter) load a copy with SIZE = "tiny"
 SHAPES = {"full": {"batch": 4096, "classes": 50257}, "tiny": {"batch": 3, "classes": 50257}}
 BATCH, CLASSES = SHAPES[SIZE]["batch"], SHAPES[SIZE]["classes"]
 DTYPE = torch.float32

@@ -4,9 +4,9 @@
 """
 
 import torch
-import torch.nn as nn
+from torch import nn
 
-SIZE = "full"  # "full" | "tiny" (tiny: for the Triton interpreter; the CPU tests load a copy with SIZE = "tiny")
+SIZE = "full"  # "full" | "tiny": the CPU tests (Triton interpreter) load a copy with SIZE = "tiny"
 SHAPES = {"full": {"batch": 128, "rows": 256, "cols": 3000}, "tiny": {"batch": 2, "rows": 3, "cols": 3000}}
 BATCH, ROWS, COLS = SHAPES[SIZE]["batch"], SHAPES[SIZE]["rows"], SHAPES[SIZE]["cols"]
 DTYPE = torch.float32

@@ -4,9 +4,9 @@ Each row spans many scan blocks, so a kernel must carry the running total across
 """
 
 import torch
-import torch.nn as nn
+from torch import nn
 
-SIZE = "full"  # "full" | "tiny" (tiny: for the Triton interpreter; the CPU tests load a copy with SIZE = "tiny")
+SIZE = "full"  # "full" | "tiny": the CPU tests (Triton interpreter) load a copy with SIZE = "tiny"
 SHAPES = {"full": {"rows": 8192, "cols": 16384}, "tiny": {"rows": 3, "cols": 5000}}
 ROWS, COLS = SHAPES[SIZE]["rows"], SHAPES[SIZE]["cols"]
 DTYPE = torch.float32

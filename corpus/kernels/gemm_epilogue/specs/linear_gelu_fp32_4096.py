@@ -5,7 +5,7 @@ SIZE picks the default shape; the CPU tests load a copy of this file with SIZE =
 """
 
 import torch
-import torch.nn as nn
+from torch import nn
 
 SIZE = "full"  # "full" | "tiny" (tiny: for the Triton interpreter on CPU)
 SHAPES = {"full": {"m": 4096, "k": 4096, "n": 4096}, "tiny": {"m": 64, "k": 64, "n": 32}}
@@ -18,14 +18,17 @@ VARIANTS = [  # checked too (not timed): odd sizes give partial tiles and a ragg
 
 
 class Model(nn.Module):
-    def __init__(self, in_features: int, out_features: int, scale: float, activation: str = "gelu"):
+    def __init__(self, in_features: int, out_features: int, scale: float, activation: str = "gelu",
+                 reduce: str = "none"):
         super().__init__()
         self.linear = nn.Linear(in_features, out_features)
         self.act = nn.GELU() if activation == "gelu" else nn.ReLU()
         self.scale = scale
+        self.reduce = reduce
 
     def forward(self, x: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
-        return self.act(self.linear(x)) * self.scale + residual
+        y = self.act(self.linear(x)) * self.scale + residual
+        return y.sum(dim=-1) if self.reduce == "sum" else y
 
 
 def get_inputs(m: int = SHAPES[SIZE]["m"], k: int = SHAPES[SIZE]["k"], n: int = SHAPES[SIZE]["n"]):

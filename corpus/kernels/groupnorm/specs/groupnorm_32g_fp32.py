@@ -5,10 +5,10 @@ Weight and bias are random so a kernel that mixes up channels fails.
 """
 
 import torch
-import torch.nn as nn
 import torch.nn.functional as F
+from torch import nn
 
-SIZE = "full"  # "full" | "tiny" (tiny: for the Triton interpreter; the CPU tests load a copy with SIZE = "tiny")
+SIZE = "full"  # "full" | "tiny": the CPU tests (Triton interpreter) load a copy with SIZE = "tiny"
 SHAPES = {"full": {"batch": 32, "channels": 512, "height": 64, "width": 64, "groups": 32},
           "tiny": {"batch": 2, "channels": 8, "height": 64, "width": 64, "groups": 2}}
 BATCH, CHANNELS = SHAPES[SIZE]["batch"], SHAPES[SIZE]["channels"]

@@ -3,10 +3,10 @@
 """
 
 import torch
-import torch.nn as nn
 import torch.nn.functional as F
+from torch import nn
 
-SIZE = "full"  # "full" | "tiny" (tiny: for the Triton interpreter; the CPU tests load a copy with SIZE = "tiny")
+SIZE = "full"  # "full" | "tiny": the CPU tests (Triton interpreter) load a copy with SIZE = "tiny"
 SHAPES = {"full": {"batch": 256, "channels": 512, "height": 32, "width": 32, "groups": 32},
           "tiny": {"batch": 2, "channels": 16, "height": 32, "width": 32, "groups": 4}}
 BATCH, CHANNELS = SHAPES[SIZE]["batch"], SHAPES[SIZE]["channels"]

@@ -4,10 +4,10 @@ The reference's weight and bias are random (not ones/zeros) so a kernel that dro
 """
 
 import torch
-import torch.nn as nn
 import torch.nn.functional as F
+from torch import nn
 
-SIZE = "full"  # "full" | "tiny" (tiny: for the Triton interpreter; the CPU tests load a copy with SIZE = "tiny")
+SIZE = "full"  # "full" | "tiny": the CPU tests (Triton interpreter) load a copy with SIZE = "tiny"
 SHAPES = {"full": {"rows": 32768, "cols": 4096}, "tiny": {"rows": 4, "cols": 4096}}
 ROWS, COLS = SHAPES[SIZE]["rows"], SHAPES[SIZE]["cols"]
 DTYPE = torch.float32

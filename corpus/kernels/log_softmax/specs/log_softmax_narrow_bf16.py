@@ -4,9 +4,9 @@ Rows this narrow leave a one-row program idle most of the time; the kernel packs
 """
 
 import torch
-import torch.nn as nn
+from torch import nn
 
-SIZE = "full"  # "full" | "tiny" (tiny: for the Triton interpreter; the CPU tests load a copy with SIZE = "tiny")
+SIZE = "full"  # "full" | "tiny": the CPU tests (Triton interpreter) load a copy with SIZE = "tiny"
 SHAPES = {"full": {"rows": 262144, "cols": 1024}, "tiny": {"rows": 8, "cols": 1024}}
 ROWS, COLS = SHAPES[SIZE]["rows"], SHAPES[SIZE]["cols"]
 DTYPE = torch.bfloat16

@@ -5,10 +5,10 @@ over the spatial dims: the kernel computes the channel of each element as (i // 
 """
 
 import torch
-import torch.nn as nn
 import torch.nn.functional as F
+from torch import nn
 
-SIZE = "full"  # "full" | "tiny" (tiny: for the Triton interpreter; the CPU tests load a copy with SIZE = "tiny")
+SIZE = "full"  # "full" | "tiny": the CPU tests (Triton interpreter) load a copy with SIZE = "tiny"
 SHAPES = {"full": {"batch": 64, "channels": 96, "height": 112, "width": 112}, "tiny": {"batch": 2, "channels": 4, "height": 8, "width": 8}}
 BATCH, CHANNELS, HEIGHT, WIDTH = SHAPES[SIZE]["batch"], SHAPES[SIZE]["channels"], SHAPES[SIZE]["height"], SHAPES[SIZE]["width"]
 DTYPE = torch.float32

@@ -5,10 +5,10 @@ trips to memory); a fused kernel makes one.
 """
 
 import torch
-import torch.nn as nn
 import torch.nn.functional as F
+from torch import nn
 
-SIZE = "full"  # "full" | "tiny" (tiny: for the Triton interpreter; the CPU tests load a copy with SIZE = "tiny")
+SIZE = "full"  # "full" | "tiny": the CPU tests (Triton interpreter) load a copy with SIZE = "tiny"
 SHAPES = {"full": {"rows": 16384, "cols": 8192}, "tiny": {"rows": 4, "cols": 512}}
 ROWS, COLS = SHAPES[SIZE]["rows"], SHAPES[SIZE]["cols"]
 DTYPE = torch.float32

@@ -4,9 +4,9 @@ The variants run the other ops over the last dimension, and bf16 ties (first ind
 """
 
 import torch
-import torch.nn as nn
+from torch import nn
 
-SIZE = "full"  # "full" | "tiny" (tiny: for the Triton interpreter; the CPU tests load a copy with SIZE = "tiny")
+SIZE = "full"  # "full" | "tiny": the CPU tests (Triton interpreter) load a copy with SIZE = "tiny"
 SHAPES = {"full": {"rows": 32768, "cols": 4099}, "tiny": {"rows": 5, "cols": 4099}}
 ROWS, COLS = SHAPES[SIZE]["rows"], SHAPES[SIZE]["cols"]
 DTYPE = torch.float32

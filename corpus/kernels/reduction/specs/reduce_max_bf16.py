@@ -3,9 +3,9 @@
 """
 
 import torch
-import torch.nn as nn
+from torch import nn
 
-SIZE = "full"  # "full" | "tiny" (tiny: for the Triton interpreter; the CPU tests load a copy with SIZE = "tiny")
+SIZE = "full"  # "full" | "tiny": the CPU tests (Triton interpreter) load a copy with SIZE = "tiny"
 SHAPES = {"full": {"batch": 256, "red": 1024, "inner": 1024}, "tiny": {"batch": 2, "red": 64, "inner": 128}}
 BATCH, RED, INNER = SHAPES[SIZE]["batch"], SHAPES[SIZE]["red"], SHAPES[SIZE]["inner"]
 DTYPE = torch.bfloat16

@@ -5,9 +5,9 @@ kernel claims, at small sizes.
 """
 
 import torch
-import torch.nn as nn
+from torch import nn
 
-SIZE = "full"  # "full" | "tiny" (tiny: for the Triton interpreter; the CPU tests load a copy with SIZE = "tiny")
+SIZE = "full"  # "full" | "tiny": the CPU tests (Triton interpreter) load a copy with SIZE = "tiny"
 SHAPES = {"full": {"batch": 64, "red": 2048, "inner": 1000}, "tiny": {"batch": 2, "red": 100, "inner": 70}}
 BATCH, RED, INNER = SHAPES[SIZE]["batch"], SHAPES[SIZE]["red"], SHAPES[SIZE]["inner"]
 DTYPE = torch.float32

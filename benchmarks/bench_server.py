@@ -1,0 +1,196 @@
+"""HTTP server load benchmark: searches/s and p50/p99 latency at 1, 8 and 32 concurrent clients,
+against the in-process Store.search measured in the same run on the same store.
+
+Usage: .venv/bin/python benchmarks/bench_server.py [--size 100000] [--levels 1,8,32] [--requests 160]
+       [--inprocess 100] [--torch-threads 1]
+
+The store is the KB-core benchmark's cached one (benchmarks/.cache/kb-<size>/, built by
+benchmarks/bench_kb.py); when it is missing it is built the same way (bench_kb.write_tree paragraphs,
+real embeddings plus noise, bulk upsert). The server is `kkb serve` (one uvicorn process: the store's
+indexes and the write lock live in it; concurrent requests run in its thread pool) started as a
+subprocess on loopback; the clients are threads of this process, one keep-alive httpx client each.
+Every query is distinct, so neither the server's nor the in-process query-embedding cache is hit.
+Goals: HTTP adds <= 30% to p50 at one client; >= 100 searches/s at 8 clients (2 CPU cores).
+Writes benchmarks/results/server-<UTC time>.json and prints a table last.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import httpx
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from benchmarks.common import quantiles_ms, write_results
+
+_WORDS = ["shared memory tile", "warpgroup", "asynchronous copy", "persistent block", "L2 cache", "register tiling",
+          "softmax epilogue", "split-k reduction", "TMA descriptor", "wavefront", "LDS buffer", "matrix core",
+          "bank conflicts", "occupancy", "cp.async.bulk", "wgmma", "double-buffered loop", "row maximum"]
+
+
+def queries(n: int, seed: int) -> list[str]:
+    rng = random.Random(seed)
+    return [f"{rng.choice(_WORDS)} {rng.choice(_WORDS)} case {seed}-{i}" for i in range(n)]
+
+
+def ensure_store(size: int) -> Path:
+    """benchmarks/.cache/kb-<size>, reused when it holds `size` chunks, else built like bench_kb does."""
+    from benchmarks.bench_kb import CACHE, build_store, write_tree
+    from ingest.pipeline import IngestOptions, IngestReport, discover, read_document
+    from kb_server.config import KBSettings
+    from kb_server.embeddings import get_embedder
+    from kb_server.store import Store, index_text
+
+    home = CACHE / f"kb-{size}"
+    settings = KBSettings(home=home)
+    if home.exists() and Store(settings).stats()["chunks"] == size:
+        return home
+    print(f"building the {size}-chunk store under {home} (bench_kb's method)", file=sys.stderr)
+    embedder = get_embedder(settings.model)
+    with tempfile.TemporaryDirectory() as tmp:
+        write_tree(Path(tmp) / "tree", 1000)
+        files = discover([Path(tmp) / "tree"], IngestReport())
+        chunks = [c for f in files for c in read_document(f, IngestOptions(), "any", settings.chunk_max_tokens,
+                                                          settings.chunk_overlap_tokens)]
+    vectors = embedder.encode([index_text(c.heading_path, c.text) for c in chunks])
+    store = build_store(size, chunks, vectors, embedder, rebuild=True)
+    store.refresh_lexical()
+    return home
+
+
+def in_process(home: Path, n: int, torch_threads: int) -> dict:
+    import torch
+
+    from kb_server.config import KBSettings
+    from kb_server.store import Store
+
+    torch.set_num_threads(torch_threads)
+    store = Store(KBSettings(home=home))
+    store.refresh_lexical()
+    for q in queries(10, seed=900):  # warm-up: model, index, caches of chromadb
+        store.search(q, k=8)
+    samples = []
+    for q in queries(n, seed=901):
+        t = time.perf_counter()
+        store.search(q, k=8)
+        samples.append(time.perf_counter() - t)
+    return quantiles_ms(samples)
+
+
+def start_server(home: Path, port: int, torch_threads: int) -> subprocess.Popen:
+    env = {**os.environ, "KKB_HOME": str(home), "KKB_TORCH_THREADS": str(torch_threads)}
+    proc = subprocess.Popen([sys.executable, "-m", "kb_server.api_cli", "serve", "--host", "127.0.0.1", "--port",
+                             str(port), "--log-level", "warning"], cwd=REPO, env=env)
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"the server exited with {proc.returncode}")
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=2).status_code == 200:
+                return proc
+        except httpx.TransportError:
+            time.sleep(0.5)
+    proc.kill()
+    raise SystemExit("the server did not answer /health within 600 s")
+
+
+def load(base_url: str, clients: int, total: int, seed: int) -> dict:
+    """`clients` threads share `total` distinct searches; each thread has its own keep-alive client."""
+    todo = queries(total, seed)
+    lock = threading.Lock()
+    samples: list[float] = []
+    errors: list[str] = []
+
+    def run() -> None:
+        with httpx.Client(base_url=base_url, timeout=120) as http:
+            while True:
+                with lock:
+                    if not todo:
+                        return
+                    q = todo.pop()
+                t = time.perf_counter()
+                r = http.post("/v1/search", json={"query": q, "k": 8})
+                dt = time.perf_counter() - t
+                with lock:
+                    (samples.append(dt) if r.status_code == 200 else errors.append(f"{r.status_code}"))
+
+    threads = [threading.Thread(target=run) for _ in range(clients)]
+    t0 = time.perf_counter()
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    wall = time.perf_counter() - t0
+    return {"clients": clients, "requests": total, "errors": len(errors), "wall_s": round(wall, 2),
+            "searches_per_s": round(len(samples) / wall, 1), **quantiles_ms(samples)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--size", type=int, default=100_000, help="chunks in the store")
+    parser.add_argument("--levels", default="1,8,32", help="concurrent clients, comma-separated")
+    parser.add_argument("--requests", type=int, default=160, help="searches per level (all distinct)")
+    parser.add_argument("--inprocess", type=int, default=100, help="in-process searches for the baseline")
+    parser.add_argument("--torch-threads", type=int, default=1, help="torch threads, server and in-process")
+    parser.add_argument("--port", type=int, default=8731)
+    args = parser.parse_args()
+    home = ensure_store(args.size)
+    load_before = os.getloadavg()
+    print("in-process baseline", file=sys.stderr)
+    baseline = in_process(home, args.inprocess, args.torch_threads)
+    server = start_server(home, args.port, args.torch_threads)
+    base_url = f"http://127.0.0.1:{args.port}"
+    try:
+        load(base_url, 2, 20, seed=1)  # warm-up over HTTP
+        levels = []
+        for i, clients in enumerate(int(c) for c in args.levels.split(",")):
+            print(f"{clients} concurrent clients", file=sys.stderr)
+            levels.append(load(base_url, clients, args.requests, seed=100 + i))
+        stats = httpx.get(f"{base_url}/v1/stats").json()
+    finally:
+        server.terminate()
+        server.wait(30)
+    one = next((lv for lv in levels if lv["clients"] == 1), None)
+    eight = next((lv for lv in levels if lv["clients"] == 8), None)
+    payload = {
+        "store": {"home": str(home.relative_to(REPO)) if home.is_relative_to(REPO) else str(home),
+                  "chunks": stats["chunks"], "mode": stats["mode"]},
+        "server": {"process": "kkb serve: one uvicorn process, sync routes in its thread pool",
+                   "torch_threads": args.torch_threads},
+        "search": {"k": 8, "mode": "hybrid", "queries": "distinct per request (no query-embedding cache hits)"},
+        "in_process": baseline,
+        "http": levels,
+        "http_p50_overhead_at_1_client": round(one["p50_ms"] / baseline["p50_ms"] - 1, 3) if one else None,
+        "goals": {"http_p50_overhead_at_1_client": "<= 0.30", "searches_per_s_at_8_clients": ">= 100"},
+        "load_average_before": [round(x, 2) for x in load_before],
+        "load_average_after": [round(x, 2) for x in os.getloadavg()],
+        "note": "2 shared CPU cores, clients and server on the same machine; other work may run at the same "
+                "time (see the load averages). Ratios within this run are the meaningful numbers.",
+    }
+    path = write_results("server", payload, packages=["fastapi", "uvicorn", "httpx", "chromadb", "torch"])
+    print(f"\nresults: {path.relative_to(REPO)}")
+    print(f"{'measure':40} {'p50 ms':>9} {'p99 ms':>9} {'searches/s':>11}")
+    print(f"{'in-process Store.search':40} {baseline['p50_ms']:>9.1f} {baseline['p99_ms']:>9.1f}")
+    for lv in levels:
+        print(f"{'HTTP, ' + str(lv['clients']) + ' clients':40} {lv['p50_ms']:>9.1f} {lv['p99_ms']:>9.1f} "
+              f"{lv['searches_per_s']:>11.1f}")
+    if one:
+        print(f"HTTP overhead at p50, 1 client: {payload['http_p50_overhead_at_1_client']:+.1%} (goal <= +30%)")
+    if eight:
+        print(f"searches/s at 8 clients: {eight['searches_per_s']} (goal >= 100)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,75 @@
+"""Shared helpers for benchmark scripts: quantiles and the results file.
+
+Usage: from benchmarks.common import write_results, quantiles_ms
+       path = write_results("kb", {"search": ...}, packages=["chromadb", "torch"])
+Writes benchmarks/results/<name>-<UTC timestamp>.json with the machine, package versions, date and
+the command that produced it, next to the payload.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import importlib.metadata
+import json
+import os
+import platform
+import shlex
+import statistics
+import sys
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+
+
+def machine() -> dict:
+    """What ran the benchmark: host, CPU model and count, memory, Python, GPU when torch sees one."""
+    info = {"platform": platform.platform(), "python": platform.python_version(), "cpu_count": os.cpu_count()}
+    try:
+        cpuinfo = Path("/proc/cpuinfo").read_text()
+        info["cpu_model"] = next(ln.split(":", 1)[1].strip() for ln in cpuinfo.splitlines()
+                                 if ln.startswith("model name"))
+        meminfo = Path("/proc/meminfo").read_text().split()
+        info["memory_gib"] = round(int(meminfo[meminfo.index("MemTotal:") + 1]) / 2**20, 1)
+    except (OSError, StopIteration, ValueError):
+        pass
+    if "torch" in sys.modules:
+        torch = sys.modules["torch"]
+        if torch.cuda.is_available():
+            info["gpu"] = torch.cuda.get_device_name(0)
+    return info
+
+
+def versions(packages: Iterable[str]) -> dict[str, str]:
+    out = {}
+    for name in packages:
+        try:
+            out[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            out[name] = "not installed"
+    return out
+
+
+def quantiles_ms(samples_s: Sequence[float]) -> dict:
+    """p50/p90/p99/mean in milliseconds of samples given in seconds."""
+    ms = sorted(s * 1000 for s in samples_s)
+    pick = lambda q: ms[min(len(ms) - 1, round(q * (len(ms) - 1)))]
+    return {"n": len(ms), "p50_ms": round(pick(0.5), 3), "p90_ms": round(pick(0.9), 3),
+            "p99_ms": round(pick(0.99), 3), "mean_ms": round(statistics.fmean(ms), 3)}
+
+
+def write_results(name: str, payload: dict, packages: Iterable[str] = ()) -> Path:
+    """Write one results file and return its path."""
+    now = dt.datetime.now(dt.UTC)
+    record = {
+        "name": name,
+        "date": now.isoformat(timespec="seconds"),
+        "command": shlex.join([Path(sys.executable).name, *sys.argv]),
+        "machine": machine(),
+        "versions": versions(packages),
+        **payload,
+    }
+    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    path = RESULTS_DIR / f"{name}-{now.strftime('%Y%m%dT%H%M%SZ')}.json"
+    path.write_text(json.dumps(record, indent=2) + "\n")
+    return path

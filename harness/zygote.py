@@ -1,0 +1,95 @@
+"""The fork server: a process with torch and triton already imported (CUDA not initialised) that forks a
+fresh worker per request, so replacing a worker after a failure costs milliseconds, not an import of torch.
+
+Usage (started by harness/process.py): python -m harness.zygote --ctl-fd FD --device cuda:0
+
+Control protocol on a SOCK_SEQPACKET socket, one JSON message per packet:
+  {"op": "fork", "log": PATH, "cpu_memory_bytes": N, "gpu_memory_fraction": F} + 1 passed fd -> {"pid": P}
+  {"op": "wait", "pid": P, "timeout_s": T} -> {"returncode": C}  (None while it runs; -N = signal N)
+The forked worker starts its own session (os.setsid), so the parent kills it and its children as a group.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import socket
+import sys
+import time
+
+
+def _preload() -> None:
+    import torch  # noqa: F401 - imported once here, inherited by every forked worker
+
+    try:
+        import triton
+        import triton.language  # noqa: F401
+    except ImportError:
+        pass
+    import harness.checking
+    import harness.worker  # noqa: F401
+
+
+def _child(worker_fd: int, ctl: socket.socket, request: dict, device: str) -> None:
+    try:
+        ctl.close()
+        os.setsid()
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        log_fd = os.open(request["log"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        os.dup2(log_fd, 1)
+        os.dup2(log_fd, 2)
+        os.close(log_fd)
+        from harness.worker import serve
+
+        serve(worker_fd, device, int(request.get("cpu_memory_bytes") or 0),
+              float(request.get("gpu_memory_fraction") or 0.0))
+    finally:
+        os._exit(0)
+
+
+def _wait(pid: int, timeout_s: float) -> int | None:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            done, status = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            return -signal.SIGKILL  # already reaped: report it as killed
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        if time.monotonic() >= deadline:
+            return None
+        time.sleep(0.01)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--ctl-fd", type=int, required=True)
+    parser.add_argument("--device", required=True)
+    args = parser.parse_args()
+    ctl = socket.socket(fileno=args.ctl_fd)
+    _preload()
+    ctl.send(json.dumps({"ready": True, "pid": os.getpid()}).encode())
+    while True:
+        try:
+            data, fds, _flags, _addr = socket.recv_fds(ctl, 65536, 1)
+        except OSError:
+            break
+        if not data:
+            break
+        request = json.loads(data)
+        if request["op"] == "fork":
+            pid = os.fork()
+            if pid == 0:
+                _child(fds[0], ctl, request, args.device)
+            for fd in fds:
+                os.close(fd)
+            ctl.send(json.dumps({"pid": pid}).encode())
+        elif request["op"] == "wait":
+            ctl.send(json.dumps({"returncode": _wait(int(request["pid"]), float(request["timeout_s"]))}).encode())
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,37 @@
+"""The verbs as a person types them: help, bad input named, and the session store's config round trip."""
+
+from __future__ import annotations
+
+from typer.testing import CliRunner
+
+from agent_client.session.records import SessionConfig
+from agent_client.session.store import SessionStore
+from kernelkb_cli import app
+
+
+def test_tune_help_lists_the_flags():
+    result = CliRunner().invoke(app, ["tune", "--help"])
+    assert result.exit_code == 0
+    for flag in ("--budget", "--time-budget", "--device", "--resume", "--provider", "--policy", "--kb"):
+        assert flag in result.output
+
+
+def test_tune_names_a_missing_spec(tmp_path):
+    result = CliRunner().invoke(app, ["tune", str(tmp_path / "nope.py"), "--home", str(tmp_path), "--device", "cpu"])
+    assert result.exit_code == 2 and "nope.py does not exist" in result.output
+
+
+def test_resume_names_an_unknown_session(tmp_path):
+    result = CliRunner().invoke(app, ["tune", "--resume", "ghost", "--home", str(tmp_path)])
+    assert result.exit_code == 2 and "no session at" in result.output and "ghost" in result.output
+
+
+def test_session_config_round_trips_through_the_store(tmp_path):
+    config = SessionConfig(session_id="s", spec_path="/x/spec.py", budget=7, eval_options={"trials": 1},
+                           provider_options={"source": "old"}, time_budget_s=30.0)
+    store = SessionStore.create(tmp_path / "s", config)
+    store.close()
+    reopened = SessionStore.open(tmp_path / "s")
+    assert reopened.config() == config
+    assert reopened._db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    reopened.close()

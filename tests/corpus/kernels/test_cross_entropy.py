@@ -1,0 +1,45 @@
+"""The cross_entropy library kernel against each of its specs (tiny sizes), judged by the harness on CPU.
+
+Usage: .venv/bin/python -m pytest -x -q tests/corpus/kernels/test_cross_entropy.py
+
+Each spec is evaluated as a copy with SIZE = "tiny" on every variant (the Triton interpreter runs ~1 ms
+per program). Also: ignore_index rows leave the mean, and float targets are rejected.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from library_check import KERNELS, evaluate_tiny, family_specs, sidecar_reasons
+
+from harness import Status
+from harness.spec import import_file
+
+FAMILY = "cross_entropy"
+
+
+@pytest.mark.parametrize("spec", family_specs(FAMILY), ids=lambda p: p.stem)
+def test_kernel_passes_spec(spec: Path, tmp_path: Path):
+    verdict = evaluate_tiny(FAMILY, spec, tmp_path)
+    assert verdict.status is Status.passed, verdict.reasons
+
+
+def test_sidecar_matches_kernel():
+    assert sidecar_reasons(FAMILY) == []
+
+
+def kernel():
+    return import_file(KERNELS / FAMILY / "kernel.py", "test_cross_entropy_kernel")
+
+
+def test_ignored_rows_leave_the_mean():
+    x = torch.randn(6, 40) * 2.0
+    t = torch.tensor([3, -100, 0, 39, -100, 7])
+    torch.testing.assert_close(kernel().cross_entropy(x, t), torch.nn.functional.cross_entropy(x, t))
+
+
+def test_float_targets_are_rejected():
+    with pytest.raises(ValueError, match="targets"):
+        kernel().cross_entropy(torch.randn(3, 5), torch.rand(3, 5))

@@ -1,0 +1,84 @@
+"""Adversarial candidates through a real WorkerPool on CPU (Triton interpreter), static checks OFF so each
+cheat is caught by what it does at run time; crashes, exits and memory blow-ups are contained, and an
+honest candidate still passes afterwards in the same pool.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+from conftest import SPECS, candidate
+
+from harness import EvalConfig, Status, WorkerPool, evaluate
+
+SOFTMAX, NEAR_ZERO, LOOSE, LINEAR = (SPECS / f"{n}.py" for n in ("tiny_softmax", "near_zero", "fp32_loose",
+                                                                 "scaled_linear"))
+# (candidate, spec, accepted statuses, a word the reasons must contain)
+CASES = [
+    ("calls_reference", SOFTMAX, {Status.rejected}, "aten._softmax"),
+    ("calls_torch_softmax", SOFTMAX, {Status.rejected}, "aten._softmax"),
+    ("caches_output", SOFTMAX, {Status.rejected}, "cached"),
+    ("aliases_input", SOFTMAX, {Status.rejected}, "input 0"),
+    ("mutates_input", SOFTMAX, {Status.rejected}, "modified"),
+    ("side_thread", SOFTMAX, {Status.rejected}, "thread"),
+    ("monkeypatch_event", SOFTMAX, {Status.rejected}, "monkey-patching"),
+    ("lazy_subclass", SOFTMAX, {Status.rejected}, "subclass"),
+    ("hardcoded_shape", SOFTMAX, {Status.wrong}, "wide"),  # right on 4x100, wrong on the 2x300 variant
+    ("sys_exit", SOFTMAX, {Status.runtime_error}, "sys.exit"),
+    ("fake_json_stdout", SOFTMAX, {Status.wrong}, "outside atol"),  # stdout is never read as a result
+    ("segfault_ctypes", SOFTMAX, {Status.crashed}, "SIGSEGV"),
+    ("memory_blowup", SOFTMAX, {Status.runtime_error, Status.crashed}, "memory"),
+    ("triton_compile_error", SOFTMAX, {Status.compile_error}, "power of 2"),
+    ("zeros_near_zero", NEAR_ZERO, {Status.wrong}, "near zero or constant"),
+    ("precision_downgrade", LOOSE, {Status.rejected}, "precision downgrade"),
+    ("honest_scale", NEAR_ZERO, {Status.passed}, ""),
+    ("honest_fma", LOOSE, {Status.passed}, ""),
+    ("honest_scaled_linear", LINEAR, {Status.passed}, ""),
+    ("honest_softmax", SOFTMAX, {Status.passed}, ""),  # last: the pool is still healthy after all this
+]
+
+
+@pytest.fixture(scope="module")
+def verdicts():
+    config = EvalConfig.for_cpu_tests(static_checks=False, timeout_s=90.0, cpu_memory_limit_bytes=5 * 1024**3)
+    with WorkerPool(["cpu"], config=config) as pool:
+        results = pool.evaluate_many([(spec, candidate(name), "triton") for name, spec, _, _ in CASES])
+        restarts = pool.restarts
+    return dict(zip([c[0] for c in CASES], results)), restarts
+
+
+@pytest.mark.parametrize(("name", "spec", "statuses", "word"), CASES, ids=[c[0] for c in CASES])
+def test_classified(verdicts, name, spec, statuses, word):
+    verdict = verdicts[0][name]
+    assert verdict.status in statuses, (verdict.status, verdict.reasons)
+    assert word in " ".join(verdict.reasons), verdict.reasons
+    if verdict.status is Status.passed:
+        assert verdict.reasons == [] and verdict.latency_ms and verdict.n_timed >= 3
+
+
+def test_worker_replaced_after_each_failure(verdicts):
+    failures = sum(v.status is not Status.passed for v in verdicts[0].values())
+    assert verdicts[1] == failures
+
+
+def test_hang_and_forked_children_are_killed(tmp_path, monkeypatch):
+    pidfile = tmp_path / "pids"
+    monkeypatch.setenv("KKB_TEST_PIDFILE", str(pidfile))  # inherited by the worker
+    # a directly spawned worker (no fork server): it inherits this test's environment, and covers that path
+    config = EvalConfig.for_cpu_tests(static_checks=False, timeout_s=25.0, fork_server=False)
+    t0 = time.monotonic()
+    verdict = evaluate(SOFTMAX, candidate("hang_fork"), device="cpu", config=config)
+    assert verdict.status is Status.timeout and "25 s" in verdict.reasons[0]
+    assert time.monotonic() - t0 < 120
+    pids = [int(p) for p in pidfile.read_text().split()]
+    time.sleep(0.5)
+    for pid in pids:  # the worker and both forked children are gone (killed as a process group)
+        try:
+            os.kill(pid, 0)
+            with open(f"/proc/{pid}/stat") as f:
+                alive = f.read().split()[2] != "Z"  # a zombie is dead, waiting for its reaper
+        except (ProcessLookupError, FileNotFoundError):
+            alive = False
+        assert not alive, f"pid {pid} survived"

@@ -1,0 +1,42 @@
+"""`kkb bench` (harness/cli.py): one candidate, and a KernelBench-style suite folder with candidates by name."""
+
+from __future__ import annotations
+
+import json
+
+import typer
+from conftest import CANDIDATES, SPECS
+from typer.testing import CliRunner
+
+from harness.cli import bench
+
+app = typer.Typer()
+app.command()(bench)
+SUITE = SPECS / "suite"
+
+
+def test_single_candidate_table_and_json(tmp_path):
+    out = tmp_path / "v.json"
+    result = CliRunner().invoke(app, [str(SUITE / "1_TinyRelu.py"), str(CANDIDATES / "suite" / "1_TinyRelu.py"),
+                                      "--device", "cpu", "--no-compile-baseline", "--trials", "2",
+                                      "--json", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "passed" in result.output and "wall-clock" in result.output
+    data = json.loads(out.read_text())
+    assert data["status"] == "passed" and data["spec_name"] == "1_TinyRelu" and data["latency_ms"] > 0
+
+
+def test_suite_with_and_without_candidates(tmp_path):
+    out = tmp_path / "suite.json"
+    result = CliRunner().invoke(app, ["--suite", str(SUITE), "--candidates", str(CANDIDATES / "suite"),
+                                      "--device", "cpu", "--no-compile-baseline", "--json", str(out)])
+    assert result.exit_code == 0, result.output
+    rows = {r["spec"]: r for r in json.loads(out.read_text())["rows"]}
+    assert list(rows) == ["1_TinyRelu", "2_TinySum"]  # numeric order of KernelBench names
+    assert rows["1_TinyRelu"]["status"] == "passed" and rows["1_TinyRelu"]["speedup_vs_eager"] > 0
+    assert rows["2_TinySum"]["status"] == "baseline" and rows["2_TinySum"]["eager_ms"] > 0
+
+
+def test_missing_arguments_named():
+    result = CliRunner().invoke(app, ["--device", "cpu"])
+    assert result.exit_code != 0 and "SPEC and CANDIDATE" in result.output

@@ -1,0 +1,81 @@
+"""harness.evaluate end to end on CPU: a fresh worker per call, the Triton interpreter, the Verdict fields."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import SPECS, candidate
+
+from harness import EvalConfig, Status, Verdict, WorkerPool, evaluate, profile_spec
+
+
+@pytest.fixture(scope="module")
+def honest():
+    return evaluate(SPECS / "tiny_softmax.py", candidate("honest_softmax"), backend="triton", device="cpu",
+                    config=EvalConfig.for_cpu_tests())
+
+
+def test_honest_triton_passes_on_every_variant(honest):
+    assert honest.status is Status.passed and honest.reasons == []
+    assert set(honest.diagnostics["check"]) == {"default", "odd", "wide"}
+    assert honest.diagnostics["check"]["odd"]["trials"][0]["output"]["mismatch_count"] == 0
+
+
+def test_verdict_carries_timing_and_baselines(honest):
+    assert honest.diagnostics["timing_method"] == "wall_clock"  # marked as CPU wall-clock
+    assert 0 < honest.latency_p20_ms <= honest.latency_ms <= honest.latency_p80_ms
+    assert honest.n_timed >= 3 and honest.eager_ms > 0
+    assert honest.speedup_vs_eager == pytest.approx(honest.eager_ms / honest.latency_ms)
+    assert honest.bytes_moved == 2 * 4 * 100 * 4  # input + output of the timed (default) variant, fp32
+    assert honest.compile_ms is None  # switched off for CPU tests
+    assert honest.fraction_of_limit is None  # no peaks given and no measurement on CPU
+    again = Verdict.from_dict(honest.to_dict())
+    assert again == honest
+
+
+def test_fraction_of_limit_from_given_peaks():
+    from harness.config import HardwarePeaks
+
+    verdict = evaluate(SPECS / "tiny_softmax.py", candidate("honest_softmax"), device="cpu",
+                       config=EvalConfig.for_cpu_tests(check_variants=False, trials=1),
+                       peaks=HardwarePeaks(memory_bandwidth_bytes_per_s=1e3))  # absurdly low peak
+    assert verdict.status is Status.rejected and "implausible" in verdict.reasons[0]
+    assert verdict.fraction_of_limit > 1.05 and verdict.limit_kind == "memory"
+
+
+def test_static_rejection_needs_no_worker():
+    verdict = evaluate(SPECS / "tiny_softmax.py", candidate("side_stream"), device="cpu",
+                       config=EvalConfig.for_cpu_tests())
+    assert verdict.status is Status.rejected and verdict.diagnostics["stage"] == "static_checks"
+
+
+def test_syntax_error_is_compile_error():
+    verdict = evaluate(SPECS / "tiny_softmax.py", "def broken(:\n", device="cpu")
+    assert verdict.status is Status.compile_error and "syntax error" in verdict.reasons[0]
+
+
+def test_unknown_backend_is_a_clear_error():
+    with pytest.raises(ValueError, match="unknown backend 'nope'"):
+        evaluate(SPECS / "tiny_softmax.py", candidate("honest_softmax"), backend="nope", device="cpu")
+
+
+def test_cuda_backend_unavailable_on_cpu():
+    with pytest.raises(ValueError, match="cuda backend needs"):
+        evaluate(SPECS / "tiny_softmax.py", "x = 1", backend="cuda", device="cpu")
+
+
+def test_compile_stage_in_its_own_process():
+    config = EvalConfig.for_cpu_tests(trials=1, check_variants=False)
+    with WorkerPool(["cpu"], config=config, compile_workers=1) as pool:
+        bad, good = pool.evaluate_many([(SPECS / "tiny_softmax.py", candidate("triton_compile_error"), "triton"),
+                                        (SPECS / "tiny_softmax.py", candidate("honest_softmax"), "triton")])
+    assert bad.status is Status.compile_error and bad.diagnostics["stage"] == "compile"
+    assert good.status is Status.passed
+
+
+@pytest.mark.slow
+def test_torch_compile_baseline_on_cpu():
+    profile = profile_spec(SPECS / "suite" / "1_TinyRelu.py", device="cpu",
+                           config=EvalConfig.for_cpu_tests(time_compile_baseline=True))
+    timed = profile["timed"]["default"]
+    assert timed["compile_error"] is None, timed["compile_error"]
+    assert timed["compile"]["median_ms"] > 0 and timed["eager"]["method"] == "wall_clock"

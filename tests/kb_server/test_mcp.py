@@ -1,0 +1,73 @@
+"""The MCP server over stdio, driven by the `mcp` package's own client (ClientSession + stdio_client)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+import kbdata
+from mcp import ClientSession, StdioServerParameters, stdio_client
+from serverproc import FIXTURE_CORPUS, REPO
+
+TOOLS = {"search", "accelerator_facts", "fact_lookup", "build_prompt", "kernels", "search_kernels", "get_kernel"}
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory):
+    from kb_server.api.settings import ServerSettings
+    from kb_server.store import Store
+
+    home = tmp_path_factory.mktemp("mcp-home")
+    with kbdata.one_torch_thread():
+        kbdata.seed(Store(ServerSettings(home=home, corpus_dir=FIXTURE_CORPUS)))
+    return home
+
+
+async def _session_calls(home: Path) -> dict:
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "kb_server.mcp_server"], cwd=str(REPO),
+        env={**os.environ, "KKB_HOME": str(home), "KKB_CORPUS_DIR": str(FIXTURE_CORPUS), "HF_HUB_OFFLINE": "1"})
+    out = {}
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        out["tools"] = {t.name for t in (await session.list_tools()).tools}
+        out["fact"] = await session.call_tool("fact_lookup", {"accelerator": "h100", "question": "smem"})
+        out["acc"] = await session.call_tool("accelerator_facts", {"accelerator": "mi300x"})
+        out["search"] = await session.call_tool("search", {"query": "row softmax", "k": 3, "accelerator": "h100"})
+        out["prompt"] = await session.call_tool("build_prompt", {"spec_source": kbdata.SPEC, "accelerator": "h100",
+                                                                 "backend": "triton", "token_budget": 3000})
+        out["kernels"] = await session.call_tool("kernels", {"backend": "triton"})
+        out["similar"] = await session.call_tool("search_kernels", {"query": "softmax", "backend": "cuda"})
+        out["missing"] = await session.call_tool("fact_lookup", {"accelerator": "tpu", "question": "smem"})
+    return out
+
+
+def test_mcp_tools_over_stdio(home):
+    out = anyio.run(_session_calls, home)
+    assert TOOLS <= out["tools"]
+    best = out["fact"].structured_content["matches"][0]
+    assert (best["field"], best["value"], best["unit"]) == ("shared_memory_per_unit", 228, "KiB")
+    assert out["acc"].structured_content["compute_units"]["value"] == 304
+    hits = out["search"].structured_content["hits"]
+    assert hits and all(set(h["chunk"]["accelerator"]) & {"h100", "any"} for h in hits)
+    sections = [s["name"] for s in out["prompt"].structured_content["sections"]]
+    assert sections == ["hardware_facts", "passages", "example_kernels", "rules", "task"]
+    assert {k["id"] for k in out["kernels"].structured_content["kernels"]} == {"softmax-triton"}
+    assert out["similar"].structured_content["kernels"][0]["id"] == "softmax-cuda"
+    assert out["missing"].is_error and "unknown accelerator 'tpu'" in out["missing"].content[0].text
+
+
+def test_kkb_registers_the_verbs():
+    from typer.testing import CliRunner
+
+    from kernelkb_cli import app
+
+    out = CliRunner().invoke(app, ["--help"])
+    assert out.exit_code == 0
+    for verb in ("serve", "mcp", "facts"):
+        assert verb in out.output
