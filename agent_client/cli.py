@@ -67,6 +67,7 @@ def tune(
     from agent_client.runner import new_config, resume_session, run_session
 
     settings = _settings(home)
+    session_name = resume or "SESSION_ID"  # for the message after Ctrl-C
     try:
         if resume:
             result = resume_session(resume, settings, live=live)
@@ -86,10 +87,15 @@ def tune(
                 provider_options=provider_options, write_back=write_back, write_back_min_speedup=min_speedup,
                 policy_options=_parse_options(policy_option, "--policy-option"), command=" ".join(sys.argv),
             )
+            session_name = config.session_id
             result = run_session(config, settings, live=live)
     except (FileNotFoundError, FileExistsError, ValueError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc
+    except KeyboardInterrupt:
+        typer.echo(f"interrupted: evaluated candidates are saved; continue with `kkb tune --resume {session_name}`"
+                   f" (sessions under {settings.sessions_dir})", err=True)
+        raise typer.Exit(130) from None
     folder = settings.sessions_dir / result.session_id
     basis = {"compile": "torch.compile", "eager": "eager (compile baseline skipped)"}.get(result.fitness_basis or "")
     best = f"{result.best_fitness:.3f}x over {basis} ({result.best_node_id})" if result.best_node_id else "none"

@@ -41,7 +41,7 @@ _ALIASES = {
     "__add__": "add", "__radd__": "add", "__iadd__": "add", "__sub__": "sub", "__rsub__": "rsub",
     "__mul__": "mul", "__rmul__": "mul", "__imul__": "mul", "__truediv__": "div", "__rtruediv__": "div",
     "__pow__": "pow", "__neg__": "neg", "clip": "clamp", "multiply": "mul", "divide": "div",
-    "subtract": "sub", "true_divide": "div", "hardtanh": "clamp", "relu6": "clamp", "matmul": "matmul",
+    "subtract": "sub", "true_divide": "div", "matmul": "matmul",
     "mm": "matmul", "bmm": "matmul", "__matmul__": "matmul", "addmm": "linear", "max_pool2d_with_indices":
     "max_pool2d", "_softmax": "softmax", "special_log_softmax": "log_softmax",
 }

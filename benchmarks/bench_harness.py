@@ -208,6 +208,9 @@ def main() -> int:
             print(f"section {name} failed: {data['error']}", flush=True)
         data["section_seconds"] = time.perf_counter() - t0
         report["sections"][name] = data
+    from harness.process import FORK_BROKEN
+
+    report["fork_server_broken"] = dict(FORK_BROKEN)  # empty when forked workers worked on this device
     report["total_seconds"] = time.perf_counter() - t_start
     args.out_dir.mkdir(parents=True, exist_ok=True)
     tag = "h200" if "H200" in device_name else args.device.replace(":", "")

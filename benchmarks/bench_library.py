@@ -296,7 +296,7 @@ def main() -> int:
     p.add_argument("--max-timing-s", type=float, default=0.6, help="time cap of one timing loop")
     p.add_argument("--timeout", type=float, default=300.0, help="seconds per candidate in its worker")
     p.add_argument("--no-compile-baseline", action="store_true", help="skip torch.compile of the reference")
-    p.add_argument("--prewarm-workers", type=int, default=8, help="parallel cache warm-up processes (GPU)")
+    p.add_argument("--prewarm-workers", type=int, default=6, help="parallel cache warm-up processes (GPU)")
     p.add_argument("--bandwidth-gbps", type=float, default=H200_COPY_BANDWIDTH_GBPS,
                    help="memory limit for fraction_of_limit (default: the H200's measured copy rate)")
     p.add_argument("--table", nargs="*", default=None, help="print the markdown table of results files")

@@ -1,7 +1,7 @@
 """Retrieval quality of the knowledge base: recall@5 and MRR for dense, lexical (BM25) and hybrid search.
 
 Usage: .venv/bin/python benchmarks/bench_retrieval.py [--questions benchmarks/retrieval_questions.yaml]
-       [--k 5] [--depth 20] [--corpus corpus] [--out-dir benchmarks/results] [--merge]
+       [--k 5] [--depth 20] [--corpus corpus] [--merge]
 
 1. Loads the questions: a YAML list of {question, documents}; `documents` are repo-relative paths, any of
    which holds the answer. `--merge` first writes retrieval_questions.yaml from the per-area files
@@ -12,21 +12,18 @@ Usage: .venv/bin/python benchmarks/bench_retrieval.py [--questions benchmarks/re
    order, and scores: a question is a hit at k when an expected document is among the first k distinct
    documents; its reciprocal rank is 1/rank of the first expected document (0 when none appears).
    Chunk-level recall@k (an expected document among the first k chunks, before dedupe) is reported too.
-Writes benchmarks/results/retrieval-<UTC time>.json (machine, versions, date, command, per-mode metrics,
-the questions hybrid missed) and prints a short table last. CPU only; no GPU needed.
+Writes benchmarks/results/retrieval-<UTC time>.json through benchmarks/common.py (machine, versions, date,
+command, per-mode metrics and latency quantiles, the questions each mode missed) and prints a short table
+last. CPU only; no GPU needed.
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime as dt
-import json
-import platform
 import sys
 import tempfile
 import time
 from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
 
 import yaml
@@ -34,7 +31,9 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-MODES = ("dense", "lexical", "hybrid")
+from benchmarks.common import quantiles_ms, write_results
+
+MODES = ("lexical", "dense", "hybrid")  # dense not first: right after ingest the store is still busy
 PART_FILES = ("retrieval_questions_nvidia.yaml", "retrieval_questions_amd_mtia.yaml")
 
 
@@ -80,14 +79,18 @@ def merge_question_files(bench_dir: Path, target: Path) -> int:
     return len(items)
 
 
-def _doc_key(source: str) -> str:
-    """A chunk's source (relative to the ingest's working directory, or absolute) as a repo-relative path."""
+def _doc_key(source: str, corpus: Path) -> str:
+    """A chunk's source as a repo-style path (`corpus/docs/...`), the form the question files use.
+
+    Sources are relative to the ingest's working directory or absolute; a corpus outside the repo is
+    keyed relative to its parent, so `--corpus /elsewhere/corpus` still matches `corpus/...` paths.
+    """
     path = Path(source)
-    path = path if path.is_absolute() else (Path.cwd() / path)
-    try:
-        return path.resolve().relative_to(ROOT).as_posix()
-    except ValueError:
-        return source
+    path = (path if path.is_absolute() else Path.cwd() / path).resolve()
+    for base in (ROOT, corpus.parent):
+        if path.is_relative_to(base):
+            return path.relative_to(base).as_posix()
+    return source
 
 
 def score(ranked_docs: list[str], ranked_chunk_docs: list[str], expected: tuple[str, ...], k: int) -> dict:
@@ -114,10 +117,12 @@ def run(questions: list[Question], corpus: Path, k: int, depth: int) -> dict:
                                     "chunks": stats["chunks"], "skipped": report.skipped}, "modes": {}}
         for mode in MODES:
             store.search(questions[0].text, k=depth, mode=mode)  # warm-up: first query loads indexes
-            per_q, t0 = [], time.perf_counter()
+            per_q, lat_s = [], []
             for q in questions:
+                t0 = time.perf_counter()
                 hits = store.search(q.text, k=depth, mode=mode)
-                chunk_docs = [_doc_key(h.chunk.source) for h in hits]
+                lat_s.append(time.perf_counter() - t0)
+                chunk_docs = [_doc_key(h.chunk.source, corpus) for h in hits]
                 docs = list(dict.fromkeys(chunk_docs))  # dedupe, keeping rank order
                 per_q.append({"question": q.text, **score(docs, chunk_docs, q.documents, k), "top": docs[:k]})
             n = len(per_q)
@@ -125,21 +130,11 @@ def run(questions: list[Question], corpus: Path, k: int, depth: int) -> dict:
                 f"recall@{k}": round(sum(r["hit"] for r in per_q) / n, 4),
                 f"chunk_recall@{k}": round(sum(r["chunk_hit"] for r in per_q) / n, 4),
                 "mrr": round(sum(r["rr"] for r in per_q) / n, 4),
-                "ms_per_query": round(1000 * (time.perf_counter() - t0) / n, 1),
+                "latency": quantiles_ms(lat_s),
                 "misses": [{"question": r["question"], "rank": r["rank"], "top": r["top"]}
                            for r in per_q if not r["hit"]],
             }
     return results
-
-
-def _versions() -> dict:
-    out = {}
-    for pkg in ("chromadb", "sentence-transformers", "bm25s", "torch"):
-        try:
-            out[pkg] = metadata.version(pkg)
-        except metadata.PackageNotFoundError:
-            out[pkg] = None
-    return out
 
 
 def main() -> int:
@@ -149,7 +144,6 @@ def main() -> int:
     parser.add_argument("--corpus", type=Path, default=ROOT / "corpus")
     parser.add_argument("--k", type=int, default=5, help="cut-off for recall (distinct documents)")
     parser.add_argument("--depth", type=int, default=20, help="chunks requested per search before dedupe")
-    parser.add_argument("--out-dir", type=Path, default=ROOT / "benchmarks" / "results")
     parser.add_argument("--merge", action="store_true", help="first write --questions from the per-area files")
     args = parser.parse_args()
     if args.merge:
@@ -158,19 +152,13 @@ def main() -> int:
     if not args.questions.is_file():
         parser.error(f"{args.questions} does not exist; run with --merge or pass --questions")
     questions = load_questions(args.questions)
-    started = dt.datetime.now(dt.UTC)
     results = run(questions, args.corpus.resolve(), args.k, max(args.depth, args.k))
     report = {
-        "benchmark": "retrieval", "date": started.isoformat(timespec="seconds"),
-        "command": " ".join([sys.executable, *sys.argv]), "machine": platform.node(),
-        "python": platform.python_version(), "versions": _versions(),
         "questions_file": str(args.questions.relative_to(ROOT) if args.questions.is_relative_to(ROOT)
                               else args.questions),
         "n_questions": len(questions), "k": args.k, "depth": args.depth, **results,
     }
-    args.out_dir.mkdir(parents=True, exist_ok=True)
-    path = args.out_dir / f"retrieval-{started.strftime('%Y%m%dT%H%M%SZ')}.json"
-    path.write_text(json.dumps(report, indent=1, default=str), encoding="utf-8")
+    path = write_results("retrieval", report, packages=["chromadb", "sentence-transformers", "bm25s", "torch"])
     _print_summary(report, path)
     return 0
 
@@ -180,10 +168,10 @@ def _print_summary(report: dict, path: Path) -> None:
     ing = report["ingest"]
     print(f"{report['n_questions']} questions; corpus: {ing['documents']} documents, {ing['chunks']} chunks, "
           f"ingested in {ing['seconds']} s")
-    print(f"{'mode':<8} {'recall@' + str(k):>9} {'chunk_r@' + str(k):>10} {'MRR':>6} {'ms/query':>9} {'misses':>7}")
+    print(f"{'mode':<8} {'recall@' + str(k):>9} {'chunk_r@' + str(k):>10} {'MRR':>6} {'p50 ms':>7} {'misses':>7}")
     for mode, m in report["modes"].items():
         print(f"{mode:<8} {m[f'recall@{k}']:>9.3f} {m[f'chunk_recall@{k}']:>10.3f} {m['mrr']:>6.3f} "
-              f"{m['ms_per_query']:>9.1f} {len(m['misses']):>7}")
+              f"{m['latency']['p50_ms']:>7.1f} {len(m['misses']):>7}")
     print(f"wrote {path}")
 
 

@@ -2,10 +2,10 @@
 against the in-process Store.search measured in the same run on the same store.
 
 Usage: .venv/bin/python benchmarks/bench_server.py [--size 100000] [--levels 1,8,32] [--requests 160]
-       [--inprocess 100] [--torch-threads 1]
+       [--inprocess 100] [--torch-threads 1] [--build]
 
 The store is the KB-core benchmark's cached one (benchmarks/.cache/kb-<size>/, built by
-benchmarks/bench_kb.py); when it is missing it is built the same way (bench_kb.write_tree paragraphs,
+benchmarks/bench_kb.py); when it is missing, --build builds it the same way (bench_kb.write_tree paragraphs,
 real embeddings plus noise, bulk upsert). The server is `kkb serve` (one uvicorn process: the store's
 indexes and the write lock live in it; concurrent requests run in its thread pool) started as a
 subprocess on loopback; the clients are threads of this process, one keep-alive httpx client each.
@@ -44,8 +44,8 @@ def queries(n: int, seed: int) -> list[str]:
     return [f"{rng.choice(_WORDS)} {rng.choice(_WORDS)} case {seed}-{i}" for i in range(n)]
 
 
-def ensure_store(size: int) -> Path:
-    """benchmarks/.cache/kb-<size>, reused when it holds `size` chunks, else built like bench_kb does."""
+def ensure_store(size: int, build: bool) -> Path:
+    """benchmarks/.cache/kb-<size>, reused when it holds `size` chunks, else (--build) built like bench_kb."""
     from benchmarks.bench_kb import CACHE, build_store, write_tree
     from ingest.pipeline import IngestOptions, IngestReport, discover, read_document
     from kb_server.config import KBSettings
@@ -56,6 +56,9 @@ def ensure_store(size: int) -> Path:
     settings = KBSettings(home=home)
     if home.exists() and Store(settings).stats()["chunks"] == size:
         return home
+    if not build:
+        raise SystemExit(f"{home} is missing or does not hold {size} chunks (bench_kb.py may be building it); "
+                         f"wait, or pass --build to build it here")
     print(f"building the {size}-chunk store under {home} (bench_kb's method)", file=sys.stderr)
     embedder = get_embedder(settings.model)
     with tempfile.TemporaryDirectory() as tmp:
@@ -145,8 +148,9 @@ def main() -> None:
     parser.add_argument("--inprocess", type=int, default=100, help="in-process searches for the baseline")
     parser.add_argument("--torch-threads", type=int, default=1, help="torch threads, server and in-process")
     parser.add_argument("--port", type=int, default=8731)
+    parser.add_argument("--build", action="store_true", help="build the store when it is missing or incomplete")
     args = parser.parse_args()
-    home = ensure_store(args.size)
+    home = ensure_store(args.size, args.build)
     load_before = os.getloadavg()
     print("in-process baseline", file=sys.stderr)
     baseline = in_process(home, args.inprocess, args.torch_threads)

@@ -57,7 +57,7 @@ class ForkServer:
         with open(log, "ab") as out:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "harness.zygote", "--ctl-fd", str(theirs.fileno()), "--device", device],
-                pass_fds=(theirs.fileno(),), env=_env(device), cwd=tempfile.gettempdir(), stdout=out,
+                pass_fds=(theirs.fileno(),), env={**_env(device), "PYTORCH_NVML_BASED_CUDA_CHECK": "1"}, cwd=tempfile.gettempdir(), stdout=out,
                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
         theirs.close()
         self.sock = ours
@@ -75,6 +75,7 @@ class ForkServer:
 
     def _ask(self, message: dict, fds: list[int] = ()) -> dict:
         with self._lock:
+            self.sock.settimeout(120.0)  # a wedged fork server is an error, not a hang
             socket.send_fds(self.sock, [json.dumps(message).encode()], list(fds))
             data = self.sock.recv(65536)
         if not data:
@@ -104,6 +105,7 @@ class ForkServer:
 
 
 _SERVERS: dict[str, ForkServer] = {}
+FORK_BROKEN: dict[str, str] = {}  # device -> why forked workers failed there (then workers are spawned)
 _SERVERS_LOCK = threading.Lock()
 
 
@@ -162,10 +164,15 @@ class WorkerProcess:
         os.close(handle)
         self.log_path = Path(log_name)
         self.returncode = None
-        if self.config.fork_server:
-            self.server = fork_server(self.device)
-            self.pid = self.server.fork(fd, self.log_path, self.config)
-        else:
+        self.server, self.proc = None, None
+        if self.config.fork_server and self.device not in FORK_BROKEN:
+            try:
+                self.server = fork_server(self.device)
+                self.pid = self.server.fork(fd, self.log_path, self.config)
+            except (OSError, RuntimeError, ValueError) as exc:
+                FORK_BROKEN[self.device] = f"fork server: {exc}"
+                self.server = None
+        if self.server is None:
             cmd = [sys.executable, "-m", "harness.worker", "--fd", str(fd), "--device", self.device,
                    "--cpu-memory-bytes", str(self.config.cpu_memory_limit_bytes),
                    "--gpu-memory-fraction", str(self.config.gpu_memory_fraction)]
@@ -179,6 +186,12 @@ class WorkerProcess:
         self.jobs_done = 0
         ready = self._receive(STARTUP_TIMEOUT_S)
         if ready.get("status"):
+            if self.server is not None and self.device not in FORK_BROKEN:
+                # e.g. CUDA refusing to start in a forked process: spawn workers directly from now on
+                FORK_BROKEN[self.device] = f"{ready['reasons']} {self.log_tail(500)}"
+                self.close()
+                self.server = None
+                return self.start()
             raise RuntimeError(f"harness worker on {self.device} failed to start: {ready['reasons']}\n"
                                f"{self.log_tail()}")
 

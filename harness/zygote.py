@@ -21,15 +21,20 @@ import time
 
 
 def _preload() -> None:
-    import torch  # noqa: F401 - imported once here, inherited by every forked worker
+    """Import once here what every worker needs; forked workers inherit it (CUDA stays uninitialised)."""
+    import importlib
 
-    try:
-        import triton
-        import triton.language  # noqa: F401
-    except ImportError:
-        pass
-    import harness.checking
-    import harness.worker  # noqa: F401
+    import torch
+
+    for name in ("triton", "triton.language", "torch._dynamo", "harness.checking", "harness.worker"):
+        try:  # torch._dynamo: the first TorchDispatchMode use imports it (~10 s on a busy CPU)
+            importlib.import_module(name)
+        except ImportError:
+            pass
+    from harness.guard import OpRecorder
+
+    with OpRecorder():  # warm the dispatch-mode path once (a CPU op: no CUDA context is created here)
+        torch.empty(1)
 
 
 def _child(worker_fd: int, ctl: socket.socket, request: dict, device: str) -> None:

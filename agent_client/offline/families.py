@@ -76,6 +76,13 @@ def _single(sig: OpSignature) -> OpCall:
     return sig.ops[0]
 
 
+def _literal(value) -> str:
+    """Python source for a constant; infinities need a call, their repr is not valid source."""
+    if isinstance(value, float) and value in (float("inf"), float("-inf")):
+        return 'float("inf")' if value > 0 else 'float("-inf")'
+    return repr(value)
+
+
 # ---- pointwise -------------------------------------------------------------------------------
 _UNARY_SIMPLE = {"relu", "silu", "mish", "sigmoid", "tanh", "hardswish"}
 
@@ -131,14 +138,15 @@ def _pointwise(sig: OpSignature) -> list[str]:
             raise AdaptError(f"pointwise: {op.name} is not in the library chain")
         current = Arg("tmp", i)
     lines = ["x = inputs[0]"]
+    chain_src = "[" + ", ".join("(" + ", ".join(_literal(v) for v in op) + ",)" for op in chain) + "]"
     if bias is None:
-        lines.append(f"return pointwise_chain(x, {chain!r})")
+        lines.append(f"return pointwise_chain(x, {chain_src})")
     else:
         lines += [f"b = {bias}",
                   "inner = 1",
                   "for d in x.shape[x.dim() - (b.dim() - 1):] if b.dim() > 1 else ():",
                   "    inner *= d",
-                  f"return pointwise_chain(x, {chain!r}, b, inner)"]
+                  f"return pointwise_chain(x, {chain_src}, b, inner)"]
     return lines
 
 

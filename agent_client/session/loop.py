@@ -128,7 +128,7 @@ class Tuner:
             return "target"
         if c.time_budget_s is not None and time.monotonic() - self._t0 >= c.time_budget_s:
             return "time"
-        if c.stall_nodes and self.best is not None and self.since_best >= c.stall_nodes:
+        if c.stall_nodes and self.since_best >= c.stall_nodes:  # counted from the start when nothing passed
             return "stalled"
         return None
 

@@ -31,7 +31,7 @@ class SessionConfig:
     policy_options: dict = field(default_factory=dict)
     budget: int = 16  # candidates (nodes) in all, drafts included
     time_budget_s: float | None = None  # wall time of one run (a resumed run gets it afresh)
-    stall_nodes: int | None = None  # stop after this many evaluated nodes without a new best
+    stall_nodes: int | None = None  # stop after this many evaluated nodes without a new best (or any pass)
     target_speedup: float | None = None  # stop once the best fitness reaches it
     drafts: int = 4  # independent candidates before the first expansion
     proposals_per_step: int = 2  # candidates asked of the provider per request

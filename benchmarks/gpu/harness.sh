@@ -5,7 +5,7 @@
 set -u
 cd "$(dirname "$0")/../.."
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
-export KKB_HARNESS_CACHE="${KKB_HARNESS_CACHE:-$PWD/benchmarks/results/.cache}"
+export KKB_HARNESS_CACHE="${KKB_HARNESS_CACHE:-/tmp/kkb_harness_cache}"
 python3 -c "import torch, triton, sys; print('python', sys.version.split()[0], 'torch', torch.__version__, 'triton', triton.__version__, 'cuda', torch.cuda.is_available())"
 echo "== GPU tests (pytest -m gpu tests/harness) =="
 timeout 200 python3 -m pytest -m gpu tests/harness -q -x -p no:cacheprovider -o addopts="" 2>&1 | tail -n 40

@@ -23,13 +23,13 @@ FAST_EVAL = {"trials": 1, "min_reps": 1, "max_reps": 2, "warmup": 0, "max_timing
 # Our own words: a few passages for the retrieval sections of the prompts.
 PASSAGES = [
     ("relu-memory", ["any"], ["Playbook", "Pointwise ops"],
-     "A pointwise op such as relu reads each element once and writes it once, so it is memory bound: "
-     "coalesced, vectorised loads and a grid large enough to cover the bandwidth decide its speed."),
+     ("A pointwise op such as relu reads each element once and writes it once, so it is memory bound: "
+     "coalesced, vectorised loads and a grid large enough to cover the bandwidth decide its speed.")),
     ("h200-bandwidth", ["h200"], ["H200", "Memory"],
      "The H200 pairs Hopper SMs with HBM3e; a memory bound kernel should aim for most of the copy bandwidth."),
     ("triton-masks", ["any"], ["Triton", "Masks"],
-     "When the element count is not a multiple of BLOCK, load and store with a mask built from the offsets "
-     "and the size, and give masked loads an `other` value that does not change the result."),
+     ("When the element count is not a multiple of BLOCK, load and store with a mask built from the offsets "
+     "and the size, and give masked loads an `other` value that does not change the result.")),
 ]
 
 

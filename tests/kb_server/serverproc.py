@@ -31,6 +31,8 @@ class ServerProcess:
     proc: subprocess.Popen
     base_url: str
     log_path: Path
+    home: Path
+    env: dict
 
     def stop(self) -> None:
         if self.proc.poll() is None:
@@ -54,13 +56,14 @@ def start_server(home: Path, corpus_dir: Path = FIXTURE_CORPUS, env: dict | None
     port = free_port()
     full_env = {**os.environ, "KKB_HOME": str(home), "KKB_CORPUS_DIR": str(corpus_dir), "HF_HUB_OFFLINE": "1",
                 "TRANSFORMERS_OFFLINE": "1", **(env or {})}
-    full_env.pop("KKB_API_KEY", None) if "KKB_API_KEY" not in (env or {}) else None
+    if "KKB_API_KEY" not in (env or {}):
+        full_env.pop("KKB_API_KEY", None)
     log_path = home.parent / f"server-{port}.log"
     log = log_path.open("wb")
     proc = subprocess.Popen([sys.executable, "-m", "kb_server.api_cli", "serve", "--host", "127.0.0.1",
                              "--port", str(port), "--log-level", "warning"],
                             cwd=REPO, env=full_env, stdout=log, stderr=subprocess.STDOUT)
-    server = ServerProcess(proc, f"http://127.0.0.1:{port}", log_path)
+    server = ServerProcess(proc, f"http://127.0.0.1:{port}", log_path, home, dict(env or {}))
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if proc.poll() is not None:

@@ -228,3 +228,32 @@ def test_without_a_token_writes_need_loopback(home, store):
         assert c.get("/v1/kernels").status_code == 200  # reads stay open
     with TestClient(create_app(settings, store=store, bound_host="127.0.0.1")) as c:
         assert c.post("/v1/kernels", json=record).status_code == 201
+
+
+def test_streamed_body_over_the_limit_is_413(client):
+    def chunks():  # no content-length: the limit is enforced while the body streams in
+        for _ in range(70):
+            yield b"{" * 1024
+
+    assert_problem(client.post("/v1/search", content=chunks(), headers={"content-type": "application/json"}),
+                   413, "body")
+
+
+def test_pdf_and_html_uploads(client, tmp_path):
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    pdf.add_page()
+    pdf.set_font("Helvetica", size=12)
+    pdf.multi_cell(0, 8, "Warp specialisation: producer warps issue the pangolin loads while consumer warps "
+                         "run the math on the previous stage.")
+    html = ("<html><head><title>Swizzle notes</title></head><body><h1>Swizzle</h1><p>The armadillo swizzle "
+            "permutes shared memory columns so that a warp's accesses hit distinct banks.</p></body></html>")
+    for name, data, word in [("notes.pdf", bytes(pdf.output()), "pangolin"), ("page.html", html.encode(), "armadillo")]:
+        r = client.post("/v1/documents", files={"file": (name, data)}, headers=AUTH,
+                        data={"accelerator": "h100", "vendor": "nvidia", "kind": "arch"})
+        assert r.status_code == 201, r.text
+        hit = client.post("/v1/search", json={"query": f"{word}", "k": 1, "mode": "lexical"}).json()["hits"][0]
+        assert word in hit["chunk"]["text"] and hit["chunk"]["accelerator"] == ["h100"]
+        assert hit["chunk"]["kind"] == "arch"
+        assert client.delete(f"/v1/documents/{r.json()['document_id']}", headers=AUTH).status_code == 204

@@ -3,6 +3,7 @@ a SIGKILL in the middle of an upload, and a bounded schemathesis run over its Op
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import subprocess
@@ -110,11 +111,28 @@ def test_concurrent_writes_and_searches_lose_nothing(server, tmp_path):
             assert hits and f"quokka{n}x" in hits[0].chunk.text
 
 
-def test_sigkill_mid_upload_restarts_consistent(tmp_path):
-    home = tmp_path / "home"
-    home.mkdir()
-    env = {"KKB_API_KEY": KEY}
-    server = start_server(home, env=env)
+@pytest.mark.skipif(not SCHEMATHESIS.exists(), reason="schemathesis is not installed")
+def test_schemathesis_finds_no_server_errors(server):
+    with KBClient(server.base_url, api_key=KEY) as kb:  # something to find
+        kb.add_kernel(kernel(5000))
+    cmd = [str(SCHEMATHESIS), "run", f"{server.base_url}/openapi.json", "--checks", "not_a_server_error",
+           "--max-examples", "10", "--max-time", "30", "--seed", "1", "-H", f"Authorization: Bearer {KEY}",
+           "--request-timeout", "20", "--no-color"]
+    out = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "SCHEMATHESIS_HOOKS": ""})
+    assert out.returncode == 0, out.stdout[-6000:] + out.stderr[-2000:] + server.log()[-3000:]
+    passed = re.search(r"(\d+) passed", out.stdout)
+    assert passed and int(passed.group(1)) >= 10, out.stdout[-3000:]  # it did reach the operations
+    print(out.stdout[-1500:])
+
+
+def test_sigkill_mid_upload_restarts_consistent(server, tmp_path):
+    """Last in this module: it kills the module's server (after the other tests' writes, which must
+    survive too) and restarts one on the same store."""
+    home, env = server.home, server.env
+    with KBClient(server.base_url) as kb:
+        acked_before = kb.documents()
+        kernels_before = {k.id for k in kb.kernels()}
     acked_kernels, acked_docs = [], []
     try:
         with KBClient(server.base_url, api_key=KEY, retries=0) as kb:
@@ -135,18 +153,25 @@ def test_sigkill_mid_upload_restarts_consistent(tmp_path):
             except Exception as exc:  # noqa: BLE001  the server dies under it: no acknowledgement
                 outcome.append(exc)
 
+        stored = home / "uploads" / (hashlib.sha256(big.read_bytes()).hexdigest() + ".md")
         t = threading.Thread(target=upload_big)
         t.start()
-        time.sleep(2.5)  # in the middle of the upload: file stored, chunks being embedded or written
+        deadline = time.monotonic() + 120
+        while not stored.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert stored.exists(), "the upload never reached the store"
+        time.sleep(0.5)  # in the middle of the upload: file stored, its 600 chunks being embedded or written
         server.kill()
         t.join(30)
+        assert outcome, "the upload was acknowledged before the kill; nothing was interrupted"
     finally:
         server.stop()
     server = start_server(home, env=env)
     try:
         with KBClient(server.base_url) as kb:
             docs = kb.documents()
-            assert set(acked_docs) <= set(docs)
+            assert set(acked_docs) <= set(docs) and acked_before.items() <= docs.items()
+            assert kernels_before <= {k.id for k in kb.kernels()}
             assert all(kb.kernel(k).id == k for k in acked_kernels)
             stats = kb.stats()
             hits = kb.search("quokka901x", k=50, mode="lexical")
@@ -160,18 +185,3 @@ def test_sigkill_mid_upload_restarts_consistent(tmp_path):
     finally:
         server.stop()
         print(server.log()[-2000:])
-
-
-@pytest.mark.skipif(not SCHEMATHESIS.exists(), reason="schemathesis is not installed")
-def test_schemathesis_finds_no_server_errors(server):
-    with KBClient(server.base_url, api_key=KEY) as kb:  # something to find
-        kb.add_kernel(kernel(5000))
-    cmd = [str(SCHEMATHESIS), "run", f"{server.base_url}/openapi.json", "--checks", "not_a_server_error",
-           "--max-examples", "10", "--max-time", "30", "--seed", "1", "-H", f"Authorization: Bearer {KEY}",
-           "--request-timeout", "20", "--no-color"]
-    out = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=120,
-                         env={**os.environ, "SCHEMATHESIS_HOOKS": ""})
-    assert out.returncode == 0, out.stdout[-6000:] + out.stderr[-2000:] + server.log()[-3000:]
-    passed = re.search(r"(\d+) passed", out.stdout)
-    assert passed and int(passed.group(1)) >= 10, out.stdout[-3000:]  # it did reach the operations
-    print(out.stdout[-1500:])

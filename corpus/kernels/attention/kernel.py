@@ -17,7 +17,11 @@ import torch
 import triton
 import triton.language as tl
 from torch import nn
-from triton.tools.tensor_descriptor import TensorDescriptor
+
+try:  # host-side TMA descriptors (triton >= 3.3); without them the pointer path runs
+    from triton.tools.tensor_descriptor import TensorDescriptor
+except ImportError:  # pragma: no cover - older triton
+    TensorDescriptor = None
 
 TUNABLES = {"BLOCK_M": 128, "BLOCK_N": 64, "num_warps": 8, "num_stages": 3, "TMA": False}
 
@@ -115,6 +119,8 @@ def _attention_fwd_kernel(
 
 def _tma_ok(*tensors: torch.Tensor) -> bool:
     """TMA over a (B*H*S, D) view: contiguous tensors, 16-byte aligned base and rows."""
+    if TensorDescriptor is None:
+        return False
     return all(t.is_contiguous() and t.data_ptr() % 16 == 0 and (t.shape[-1] * t.element_size()) % 16 == 0
                for t in tensors)
 

@@ -17,7 +17,11 @@ import torch
 import triton
 import triton.language as tl
 from torch import nn
-from triton.tools.tensor_descriptor import TensorDescriptor
+
+try:  # host-side TMA descriptors (triton >= 3.3); without them the pointer path runs
+    from triton.tools.tensor_descriptor import TensorDescriptor
+except ImportError:  # pragma: no cover - older triton
+    TensorDescriptor = None
 
 TUNABLES = {
     "BLOCK_M": 128,
@@ -169,6 +173,8 @@ def _config(dtype: torch.dtype) -> dict:
 
 def _tma_ok(*tensors: torch.Tensor) -> bool:
     """TMA needs a unit last stride and 16-byte aligned base and row strides."""
+    if TensorDescriptor is None:
+        return False
     return all(t.stride(-1) == 1 and t.data_ptr() % 16 == 0 and (t.stride(0) * t.element_size()) % 16 == 0
                for t in tensors)
 

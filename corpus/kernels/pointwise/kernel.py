@@ -122,27 +122,28 @@ def _encode(chain) -> tuple[list[int], list[float]]:
     return codes, params
 
 
-def pointwise_chain(x: torch.Tensor, chain, bias: torch.Tensor | None = None, bias_inner: int = 1,
-                    params: torch.Tensor | None = None):
-    """Apply `chain` to x in one pass. `params` (float32, on x's device) may be passed to skip the
-    host-to-device copy of the op arguments on every call."""
-    codes, values = _encode(chain)
+def _launch(x: torch.Tensor, codes: list[int], params: torch.Tensor, bias: torch.Tensor | None,
+            bias_inner: int) -> torch.Tensor:
     has_bias = _OP_CODES["bias"] in codes
     if has_bias and bias is None:
         raise ValueError("pointwise chain has a 'bias' op but no bias tensor was given")
     x = x.contiguous()
     y = torch.empty_like(x)
     n = x.numel()
-    p = params if params is not None else torch.tensor(values, dtype=torch.float32, device=x.device)
-    b = bias.contiguous() if has_bias else p  # any pointer will do when HAS_BIAS is False
-    block, warps = TUNABLES["BLOCK"], TUNABLES["num_warps"]
-    grid = (triton.cdiv(n, block),)
-    _pointwise_kernel[grid](
-        x, y, b, p, n, *codes,
+    b = bias.contiguous() if has_bias else params  # any pointer will do when HAS_BIAS is False
+    block = TUNABLES["BLOCK"]
+    _pointwise_kernel[(triton.cdiv(n, block),)](
+        x, y, b, params, n, *codes,
         HAS_BIAS=has_bias, BIAS_INNER=bias_inner, BIAS_NUMEL=b.numel() if has_bias else 1,
-        BLOCK=block, num_warps=warps,
+        BLOCK=block, num_warps=TUNABLES["num_warps"],
     )
     return y
+
+
+def pointwise_chain(x: torch.Tensor, chain, bias: torch.Tensor | None = None, bias_inner: int = 1):
+    """Apply `chain` (e.g. [("gelu",), ("mul", 2.0)]) to x in one pass."""
+    codes, values = _encode(chain)
+    return _launch(x, codes, torch.tensor(values, dtype=torch.float32, device=x.device), bias, bias_inner)
 
 
 class ModelNew(nn.Module):
@@ -153,16 +154,14 @@ class ModelNew(nn.Module):
         shape = BIAS_SHAPE if CHAIN is not None else bias_shape
         self.bias = nn.Parameter(torch.randn(shape)) if shape is not None else None
         self._codes, self._values = _encode(self.ops)  # fails early on an unknown op
-        self._params = {}  # device -> float32 tensor of op arguments (not a buffer: model.to(bf16) must not round it)
+        self._params = {}  # device -> fp32 op arguments (not a buffer: model.to(bf16) must not round them)
 
     def forward(self, x):
         inner = 1
-        if self.bias is not None:
-            # bias of shape (C, 1, ..., 1) broadcasts over the trailing dims of x
-            trailing = [s for s in self.bias.shape[1:]]
-            for dim in x.shape[x.dim() - len(trailing):]:
+        if self.bias is not None:  # a (C, 1, ..., 1) bias broadcasts over the trailing dims of x
+            for dim in x.shape[x.dim() - (self.bias.dim() - 1):]:
                 inner *= dim
         params = self._params.get(x.device)
-        if params is None:
+        if params is None:  # once per device: no host-to-device copy per call
             params = self._params[x.device] = torch.tensor(self._values, dtype=torch.float32, device=x.device)
-        return pointwise_chain(x, self.ops, self.bias, inner, params)
+        return _launch(x, self._codes, params, self.bias, inner)

@@ -30,6 +30,8 @@ def test_session_runs_the_loop(tuned_session):
     assert [n.kind for n in nodes.values()] == ["draft", "draft", "draft", "expand", "expand"]
     assert nodes["n0003"].parent_ids == ["n0000"]
     requests = store.requests()
+    # generation overlaps evaluation: the provider was asked again while n0000 was still being judged
+    assert requests[1]["created_at"] < nodes["n0000"].evaluated_at
     expand = requests[3]
     assert expand["kind"] == "expand" and expand["parent_id"] == "n0000"
     assert '"BLOCK": 128' in expand["prompt"] and "Harness verdict of n0000" in expand["prompt"]

@@ -1,7 +1,7 @@
 """A tiny spec for the agent client's tests: negatives to zero, then doubled (KernelBench format)."""
 
 import torch
-import torch.nn as nn
+from torch import nn
 
 N = 300  # not a multiple of the block sizes the test kernels use: masks matter
 

@@ -1,0 +1,50 @@
+"""Stop conditions: time budget, stalled progress, target speedup; and a provider that keeps failing."""
+
+from __future__ import annotations
+
+import io
+
+from conftest import FAST_EVAL, SPEC, client_settings
+from fake_anthropic import FakeModelServer, Reply, text_with_code
+from kernels import good
+from rich.console import Console
+
+from agent_client.providers import get_provider
+from agent_client.runner import new_config, run_session
+
+
+def session(tmp_path, kb, script, session_id, **fields):
+    server = FakeModelServer(script).start()
+    try:
+        settings = client_settings(tmp_path, server.url, retry_attempts=0)
+        defaults = {"budget": 10, "device": "cpu", "provider": "anthropic", "drafts": 2, "proposals_per_step": 1,
+                    "write_back": False}
+        config = new_config(SPEC, settings, session_id=session_id, eval_overrides=FAST_EVAL, **{**defaults, **fields})
+        return run_session(config, settings, console=Console(file=io.StringIO()), live=False, kb=kb, report=False)
+    finally:
+        server.stop()
+
+
+def test_time_budget(kb, tmp_path):
+    result = session(tmp_path, kb, [Reply(text="thinking")], "t", time_budget_s=0.0)
+    assert result.stop_reason == "time" and result.nodes == 0
+
+
+def test_stalled_progress(kb, tmp_path):
+    result = session(tmp_path, kb, [Reply(text="still thinking")], "s", stall_nodes=3)
+    assert result.stop_reason == "stalled" and result.nodes == 3  # three malformed replies, no progress
+
+
+def test_target_speedup(kb, tmp_path):
+    result = session(tmp_path, kb, [text_with_code(good())], "g", target_speedup=1e-9, drafts=1)
+    assert result.stop_reason == "target" and result.best_fitness > 0 and result.nodes <= 3
+
+
+def test_provider_that_keeps_failing_stops_the_session(kb, tmp_path):
+    result = session(tmp_path, kb, [Reply(status=529)], "f")
+    assert result.stop_reason == "provider_failed" and result.nodes == 0
+
+
+def test_offline_is_registered(tmp_path):
+    provider = get_provider("offline", client_settings(tmp_path))
+    assert provider.name == "offline"
