@@ -49,7 +49,7 @@ def tune(
     proposals: Annotated[int, typer.Option(help="candidates asked per provider request")] = 2,
     stall: Annotated[int | None, typer.Option(help="stop after N evaluated nodes without a new best")] = None,
     target_speedup: Annotated[float | None, typer.Option(help="stop once the best speedup reaches this")] = None,
-    eval_workers: Annotated[int, typer.Option(help="concurrent harness evaluations")] = 1,
+    eval_workers: Annotated[int | None, typer.Option(help="candidates in the harness at once (default 1; GPU 3)")] = None,
     seed: int = 0,
     model: Annotated[str | None, typer.Option(help="model name for anthropic/openai")] = None,
     replay_from: Annotated[str | None, typer.Option(help="session id whose responses replay replays")] = None,

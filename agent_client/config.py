@@ -42,10 +42,9 @@ class ClientSettings(BaseSettings):
     )
     openai_model: str = "Qwen/Qwen2.5-Coder-32B-Instruct"  # KKB_OPENAI_MODEL: a common vLLM-served coder
 
-    # sessions
+    # sessions (defaults of new sessions; each session stores its own)
     token_budget: int = 6000  # tokens of the knowledge part of each prompt (kb_server.prompt)
     iteration_token_budget: int = 3000  # tokens of parent code, diagnostics and failure summaries
-    eval_workers: int = 1  # concurrent harness evaluations (one per GPU on a multi-GPU box)
 
     @property
     def sessions_dir(self) -> Path:

@@ -54,6 +54,11 @@ def new_config(spec_path: Path | str, settings: ClientSettings | None = None, se
     fields.setdefault("provider", settings.default_provider())
     fields.setdefault("kb_url", settings.kb_url)
     fields.setdefault("home", str(settings.home))
+    fields.setdefault("token_budget", settings.token_budget)
+    fields.setdefault("iteration_token_budget", settings.iteration_token_budget)
+    if device.startswith("cuda"):  # compile ahead of timing; timing itself stays one at a time per GPU
+        fields.setdefault("eval_workers", 3)
+        fields.setdefault("compile_workers", 2)
     eval_options = {**default_eval_options(device), **(eval_overrides or {})}
     return SessionConfig(session_id=session_id or new_session_id(spec), spec_path=str(spec), device=device,
                          eval_options=eval_options, **fields)
@@ -74,12 +79,16 @@ def run_session(config: SessionConfig, settings: ClientSettings, resume: bool = 
             accelerator_name, peaks = facts.name, peaks_for_device(facts.peaks(), config.device)
         except (KeyError, LookupError) as exc:
             raise ValueError(f"--target {config.target!r}: {exc}") from exc
-        evaluate = HarnessEvaluator(config.spec_path, config.backend, config.device, config.eval_options, peaks)
+        evaluate = HarnessEvaluator(config.spec_path, config.backend, config.device, config.eval_options, peaks,
+                                    compile_workers=config.compile_workers)
         console = console or Console(stderr=True)
-        with make_view(console, live) as view:
-            tuner = Tuner(config, store, kb, provider, policy, evaluate, view=view,
-                          accelerator_name=accelerator_name)
-            result = tuner.run()
+        try:
+            with make_view(console, live) as view:
+                tuner = Tuner(config, store, kb, provider, policy, evaluate, view=view,
+                              accelerator_name=accelerator_name)
+                result = tuner.run()
+        finally:
+            evaluate.close()
         (folder / "result.json").write_text(json.dumps(result.to_dict(), indent=2) + "\n", encoding="utf-8")
         if report:
             from agent_client.report import write_report

@@ -49,7 +49,7 @@ def _poison(value) -> None:
             t.fill_(float("nan"))
 
 
-def _run_candidate(model, inputs: list, backend: Backend, device: str, clock: Clock) -> tuple[object, list]:
+def _run_candidate(model, inputs: list, backend: Backend, device: str, clock: Clock) -> tuple[object, list, dict]:
     """One guarded forward: returns (output, cheat reasons)."""
     saved = guard.snapshot_bytes(inputs)
     threads_before = threading.active_count()
@@ -83,6 +83,8 @@ def check_variant(spec: Spec, cand_cls: type, variant: Variant, backend: Backend
         cand_inputs, ref_inputs = guard.clone_inputs(inputs), guard.clone_inputs(inputs)
         out, cheat, ops = _run_candidate(cand_model, cand_inputs, backend, device, clock)
         diag["aten_ops"] = ops
+        if prev_ref is not None and guard.aliasing_reasons(out, guard.tensors_of(prev_ref)):
+            cheat.append("the output shares memory with the reference's output (reusing the reference's result)")
         if cheat:
             cheats += [f"variant {variant.name!r} trial {trial}: {r}" for r in cheat]
             break

@@ -75,7 +75,10 @@ def _print_table(rows: list[dict], title: str) -> None:
                       _fmt(r.get("speedup_vs_compile"), ".2f"),
                       "-" if frac is None else f"{100 * frac:.1f}% {r.get('limit_kind') or ''}",
                       "; ".join(r.get("reasons") or [])[:300])
-    Console().print(table)
+    console = Console()
+    if not console.is_terminal:  # logs and captured output: wide enough for every column
+        console = Console(width=160)
+    console.print(table)
     methods = {r.get("timing_method") for r in rows} - {None}
     if "wall_clock" in methods:
         print("timings are wall-clock on CPU (Triton interpreter): not comparable with GPU numbers")

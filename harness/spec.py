@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -159,6 +160,7 @@ def make_inputs(spec: Spec, variant: Variant, seed: int, device: str) -> list:
                 x = x.to(dtype)
             x = x.to(device)
         out.append(x)
+    torch.manual_seed(int.from_bytes(os.urandom(7), "little"))  # the candidate cannot read the input seed
     return out
 
 

@@ -156,6 +156,17 @@ def check_candidate_once(spec, model, ref, inputs, backend, device, clock):
     return [f"after timing, the output is no longer right: {r}" for r in reasons], out, ops
 
 
+def _exit_code(status: str) -> int:
+    from harness.verdict import ExitCode, Status
+
+    if status == "harness_error":
+        return int(ExitCode.HARNESS_ERROR)
+    try:
+        return int(ExitCode.for_status(Status(status)))
+    except ValueError:
+        return int(ExitCode.HARNESS_ERROR)
+
+
 def serve(fd: int, device: str, cpu_memory_bytes: int = 0, gpu_memory_fraction: float = 0.0) -> None:
     """Answer jobs on the Connection over `fd` until it closes (or a job leaves the context unusable)."""
     from multiprocessing.connection import Connection
@@ -198,7 +209,7 @@ def serve(fd: int, device: str, cpu_memory_bytes: int = 0, gpu_memory_fraction: 
         if result.get("poisoned") or job.get("one_shot"):
             sys.stdout.flush()
             sys.stderr.flush()
-            os._exit(0)
+            os._exit(_exit_code(result.get("status", "")))
 
 
 def main() -> None:

@@ -62,7 +62,7 @@ def run_tool(name: str, args: dict, request: ProposalRequest, state: dict) -> tu
             from agent_client.session.evaluator import HarnessEvaluator, default_eval_options
 
             evaluate = HarnessEvaluator(request.spec_path, request.backend, request.device,
-                                        default_eval_options(request.device))
+                                        default_eval_options(request.device), pool=False)
             verdict = evaluate(str(args["code"]))
             keep = ("status", "reasons", "latency_ms", "speedup_vs_eager", "speedup_vs_compile",
                     "fraction_of_limit", "limit_kind")

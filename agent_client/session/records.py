@@ -35,7 +35,8 @@ class SessionConfig:
     target_speedup: float | None = None  # stop once the best fitness reaches it
     drafts: int = 4  # independent candidates before the first expansion
     proposals_per_step: int = 2  # candidates asked of the provider per request
-    eval_workers: int = 1  # concurrent harness evaluations
+    eval_workers: int = 1  # candidates in the harness at once (waiting, compiling or being timed)
+    compile_workers: int = 0  # harness processes compiling candidates ahead of timing (GPU: 2)
     token_budget: int = 6000  # knowledge part of each prompt
     iteration_token_budget: int = 3000  # parent code, diagnostics, failure summaries
     seed: int = 0

@@ -79,3 +79,9 @@ def test_torch_compile_baseline_on_cpu():
     timed = profile["timed"]["default"]
     assert timed["compile_error"] is None, timed["compile_error"]
     assert timed["compile"]["median_ms"] > 0 and timed["eager"]["method"] == "wall_clock"
+
+
+def test_torch_backend_allows_pytorch_ops():
+    source = candidate("calls_torch_softmax")  # rejected as a triton candidate, fine as a torch one
+    config = EvalConfig.for_cpu_tests(trials=1)
+    assert evaluate(SPECS / "tiny_softmax.py", source, backend="torch", device="cpu", config=config).passed

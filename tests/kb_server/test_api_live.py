@@ -21,6 +21,7 @@ from serverproc import start_server
 
 from kb_server.client import KBClient
 
+pytestmark = pytest.mark.slow  # starts server processes: tens of seconds on 2 busy cores
 KEY = "live-key"
 SCHEMATHESIS = Path(sys.executable).with_name("schemathesis")
 

@@ -14,6 +14,7 @@ import kbdata
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from serverproc import FIXTURE_CORPUS, REPO
 
+pytestmark = pytest.mark.slow  # starts server processes: tens of seconds on 2 busy cores
 TOOLS = {"search", "accelerator_facts", "fact_lookup", "build_prompt", "kernels", "search_kernels", "get_kernel"}
 
 
