@@ -52,6 +52,8 @@ def tune(
     eval_workers: Annotated[int | None, typer.Option(help="candidates in the harness at once (default 1; GPU 3)")] = None,
     seed: int = 0,
     model: Annotated[str | None, typer.Option(help="model name for anthropic/openai")] = None,
+    base_url: Annotated[str | None, typer.Option(help="endpoint for openai (e.g. http://127.0.0.1:8000/v1) "
+                                                      "or anthropic")] = None,
     replay_from: Annotated[str | None, typer.Option(help="session id whose responses replay replays")] = None,
     session_id: Annotated[str | None, typer.Option(help="name of the new session")] = None,
     resume: Annotated[str | None, typer.Option(help="continue a session by id (no other flags needed)")] = None,
@@ -65,6 +67,7 @@ def tune(
 ) -> None:
     """Tune a kernel for SPEC: draft candidates, evaluate them, expand the best, keep what is learned."""
     from agent_client.runner import new_config, resume_session, run_session
+    from agent_client.session.records import speedup_text
 
     settings = _settings(home)
     session_name = resume or "SESSION_ID"  # for the message after Ctrl-C
@@ -79,6 +82,8 @@ def tune(
                 provider_options["model"] = model
             if replay_from:
                 provider_options["source"] = replay_from
+            if base_url:
+                provider_options["base_url"] = base_url
             config = new_config(
                 spec, settings, session_id=session_id, eval_overrides=_parse_options(eval_option, "--eval-option"),
                 target=target, backend=backend, budget=budget, time_budget_s=time_budget, device=device,
@@ -98,7 +103,7 @@ def tune(
         raise typer.Exit(130) from None
     folder = settings.sessions_dir / result.session_id
     basis = {"compile": "torch.compile", "eager": "eager (compile baseline skipped)"}.get(result.fitness_basis or "")
-    best = f"{result.best_fitness:.3f}x over {basis} ({result.best_node_id})" if result.best_node_id else "none"
+    best = f"{speedup_text(result.best_fitness)} over {basis} ({result.best_node_id})" if result.best_node_id else "none"
     typer.echo(f"session {result.session_id}: {result.nodes} candidates, stop: {result.stop_reason}, best {best}")
     typer.echo(f"report: {folder / 'report.html'}")
     if result.written_kernels:

@@ -16,6 +16,8 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from agent_client.session.records import speedup_text
+
 
 def render(summary: dict) -> Panel:
     """The panel for one summary (also used by tests through a recording console)."""
@@ -27,7 +29,7 @@ def render(summary: dict) -> Panel:
     head.add_row("candidates evaluated", Text(f"{summary['evaluated']} / {summary['budget']}"
                  f"  (in flight {summary['in_flight']}, passed {summary['passed']})"))
     best = summary.get("best_fitness") or 0.0
-    head.add_row("best speedup", Text(f"{best:.3f}x vs {basis}  [{summary.get('best_node_id') or '-'}]"
+    head.add_row("best speedup", Text(f"{speedup_text(best)} vs {basis}  [{summary.get('best_node_id') or '-'}]"
                  if best > 0 else "none yet"))
     head.add_row("elapsed", Text(f"{summary['elapsed_s']:.0f} s"))
     failures = Table("failure class", "count", box=None, pad_edge=False)
@@ -74,7 +76,7 @@ class LineView:
         new = min(len(log), events - self._printed)
         best = summary.get("best_fitness") or 0.0
         for line in log[len(log) - new:] if new > 0 else []:
-            self.console.print(f"[{summary['evaluated']}/{summary['budget']}] {line}  (best {best:.3f}x)",
+            self.console.print(f"[{summary['evaluated']}/{summary['budget']}] {line}  (best {speedup_text(best)})",
                                highlight=False, markup=False)
         self._printed = events
 

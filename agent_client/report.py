@@ -16,7 +16,7 @@ from collections import Counter
 from pathlib import Path
 from string import Template
 
-from agent_client.session.records import Node
+from agent_client.session.records import Node, speedup_text
 from agent_client.session.store import SessionStore
 
 TEMPLATE_PATH = Path(__file__).parent / "templates" / "report.html"
@@ -45,7 +45,7 @@ def render_report(store: SessionStore) -> str:
         "backend": E(config.backend), "device": E(config.device), "provider": E(config.provider),
         "policy": E(config.policy), "stop_reason": E(str(info.get("stop_reason") or info.get("status"))),
         "created": E(dt.datetime.fromtimestamp(created, dt.UTC).strftime("%Y-%m-%d %H:%M UTC")),
-        "best_text": f"{best.fitness:.3f}x" if best else "none",
+        "best_text": speedup_text(best.fitness) if best else "none",
         "basis_note": E(basis.get(best.fitness_basis or "", "")) if best else "no correct candidate",
         "n_nodes": str(len(nodes)), "n_passed": str(outcomes.get("passed", 0)),
         "time_to_best": f"{best.evaluated_at - created:.0f} s" if best and best.evaluated_at else "-",
@@ -56,7 +56,7 @@ def render_report(store: SessionStore) -> str:
                           for k in sorted(outcomes)),
         "filter_options": "".join(f'<option value="{E(k)}">{E(k)}</option>' for k in sorted(outcomes)),
         "rows": "\n".join(_row(n) for n in nodes),
-        "winner_title": f": {E(best.id)} ({best.fitness:.3f}x)" if best else ": none",
+        "winner_title": f": {E(best.id)} ({speedup_text(best.fitness)})" if best else ": none",
         "winner_code": E(best.code) if best else "No candidate was correct and timed in this session.",
     }
     return Template(TEMPLATE_PATH.read_text(encoding="utf-8")).substitute(values)
@@ -73,13 +73,15 @@ def _row(node: Node) -> str:
     cls = "passed" if outcome == "passed" else "fail"
     cells.append(("", f'<span class="{cls}">{E(outcome)}</span>'))
     for key in ("speedup_vs_eager", "speedup_vs_compile", "latency_ms"):
-        raw, text = _num(v.get(key), "{:.4g}" if key == "latency_ms" else "{:.3f}")
+        raw, text = _num(v.get(key), "{:.4g}" if key == "latency_ms" else "{:.3g}")
         cells.append((raw, text))
     cells.append(("", E(str(v.get("limit_kind") or "-"))))
     cells.append(_num(v.get("fraction_of_limit"), "{:.1%}"))
     reasons = "\n".join(str(r)[:400] for r in (v.get("reasons") or []))
-    diagnostics = json.dumps(v.get("diagnostics") or {}, default=str)[:600]
-    detail = E(reasons or "ok") + (f"\n<small>{E(diagnostics)}</small>" if diagnostics != "{}" else "")
+    diagnostics = json.dumps(v.get("diagnostics") or {}, default=str, indent=1)[:4000]
+    detail = E(reasons or "ok")
+    if diagnostics != "{}":
+        detail += f"<details><summary>diagnostics</summary><pre><code>{E(diagnostics)}</code></pre></details>"
     if node.code:
         detail += f"<details><summary>code</summary><pre><code>{E(node.code)}</code></pre></details>"
     tds = []
@@ -98,7 +100,8 @@ def chart_svg(nodes: list[Node], created: float, width: int = 720, height: int =
         return (f'<svg id="chart" width="{width}" height="60" xmlns="http://www.w3.org/2000/svg">'
                 '<text x="12" y="34">no evaluated candidate</text></svg>')
     t_max = max(n.evaluated_at - created for n in done) or 1.0
-    y_max = max(max(n.fitness for n in done), 1.0) * 1.1
+    top = max(n.fitness for n in done)
+    y_max = (max(top, 1.0) if top >= 0.5 else top or 1.0) * 1.15  # show the 1x line only when it is near
     sx = lambda t: pad_l + (width - pad_l - pad_r) * t / t_max
     sy = lambda y: height - pad_b - (height - pad_t - pad_b) * y / y_max
     parts = [(f'<svg id="chart" width="{width}" height="{height}" xmlns="http://www.w3.org/2000/svg" '
@@ -106,7 +109,10 @@ def chart_svg(nodes: list[Node], created: float, width: int = 720, height: int =
     for i in range(5):  # y grid and labels
         y = y_max * i / 4
         parts.append(f'<line x1="{pad_l}" x2="{width - pad_r}" y1="{sy(y):.1f}" y2="{sy(y):.1f}" stroke="#eee"/>'
-                     f'<text x="{pad_l - 6}" y="{sy(y) + 4:.1f}" text-anchor="end">{y:.2f}x</text>')
+                     f'<text x="{pad_l - 6}" y="{sy(y) + 4:.1f}" text-anchor="end">{speedup_text(y)}</text>')
+    if y_max > 1.0:  # the baseline: faster than torch.compile (or eager) above this line
+        parts.append(f'<line id="baseline" x1="{pad_l}" x2="{width - pad_r}" y1="{sy(1.0):.1f}" y2="{sy(1.0):.1f}" '
+                     'stroke="#f59e0b" stroke-dasharray="4 3"/>')
     parts.append(f'<line x1="{pad_l}" x2="{pad_l}" y1="{pad_t}" y2="{height - pad_b}" stroke="#999"/>'
                  f'<line x1="{pad_l}" x2="{width - pad_r}" y1="{height - pad_b}" y2="{height - pad_b}" stroke="#999"/>'
                  f'<text x="{width / 2:.0f}" y="{height - 6}" text-anchor="middle">seconds since start '
@@ -124,12 +130,12 @@ def chart_svg(nodes: list[Node], created: float, width: int = 720, height: int =
     for n in done:
         colour = COLOURS.get(n.outcome, "#999")
         parts.append(f'<circle class="point" cx="{sx(n.evaluated_at - created):.1f}" cy="{sy(n.fitness):.1f}" '
-                     f'r="3.5" fill="{colour}"><title>{E(n.id)} {E(n.outcome)} {n.fitness:.3f}x</title></circle>')
+                     f'r="3.5" fill="{colour}"><title>{E(n.id)} {E(n.outcome)} {speedup_text(n.fitness)}</title></circle>')
     parts.append("</svg>")
     return "".join(parts)
 
 
-def graph_svg(nodes: list[Node], col_w: int = 120, row_h: int = 34) -> str:
+def graph_svg(nodes: list[Node], col_w: int = 190, row_h: int = 34) -> str:
     """The search graph: one column per depth, parents to children, nodes coloured by outcome."""
     by_id = {n.id: n for n in nodes}
     depth: dict[str, int] = {}
@@ -139,7 +145,7 @@ def graph_svg(nodes: list[Node], col_w: int = 120, row_h: int = 34) -> str:
     for n in nodes:
         columns.setdefault(depth[n.id], []).append(n.id)
     pos = {nid: (40 + d * col_w, 24 + i * row_h) for d, ids in columns.items() for i, nid in enumerate(ids)}
-    width = 80 + col_w * max(columns or {0: []})
+    width = 60 + col_w * (1 + max(columns or {0: []}))
     height = 48 + row_h * max((len(v) for v in columns.values()), default=1)
     best = max((n for n in nodes if n.fitness > 0), key=lambda n: n.fitness, default=None)
     parts = [(f'<svg id="graph" width="{max(width, 200)}" height="{height}" xmlns="http://www.w3.org/2000/svg" '
@@ -152,7 +158,7 @@ def graph_svg(nodes: list[Node], col_w: int = 120, row_h: int = 34) -> str:
     for n in nodes:
         x, y = pos[n.id]
         ring = ' stroke="#1d4ed8" stroke-width="3"' if best is not None and n.id == best.id else ""
-        label = f"{n.fitness:.2f}x" if n.fitness > 0 else n.outcome[:8]
+        label = speedup_text(n.fitness) if n.fitness > 0 else n.outcome[:8]
         parts.append(f'<g class="node" data-id="{E(n.id)}"><circle cx="{x}" cy="{y}" r="9" '
                      f'fill="{COLOURS.get(n.outcome, "#999")}"{ring}><title>{E(n.id)}: {E(n.outcome)}</title></circle>'
                      f'<text x="{x + 13}" y="{y + 4}">{E(n.id)} {E(label)}</text></g>')

@@ -67,28 +67,21 @@ def new_config(spec_path: Path | str, settings: ClientSettings | None = None, se
 def run_session(config: SessionConfig, settings: ClientSettings, resume: bool = False,
                 console: Console | None = None, live: bool | None = None, kb: Any = None,
                 provider: Any = None, report: bool = True) -> SessionResult:
+    """Run (or continue) a session; the KB, provider and target are checked before anything is written."""
     folder = settings.sessions_dir / config.session_id
+    if not resume and (folder / "session.sqlite").exists():
+        raise FileExistsError(f"session {config.session_id!r} already exists at {folder}; use --resume")
+    kb = kb or open_kb(config.kb_url, Path(config.home) if config.home else None, api_key=settings.kb_api_key)
+    accelerator_name, peaks = _target(kb, config)
+    provider = provider or get_provider(config.provider, settings, **config.provider_options)
+    policy = get_policy(config.policy, seed=config.seed, **config.policy_options)
     store = SessionStore.open(folder) if resume else SessionStore.create(folder, config)
+    evaluate = HarnessEvaluator(config.spec_path, config.backend, config.device, config.eval_options, peaks,
+                                compile_workers=config.compile_workers)
     try:
-        kb = kb or open_kb(config.kb_url, Path(config.home) if config.home else None, api_key=settings.kb_api_key)
-        provider = provider or get_provider(config.provider, settings, **config.provider_options)
-        policy = get_policy(config.policy, seed=config.seed, **config.policy_options)
-        accelerator_name, peaks = config.target, {}
-        try:
-            facts = kb.accelerator(config.target)
-            accelerator_name, peaks = facts.name, peaks_for_device(facts.peaks(), config.device)
-        except (KeyError, LookupError) as exc:
-            raise ValueError(f"--target {config.target!r}: {exc}") from exc
-        evaluate = HarnessEvaluator(config.spec_path, config.backend, config.device, config.eval_options, peaks,
-                                    compile_workers=config.compile_workers)
-        console = console or Console(stderr=True)
-        try:
-            with make_view(console, live) as view:
-                tuner = Tuner(config, store, kb, provider, policy, evaluate, view=view,
-                              accelerator_name=accelerator_name)
-                result = tuner.run()
-        finally:
-            evaluate.close()
+        with make_view(console or Console(stderr=True), live) as view:
+            tuner = Tuner(config, store, kb, provider, policy, evaluate, view=view, accelerator_name=accelerator_name)
+            result = tuner.run()
         (folder / "result.json").write_text(json.dumps(result.to_dict(), indent=2) + "\n", encoding="utf-8")
         if report:
             from agent_client.report import write_report
@@ -96,7 +89,20 @@ def run_session(config: SessionConfig, settings: ClientSettings, resume: bool = 
             write_report(store, folder / "report.html")
         return result
     finally:
+        evaluate.close()
         store.close()
+
+
+def _target(kb: Any, config: SessionConfig) -> tuple[str, dict]:
+    """The target's name for the prompts and its peaks for the harness (GPU only)."""
+    try:
+        facts = kb.accelerator(config.target)
+    except (KeyError, LookupError) as exc:
+        raise ValueError(f"--target {config.target!r}: {exc}") from exc
+    except Exception as exc:  # e.g. the KB server is down: say which KB, then stop
+        where = f"server {config.kb_url}" if config.kb_url else f"embedded store under {config.home}"
+        raise ValueError(f"cannot read the knowledge base ({where}): {type(exc).__name__}: {exc}") from exc
+    return facts.name, peaks_for_device(facts.peaks(), config.device)
 
 
 def resume_session(session_id: str, settings: ClientSettings, **kwargs: Any) -> SessionResult:

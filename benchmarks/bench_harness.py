@@ -207,6 +207,8 @@ def main() -> int:
             data = {"error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()[-3000:]}
             print(f"section {name} failed: {data['error']}", flush=True)
         data["section_seconds"] = time.perf_counter() - t0
+        if args.device.startswith("cuda"):
+            torch.cuda.empty_cache()  # leave the GPU's memory to the workers of the next section
         report["sections"][name] = data
     from harness.process import FORK_BROKEN
 

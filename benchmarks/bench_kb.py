@@ -73,12 +73,17 @@ def paragraph(rng: random.Random) -> str:
     return " ".join(sentences)
 
 
+def _vendor(accelerator: str) -> str:
+    if accelerator == "any":
+        return "any"
+    return "amd" if accelerator.startswith("mi") else "meta" if accelerator.startswith("mtia") else "nvidia"
+
+
 def write_tree(root: Path, n_files: int, seed: int = 0) -> None:
     rng = random.Random(seed)
     for i in range(n_files):
         acc = rng.choice(ACCELERATORS)
-        vendor = "any" if acc == "any" else ("amd" if acc.startswith("mi") else "meta" if acc.startswith("mtia")
-                                             else "nvidia")
+        vendor = _vendor(acc)
         folder = root / f"part{i // 100:02d}"
         folder.mkdir(parents=True, exist_ok=True)
         (folder / f"note{i:04d}.md").write_text(
@@ -172,8 +177,9 @@ def build_store(size: int, base_chunks: list[Chunk], base_vectors: np.ndarray, e
                 n = d * per_doc + j
                 base = base_chunks[n % len(base_chunks)]
                 extra = f" Variant {n}: measured with op{words.randint(10000, 99999)} on run {n % 997}."
-                meta = {"source": f"synthetic/doc{d:05d}.md", "title": f"Synthetic {d}",
-                        "accelerator": base.accelerator, "vendor": base.vendor, "kind": base.kind}
+                acc = ACCELERATORS[words.randrange(len(ACCELERATORS))]  # metadata drawn per chunk, not per copy
+                meta = {"source": f"synthetic/doc{d:05d}.md", "title": f"Synthetic {d}", "accelerator": [acc],
+                        "vendor": _vendor(acc), "kind": base.kind}
                 chunk = Chunk(id=chunk_id(f"doc{d}", base.heading_path, base.text + extra, meta),
                               document_id=f"doc{d}", text=base.text + extra, heading_path=base.heading_path, **meta)
                 vec = base_vectors[n % len(base_vectors)] + rng.normal(0, 0.02, base_vectors.shape[1])

@@ -29,7 +29,7 @@ import platform
 import sys
 import tempfile
 import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from multiprocessing import get_context
 from pathlib import Path
@@ -60,6 +60,12 @@ def with_tunables(source: str, overrides: dict) -> str:
     raise ValueError("kernel source has no module-level TUNABLES dict literal to rewrite")
 
 
+# Specs measured first (a run cut short by a time limit keeps these): one headline spec per family.
+PRIORITY = ("softmax_wide_rows", "log_softmax_vocab", "cross_entropy_vocab_fp32", "groupnorm_32g_fp32",
+            "layernorm_4096_fp32", "rmsnorm_4096_bf16", "batchnorm_train_fp32", "reduce_sum_mid_dim",
+            "cumsum_rows_fp32", "pointwise_gelu_scale_clamp")
+
+
 def library_tasks(families: list[str], tiny: bool, tunables: dict[str, dict], only: set[str]) -> list[Task]:
     tasks, tiny_dir = [], Path(tempfile.mkdtemp(prefix="kkb_tiny_specs_")) if tiny else None
     for family in families:
@@ -76,7 +82,8 @@ def library_tasks(families: list[str], tiny: bool, tunables: dict[str, dict], on
                 path.write_text(spec.read_text().replace('SIZE = "full"', 'SIZE = "tiny"', 1))
             src = with_tunables(source, tunables[spec.stem]) if spec.stem in tunables else source
             tasks.append(Task(family, path, src))
-    return tasks
+    rank = {name: i for i, name in enumerate(PRIORITY)}
+    return sorted(tasks, key=lambda t: rank.get(t.spec_path.stem, len(rank)))
 
 
 def spec_shape(spec_path: Path) -> tuple[str, str]:
@@ -86,8 +93,13 @@ def spec_shape(spec_path: Path) -> tuple[str, str]:
     from harness.spec import load_spec
 
     spec = load_spec(spec_path)
-    with torch.device("meta"):
-        inputs = spec.module.get_inputs()
+    device = getattr(spec.module, "DEVICE", None)
+    spec.module.DEVICE = "meta"  # specs that make inputs on the GPU read DEVICE at call time
+    try:
+        with torch.device("meta"):
+            inputs = spec.module.get_inputs()
+    finally:
+        spec.module.DEVICE = device
     tensors = [t for t in inputs if isinstance(t, torch.Tensor)]
     shape = ", ".join("x".join(str(s) for s in t.shape) for t in tensors)
     dtype = spec.dtype or next((str(t.dtype) for t in tensors if t.is_floating_point()), "-")
@@ -126,6 +138,8 @@ def prewarm(spec_path: str, source: str, device: str, compile_baseline: bool) ->
             torch.cuda.synchronize()
     except Exception as exc:  # noqa: BLE001 - the harness will classify it
         errors.append(f"candidate: {type(exc).__name__}: {str(exc)[:200]}")
+    if device.startswith("cuda"):
+        torch.cuda.empty_cache()  # this process stays alive for the next spec: give the memory back
     return "; ".join(errors)
 
 
@@ -238,14 +252,12 @@ def run(args) -> int:
     peaks = HardwarePeaks(peak_gbps * 1e9 if peak_gbps else None)
     t0 = time.time()
     print(f"[bench_library] {len(tasks)} specs of {','.join(families)} on {device}", flush=True)
+    warm: dict[str, object] = {}  # spec name -> Future of its warm-up (GPU only)
+    ex = None
     if not cpu and args.prewarm_workers > 0:
-        with ProcessPoolExecutor(args.prewarm_workers, mp_context=get_context("spawn")) as ex:
-            futs = {ex.submit(prewarm, str(t.spec_path), t.source, device, config.time_compile_baseline): t
-                    for t in tasks}
-            for fut in as_completed(futs):
-                err = fut.exception() or fut.result()
-                print(f"[bench_library] warm {futs[fut].spec_path.stem}: {err or 'ok'} "
-                      f"({time.time() - t0:.0f} s)", flush=True)
+        ex = ProcessPoolExecutor(args.prewarm_workers, mp_context=get_context("spawn"))
+        warm = {t.spec_path.stem: ex.submit(prewarm, str(t.spec_path), t.source, device,
+                                            config.time_compile_baseline) for t in tasks}
     info = machine(device)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     out = Path(args.out) if args.out else RESULTS / f"library-{accelerator_id(info)}-{args.label}-{stamp}.json"
@@ -259,23 +271,40 @@ def run(args) -> int:
                    "complete": len(rows) == len(tasks), "summary": summary(rows), "rows": rows}
         out.write_text(json.dumps(payload, indent=1, default=str))
 
+    def record(task: Task, fut) -> None:
+        try:
+            row = row_of(task, fut.result(), peak_gbps)
+        except Exception as exc:  # noqa: BLE001 - one spec failing must not lose the others
+            shape, dtype = spec_shape(task.spec_path)
+            row = {"family": task.family, "spec": task.spec_path.stem, "shape": shape, "dtype": dtype,
+                   "status": "harness_error", "reasons": [f"{type(exc).__name__}: {str(exc)[:300]}"],
+                   **{k: None for k in ("latency_ms", "eager_ms", "compile_ms", "speedup_vs_eager",
+                                        "speedup_vs_compile", "fraction_of_limit", "bandwidth_gbps",
+                                        "compile_fraction_of_limit")}}
+        rows.append(row)
+        save()
+        print(f"[bench_library] {row['family']}/{row['spec']}: {row['status']} "
+              f"{_f(row['latency_ms'], '.4f')} ms, x{_f(row['speedup_vs_compile'], '.2f')} vs compile "
+              f"({time.time() - t0:.0f} s) {'; '.join(row['reasons'])[:300]}", flush=True)
+
+    skipped: list[str] = []
     with WorkerPool([device], config=config, peaks=peaks) as pool:
-        futures = [(t, pool.submit(t.spec_path, t.source, "triton")) for t in tasks]
-        for task, fut in futures:
-            try:
-                row = row_of(task, fut.result(), peak_gbps)
-            except Exception as exc:  # noqa: BLE001 - one spec failing must not lose the others
-                shape, dtype = spec_shape(task.spec_path)
-                row = {"family": task.family, "spec": task.spec_path.stem, "shape": shape, "dtype": dtype,
-                       "status": "harness_error", "reasons": [f"{type(exc).__name__}: {str(exc)[:300]}"],
-                       **{k: None for k in ("latency_ms", "eager_ms", "compile_ms", "speedup_vs_eager",
-                                            "speedup_vs_compile", "fraction_of_limit", "bandwidth_gbps",
-                                            "compile_fraction_of_limit")}}
-            rows.append(row)
-            save()
-            print(f"[bench_library] {row['family']}/{row['spec']}: {row['status']} "
-                  f"{_f(row['latency_ms'], '.4f')} ms, x{_f(row['speedup_vs_compile'], '.2f')} vs compile "
-                  f"({time.time() - t0:.0f} s) {'; '.join(row['reasons'])[:300]}", flush=True)
+        for t in tasks:  # serially (the pool times one at a time); warm-ups of later specs run meanwhile
+            spent = time.time() - t0
+            if args.budget_s and spent + args.spec_s > args.budget_s:
+                skipped.append(t.spec_path.stem)
+                continue
+            if t.spec_path.stem in warm:
+                err = warm[t.spec_path.stem].exception() or warm[t.spec_path.stem].result()
+                print(f"[bench_library] warm {t.spec_path.stem}: {err or 'ok'} ({time.time() - t0:.0f} s)",
+                      flush=True)
+            record(t, pool.submit(t.spec_path, t.source, "triton"))
+    if ex is not None:
+        ex.shutdown(wait=False, cancel_futures=True)
+        for proc in list(getattr(ex, "_processes", {}).values()):  # our own warm-up processes only
+            proc.terminate()
+    if skipped:
+        print(f"[bench_library] time budget of {args.budget_s:.0f} s: skipped {', '.join(skipped)}", flush=True)
     print(f"[bench_library] wrote {out.relative_to(REPO) if out.is_relative_to(REPO) else out} "
           f"in {time.time() - t0:.0f} s\n", flush=True)
     print(markdown_table(rows))
@@ -292,13 +321,16 @@ def main() -> int:
     p.add_argument("--out", default=None, help="results file (default benchmarks/results/library-...json)")
     p.add_argument("--tunables", default=None, help="JSON {spec: {TUNABLE: value}} (or a sweep file's 'best')")
     p.add_argument("--tiny", action="store_true", help="use the specs' SIZE = 'tiny' shapes (CPU smoke run)")
-    p.add_argument("--trials", type=int, default=2, help="correctness trials per variant")
-    p.add_argument("--max-timing-s", type=float, default=0.6, help="time cap of one timing loop")
+    p.add_argument("--trials", type=int, default=1, help="correctness trials per variant")
+    p.add_argument("--max-timing-s", type=float, default=0.3, help="time cap of one timing loop")
     p.add_argument("--timeout", type=float, default=300.0, help="seconds per candidate in its worker")
     p.add_argument("--no-compile-baseline", action="store_true", help="skip torch.compile of the reference")
-    p.add_argument("--prewarm-workers", type=int, default=6, help="parallel cache warm-up processes (GPU)")
+    p.add_argument("--prewarm-workers", type=int, default=8, help="parallel cache warm-up processes (GPU)")
     p.add_argument("--bandwidth-gbps", type=float, default=H200_COPY_BANDWIDTH_GBPS,
                    help="memory limit for fraction_of_limit (default: the H200's measured copy rate)")
+    p.add_argument("--budget-s", type=float, default=0.0,
+                   help="stop starting specs once this many seconds are spent (0: no limit)")
+    p.add_argument("--spec-s", type=float, default=8.0, help="expected seconds per spec, for --budget-s")
     p.add_argument("--table", nargs="*", default=None, help="print the markdown table of results files")
     args = p.parse_args()
     if args.table is not None:

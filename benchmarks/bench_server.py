@@ -10,6 +10,7 @@ real embeddings plus noise, bulk upsert). The server is `kkb serve` (one uvicorn
 indexes and the write lock live in it; concurrent requests run in its thread pool) started as a
 subprocess on loopback; the clients are threads of this process, one keep-alive httpx client each.
 Every query is distinct, so neither the server's nor the in-process query-embedding cache is hit.
+The in-process baseline and the one-client HTTP run alternate in 5 rounds (same background load).
 Goals: HTTP adds <= 30% to p50 at one client; >= 100 searches/s at 8 clients (2 CPU cores).
 Writes benchmarks/results/server-<UTC time>.json and prints a table last.
 """
@@ -72,7 +73,7 @@ def ensure_store(size: int, build: bool) -> Path:
     return home
 
 
-def in_process(home: Path, n: int, torch_threads: int) -> dict:
+def open_in_process(home: Path, torch_threads: int):
     import torch
 
     from kb_server.config import KBSettings
@@ -83,12 +84,16 @@ def in_process(home: Path, n: int, torch_threads: int) -> dict:
     store.refresh_lexical()
     for q in queries(10, seed=900):  # warm-up: model, index, caches of chromadb
         store.search(q, k=8)
+    return store
+
+
+def in_process(store, todo: list[str]) -> list[float]:
     samples = []
-    for q in queries(n, seed=901):
+    for q in todo:
         t = time.perf_counter()
         store.search(q, k=8)
         samples.append(time.perf_counter() - t)
-    return quantiles_ms(samples)
+    return samples
 
 
 def start_server(home: Path, port: int, torch_threads: int) -> subprocess.Popen:
@@ -108,8 +113,9 @@ def start_server(home: Path, port: int, torch_threads: int) -> subprocess.Popen:
     raise SystemExit("the server did not answer /health within 600 s")
 
 
-def load(base_url: str, clients: int, total: int, seed: int) -> dict:
-    """`clients` threads share `total` distinct searches; each thread has its own keep-alive client."""
+def load(base_url: str, clients: int, total: int, seed: int) -> tuple[list[float], float, int]:
+    """`clients` threads share `total` distinct searches; each thread has its own keep-alive client.
+    Returns (latencies in s, wall time in s, errors)."""
     todo = queries(total, seed)
     lock = threading.Lock()
     samples: list[float] = []
@@ -134,9 +140,12 @@ def load(base_url: str, clients: int, total: int, seed: int) -> dict:
         th.start()
     for th in threads:
         th.join()
-    wall = time.perf_counter() - t0
-    return {"clients": clients, "requests": total, "errors": len(errors), "wall_s": round(wall, 2),
-            "searches_per_s": round(len(samples) / wall, 1), **quantiles_ms(samples)}
+    return samples, time.perf_counter() - t0, len(errors)
+
+
+def level(clients: int, samples: list[float], wall_s: float, errors: int) -> dict:
+    return {"clients": clients, "requests": len(samples) + errors, "errors": errors, "wall_s": round(wall_s, 2),
+            "searches_per_s": round(len(samples) / wall_s, 1), **quantiles_ms(samples)}
 
 
 def main() -> None:
@@ -144,24 +153,33 @@ def main() -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--size", type=int, default=100_000, help="chunks in the store")
     parser.add_argument("--levels", default="1,8,32", help="concurrent clients, comma-separated")
-    parser.add_argument("--requests", type=int, default=160, help="searches per level (all distinct)")
-    parser.add_argument("--inprocess", type=int, default=100, help="in-process searches for the baseline")
+    parser.add_argument("--requests", type=int, default=160, help="searches per level above 1 (all distinct)")
+    parser.add_argument("--inprocess", type=int, default=100,
+                        help="in-process searches, and as many 1-client HTTP searches, alternating in 5 rounds")
     parser.add_argument("--torch-threads", type=int, default=1, help="torch threads, server and in-process")
     parser.add_argument("--port", type=int, default=8731)
     parser.add_argument("--build", action="store_true", help="build the store when it is missing or incomplete")
     args = parser.parse_args()
     home = ensure_store(args.size, args.build)
     load_before = os.getloadavg()
-    print("in-process baseline", file=sys.stderr)
-    baseline = in_process(home, args.inprocess, args.torch_threads)
+    store = open_in_process(home, args.torch_threads)
     server = start_server(home, args.port, args.torch_threads)
     base_url = f"http://127.0.0.1:{args.port}"
+    rounds = 5  # in-process and one HTTP client alternate, so both see the same background load
     try:
         load(base_url, 2, 20, seed=1)  # warm-up over HTTP
-        levels = []
-        for i, clients in enumerate(int(c) for c in args.levels.split(",")):
+        base, one_lat, one_wall, one_err = [], [], 0.0, 0
+        per = max(1, args.inprocess // rounds)
+        for r in range(rounds):
+            print(f"round {r + 1}/{rounds}: in-process, then 1 HTTP client", file=sys.stderr)
+            base += in_process(store, queries(per, seed=901 + r))
+            lat, wall, err = load(base_url, 1, per, seed=801 + r)
+            one_lat, one_wall, one_err = one_lat + lat, one_wall + wall, one_err + err
+        baseline = quantiles_ms(base)
+        levels = [level(1, one_lat, one_wall, one_err)]
+        for i, clients in enumerate(int(c) for c in args.levels.split(",") if int(c) != 1):
             print(f"{clients} concurrent clients", file=sys.stderr)
-            levels.append(load(base_url, clients, args.requests, seed=100 + i))
+            levels.append(level(clients, *load(base_url, clients, args.requests, seed=100 + i)))
         stats = httpx.get(f"{base_url}/v1/stats").json()
     finally:
         server.terminate()

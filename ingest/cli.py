@@ -12,6 +12,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from ingest.frontmatter import DocKind
@@ -46,7 +47,7 @@ def ingest(
         try:
             report = ingest_paths(Store(get_settings()), paths, options, progress=progress)
         except (IngestError, StoreError) as exc:
-            err.print(f"[red]error:[/red] {exc}", markup=True, highlight=False)
+            err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
             raise typer.Exit(1) from exc
     if report.skipped:
         err.print(f"[yellow]warning:[/yellow] skipped {len(report.skipped)} file(s):", highlight=False)

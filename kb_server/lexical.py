@@ -85,6 +85,17 @@ class LexicalIndex:
     def __len__(self) -> int:
         return len(self.ids)
 
+    @property
+    def positions(self) -> dict[str, int]:
+        """chunk id -> row, for filtering dense results by the same in-memory metadata."""
+        if "_positions" not in self._masks:
+            self._masks["_positions"] = {cid: row for row, cid in enumerate(self.ids)}
+        return self._masks["_positions"]
+
+    def mask(self, filters: SearchFilters | None) -> np.ndarray | None:
+        """Which chunks pass the filters (None: no filter)."""
+        return self._mask(filters)
+
     def _mask(self, filters: SearchFilters | None) -> np.ndarray | None:
         if filters is None or (filters.accelerator is None and filters.vendor is None and filters.kind is None):
             return None
@@ -100,7 +111,7 @@ class LexicalIndex:
             if filters.kind is not None:
                 mask &= self.kinds == filters.kind
             if len(self._masks) > 64:
-                self._masks.clear()
+                self._masks = {k: v for k, v in self._masks.items() if k == "_positions"}
             self._masks[key] = mask
         return self._masks[key]
 

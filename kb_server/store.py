@@ -311,24 +311,51 @@ class Store(KernelCollection):
         if not query.strip():
             raise ValueError("the search query is empty")
         depth = max(self.settings.candidates_per_retriever, k)
-        dense: dict[str, tuple[float, Chunk]] = {}
+        filtered = chunk_where(filters) is not None
+        index = self.lexical_index() if (mode != "dense" or filtered) else None
+        dense: dict[str, float] = {}
         if mode in ("hybrid", "dense"):
-            res = self._chunks.query(query_embeddings=[self.embedder.encode_query(query)], n_results=depth,
-                                     where=chunk_where(filters), include=["documents", "metadatas", "distances"])
-            for i, doc, meta, dist in zip(res["ids"][0], res["documents"][0], res["metadatas"][0],
-                                          res["distances"][0]):
-                dense[i] = (1.0 - float(dist), _chunk_from(i, doc, meta))
-        lexical: dict[str, float] = {}
-        if mode in ("hybrid", "lexical"):
-            lexical = dict(self.lexical_index().top(query, depth, filters))
+            dense = self._dense(self.embedder.encode_query(query), depth, filters, index)
+        lexical: dict[str, float] = dict(index.top(query, depth, filters)) if mode != "dense" else {}
         fused = fuse_rrf([list(dense), list(lexical)], self.settings.rrf_k)[:k]
-        missing = [i for i, _ in fused if i not in dense]
-        chunks = {i: c for i, (_, c) in dense.items()}
-        if missing:
-            got = self._chunks.get(ids=missing, include=["documents", "metadatas"])
-            chunks.update({i: _chunk_from(i, d, m) for i, d, m in zip(got["ids"], got["documents"], got["metadatas"])})
-        return [Hit(chunk=chunks[i], score=score, dense_score=dense[i][0] if i in dense else None,
-                    lexical_score=lexical.get(i)) for i, score in fused if i in chunks]
+        chunks: dict[str, Chunk] = {}
+        if fused:  # one read for the winners' text and metadata
+            got = self._chunks.get(ids=[i for i, _ in fused], include=["documents", "metadatas"])
+            chunks = {i: _chunk_from(i, d, m) for i, d, m in zip(got["ids"], got["documents"], got["metadatas"])}
+        return [Hit(chunk=chunks[i], score=score, dense_score=dense.get(i), lexical_score=lexical.get(i))
+                for i, score in fused if i in chunks]
+
+    def _dense(self, vector: np.ndarray, depth: int, filters: SearchFilters | None,
+               index: LexicalIndex | None) -> dict[str, float]:
+        """chunk id -> cosine similarity of the `depth` nearest chunks that pass the filters, best first.
+
+        With filters, nearest neighbours are over-fetched without a filter and filtered in memory by
+        the BM25 index's metadata (same generation); chromadb's `where` is the fallback when the
+        filter is too selective for that to find `depth` of them.
+        """
+        def query(n: int, where: dict | None = None) -> list[tuple[str, float]]:
+            res = self._chunks.query(query_embeddings=[vector], n_results=n, where=where, include=["distances"])
+            return [(i, 1.0 - float(d)) for i, d in zip(res["ids"][0], res["distances"][0])]
+
+        mask = index.mask(filters) if index is not None else None
+        if mask is None:
+            return dict(query(depth))
+        passing = int(mask.sum())
+        if passing == 0:
+            return {}
+        want = min(depth, passing)
+        fetch = int(depth * len(mask) / passing * 1.5) + 1  # enough if passing chunks were spread evenly
+        cap = self.settings.dense_overfetch_max
+        limit = min(cap, len(mask))
+        positions = index.positions
+        # neighbours cluster by topic (and so by accelerator): if the even-spread guess finds too few,
+        # widen once to the limit before paying for chromadb's filtered query
+        attempts = dict.fromkeys((min(fetch, limit), limit)) if fetch <= 4 * cap else {}
+        for n in attempts:
+            kept = [(i, sim) for i, sim in query(n) if i in positions and mask[positions[i]]]
+            if len(kept) >= want:
+                return dict(kept[:depth])
+        return dict(query(depth, chunk_where(filters)))
 
     # ---------------------------------------------------------------- facts and stats
     @cached_property

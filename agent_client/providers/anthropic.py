@@ -111,16 +111,18 @@ def _short(value: Any) -> Any:
 
 
 def make_provider(settings: Any, client: Any = None, model: str | None = None, use_tools: bool = True,
-                  sleep: Callable[[float], None] = time.sleep, **_: Any) -> AnthropicProvider:
+                  base_url: str | None = None, sleep: Callable[[float], None] = time.sleep,
+                  **_: Any) -> AnthropicProvider:
     if client is None:
         try:
             import anthropic
         except ImportError as exc:
             raise ProviderError("provider anthropic needs the `anthropic` package: pip install anthropic") from exc
-        if not settings.anthropic_api_key and not settings.anthropic_base_url:
+        base_url = base_url or settings.anthropic_base_url
+        if not settings.anthropic_api_key and not base_url:
             raise ProviderError("provider anthropic needs ANTHROPIC_API_KEY (or ANTHROPIC_BASE_URL for a local server)")
-        client = anthropic.Anthropic(api_key=settings.anthropic_api_key or "unused",
-                                     base_url=settings.anthropic_base_url, max_retries=settings.sdk_max_retries)
+        client = anthropic.Anthropic(api_key=settings.anthropic_api_key or "unused", base_url=base_url,
+                                     max_retries=settings.sdk_max_retries)
     return AnthropicProvider(client, model or settings.anthropic_model, max_tokens=settings.anthropic_max_tokens,
                              tool_max_turns=settings.tool_max_turns, use_tools=use_tools,
                              retry_attempts=settings.retry_attempts, retry_base_delay_s=settings.retry_base_delay_s,

@@ -59,16 +59,18 @@ class OpenAICompatProvider:
         return out
 
 
-def make_provider(settings: Any, client: Any = None, model: str | None = None,
+def make_provider(settings: Any, client: Any = None, model: str | None = None, base_url: str | None = None,
                   sleep: Callable[[float], None] = time.sleep, **_: Any) -> OpenAICompatProvider:
     if client is None:
         try:
             import openai
         except ImportError as exc:
             raise ProviderError("provider openai needs the `openai` package: pip install openai") from exc
-        if not settings.openai_base_url:
-            raise ProviderError("provider openai needs a base URL: set OPENAI_BASE_URL (e.g. http://127.0.0.1:8000/v1)")
-        client = openai.OpenAI(base_url=settings.openai_base_url, api_key=settings.openai_api_key or "unused",
+        base_url = base_url or settings.openai_base_url
+        if not base_url:
+            raise ProviderError("provider openai needs a base URL: --base-url or OPENAI_BASE_URL "
+                                "(e.g. http://127.0.0.1:8000/v1)")
+        client = openai.OpenAI(base_url=base_url, api_key=settings.openai_api_key or "unused",
                                max_retries=settings.sdk_max_retries)
     return OpenAICompatProvider(client, model or settings.openai_model, max_tokens=settings.anthropic_max_tokens,
                                 retry_attempts=settings.retry_attempts,

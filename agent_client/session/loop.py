@@ -22,7 +22,7 @@ from typing import Any
 
 from agent_client.prompting import PromptBuilder
 from agent_client.providers.base import ProposalRequest, Provider
-from agent_client.session.records import Node, SessionConfig, fitness, stand_in_verdict
+from agent_client.session.records import Node, SessionConfig, fitness, speedup_text, stand_in_verdict
 from agent_client.session.store import SessionStore
 from agent_client.session.writeback import tunables_of, write_back
 
@@ -253,7 +253,7 @@ class Tuner:
         self.policy.observe(node)
         self._track_best(node)
         v = node.verdict or {}
-        self._note(f"{node.id} {v.get('status')}" + (f" {node.fitness:.3f}x" if node.fitness > 0 else ""))
+        self._note(f"{node.id} {v.get('status')}" + (f" {speedup_text(node.fitness)}" if node.fitness > 0 else ""))
         self._refresh()
 
     def _track_best(self, node: Node) -> None:

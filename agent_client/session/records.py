@@ -99,6 +99,11 @@ def fitness(verdict: dict) -> tuple[float, str | None]:
     return 0.0, None
 
 
+def speedup_text(value: float | None) -> str:
+    """A speedup for people: 3 significant digits, so an interpreter's 0.00037x does not read 0.000x."""
+    return "-" if value is None else f"{value:.3g}x"
+
+
 def stand_in_verdict(status: str, reasons: list[str]) -> dict:
     """A verdict-shaped dict for a node the harness never judged (malformed reply, evaluator crash)."""
     return {"status": status, "reasons": reasons, "latency_ms": None, "speedup_vs_eager": None,

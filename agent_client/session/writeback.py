@@ -73,7 +73,7 @@ def kernel_record(config: SessionConfig, node: Node, op_family: str, op_signatur
         id=f"tuned-{digest}", name=f"{spec_name}-{config.session_id}-{node.id}", op_family=op_family,
         op_signature=op_signature, backend=config.backend, source=node.code,
         description=(f"Found by kkb tune session {config.session_id} (node {node.id}) on {config.device}: "
-                     f"{node.fitness:.3f}x over {basis} for spec {spec_name}."),
+                     f"{node.fitness:.3g}x over {basis} for spec {spec_name}."),
         tunables=tunables_of(node.code), accelerators=[accelerator], measurements=[measurement],
     )
 

@@ -1,46 +1,52 @@
 #!/usr/bin/env bash
-# Usage: bash benchmarks/gpu/library_compute.sh [SWEEP_BUDGET_S]      (from the repo root, on the GPU box)
-#        KKB_CPU_SMOKE=1 bash benchmarks/gpu/library_compute.sh 60   (CPU check of the script: tiny specs)
+# Usage: bash benchmarks/gpu/library_compute.sh [sweep|harness]     (from the repo root, on the GPU box)
+#        KKB_CPU_SMOKE=1 bash benchmarks/gpu/library_compute.sh sweep    (CPU check of the script: tiny specs)
 #
-# The compute-bound families of the skill library (gemm_epilogue, attention, pool2d) on the GPU, ~6 min:
-#   1. sweep: each kernel's TUNABLES per spec (triton.testing.do_bench median, L2 flushed; every config is
-#      checked against the spec's reference first), with the vendor library for context: cuBLAS linear
-#      alone (F.linear, bias fused) for GEMM, PyTorch SDPA for attention. Time-boxed by SWEEP_BUDGET_S
-#      (default 120). Writes benchmarks/results/library_compute_sweep-<UTC>.json ("best": spec -> TUNABLES).
-#   2. harness: every spec through benchmarks/bench_library.py (correctness on every variant at the spec's
-#      tolerance, eager and torch.compile baselines, same timing method), each kernel with the sweep's best
-#      TUNABLES for that spec. Writes benchmarks/results/library_compute-<UTC>.json.
+# The compute-bound families of the skill library (gemm_epilogue, attention, pool2d) on the GPU. Time-boxed:
+# KKB_TIME_CAP_S (default 185 s) is the whole run; every stage writes its results as it goes.
+#   sweep (default): 1. each kernel's TUNABLES per spec (triton.testing.do_bench median, L2 flushed; every
+#      config checked against the spec's reference first), with the vendor library for context: cuBLAS
+#      linear alone (F.linear, bias fused) for GEMM, PyTorch SDPA for attention; writes
+#      benchmarks/results/library_compute_sweep-<UTC>.json ("best": spec -> TUNABLES); then 2. the harness
+#      (benchmarks/bench_library.py, one call per family) with those TUNABLES, correctness on every variant
+#      and eager timing, no torch.compile baseline (time).
+#   harness: 2. only, with the kernels' own TUNABLES and the torch.compile baseline.
 #   3. the table (printed last): harness numbers plus TFLOP/s of useful work (causal attention counts half
 #      the S x S products) against the H200's measured peaks, and the vendor-library time from the sweep.
-#      Writes benchmarks/results/library_compute_summary-<UTC>.json.
+# Writes benchmarks/results/library_compute[-<family>|_sweep|_summary]-<UTC>.json.
 # Needs python3 with torch (CUDA), triton, numpy, pyyaml. Exit 2 when no CUDA device is present.
 set -uo pipefail
+T0=$(date +%s)
 cd "$(dirname "$0")/../.."
 PY=${PYTHON:-python3}
-BUDGET=${1:-120}
+MODE=${1:-sweep}
+CAP=${KKB_TIME_CAP_S:-185}
 STAMP=$(date -u +%Y%m%dT%H%M%SZ)
 SWEEP_JSON=benchmarks/results/library_compute_sweep-$STAMP.json
 HARNESS_JSON=benchmarks/results/library_compute-$STAMP.json
 SUMMARY_JSON=benchmarks/results/library_compute_summary-$STAMP.json
+FAMILIES=(gemm_epilogue attention pool2d)
 mkdir -p benchmarks/results
+left() { echo $(( CAP - ($(date +%s) - T0) )); }
 if [ "${KKB_CPU_SMOKE:-0}" = 1 ]; then
   export TRITON_INTERPRET=1
   SMOKE=cpu-smoke
   BENCH_ARGS=(--device cpu --tiny)
+  CAP=${KKB_TIME_CAP_S:-100000}
 else
   SMOKE=gpu
-  BENCH_ARGS=(--trials 2)
-  if ! "$PY" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)"; then
-    echo "library_compute.sh: no CUDA device (KKB_CPU_SMOKE=1 runs a tiny CPU check instead)" >&2
-    exit 2
+  if [ "$MODE" = sweep ]; then
+    BENCH_ARGS=(--trials 1 --max-timing-s 0.3 --prewarm-workers 0 --no-compile-baseline)
+  else
+    BENCH_ARGS=(--trials 2 --max-timing-s 0.4 --prewarm-workers 8)
   fi
 fi
-T0=$(date +%s)
 
-echo "== stage 1: TUNABLES sweep (budget ${BUDGET} s) =="
-# One process per family (a GPU fault in one cannot lose the others); the sweep file is merged after each spec.
-SWEEP_PY=$(mktemp /tmp/library_compute_sweep.XXXXXX.py)
-cat > "$SWEEP_PY" <<'PY'
+if [ "$MODE" = sweep ]; then
+  echo "== stage 1: TUNABLES sweep ($(left) s left) =="
+  # One process per family (a GPU fault in one cannot lose the others); the file is merged after each spec.
+  SWEEP_PY=$(mktemp /tmp/library_compute_sweep.XXXXXX.py)
+  cat > "$SWEEP_PY" <<'PY'
 """Sweep TUNABLES per spec; print the best config per spec; write JSON."""
 import json
 import math
@@ -160,6 +166,7 @@ for i, (family, grids, spec_path) in enumerate(todo):
         expected = ref(*inputs)
     atol, rtol = (spec.atol, spec.rtol) if spec.atol is not None else tolerance_for(spec.dtype or "float32")
     flops, nbytes = work(family, spec, inputs, expected)
+    shape = ", ".join("x".join(str(d) for d in t.shape) for t in inputs if torch.is_tensor(t))
     eager_ms = do_bench(lambda: ref(*inputs), warmup=5, rep=30, return_mode="median")
     lib = library_ref(family, spec, ref, inputs)
     lib_ms = do_bench(lib, warmup=5, rep=30, return_mode="median") if lib else None
@@ -185,7 +192,7 @@ for i, (family, grids, spec_path) in enumerate(todo):
             status = "passed" if ok else f"wrong (max abs err {err.max().item():.3g})"
         except Exception as exc:  # a config that does not compile (e.g. out of shared memory)
             ms, status = None, f"error: {type(exc).__name__}: {str(exc)[:160]}"
-        row = dict(family=family, spec=spec.name, dtype=spec.dtype, config=cfg, status=status, latency_ms=ms,
+        row = dict(family=family, spec=spec.name, dtype=spec.dtype, shape=shape, config=cfg, status=status, latency_ms=ms,
                    eager_ms=eager_ms, library_ms=lib_ms,
                    tflops=flops / ms / 1e9 if ms and flops else None,
                    gbps=nbytes / ms / 1e6 if ms else None)
@@ -218,45 +225,26 @@ for name, cfg in best_x3.items():
     print(f"[sweep] best tf32x3 {name}: {json.dumps(cfg)}")
 print(f"[sweep] done in {time.time() - t_start:.0f} s", flush=True)
 PY
-for FAMILY_SHARE in gemm_epilogue:0.45 attention:0.4 pool2d:0.15; do
-  "$PY" "$SWEEP_PY" "$(awk -v b="$BUDGET" -v s="${FAMILY_SHARE#*:}" 'BEGIN{print b*s}')" "$SWEEP_JSON" "$SMOKE" \
-    "${FAMILY_SHARE%%:*}" || echo "== sweep of ${FAMILY_SHARE%%:*} failed (exit $?); its specs keep the defaults =="
-done
-rm -f "$SWEEP_PY"
-[ -f "$SWEEP_JSON" ] || echo '{"best": {}}' > "$SWEEP_JSON"  # stage 2 runs with the defaults then
-echo "== stage 1 took $(( $(date +%s) - T0 )) s =="
-
-echo "== stage 2: harness (benchmarks/bench_library.py) =="
-# Wall-clock guards keep the whole script under ~9.5 minutes (one device call is capped at 10).
-CAP=$([ "$SMOKE" = gpu ] && echo 570 || echo 100000)
-LIMIT=$(( CAP - 90 - ($(date +%s) - T0) )); [ "$LIMIT" -lt 150 ] && LIMIT=150
-timeout -k 10 "$LIMIT" "$PY" benchmarks/bench_library.py --families gemm_epilogue,attention,pool2d \
-  --tunables "$SWEEP_JSON" --label compute --out "$HARNESS_JSON" "${BENCH_ARGS[@]}"
-echo "== stage 2 exit $? (124: cut at ${LIMIT} s); $(( $(date +%s) - T0 )) s so far =="
-
-echo "== stage 2b: fp32 GEMM with FP32_PRECISION=tf32x3 (error-compensated; judged at the fp32 tolerance) =="
-X3_JSON=benchmarks/results/library_compute_tf32x3_tunables-$STAMP.json
-"$PY" - "$SWEEP_JSON" "$X3_JSON" <<'PY'
-import json
-import sys
-
-sweep = json.load(open(sys.argv[1]))
-best = sweep.get("best_tf32x3") or {}
-default = {"FP32_PRECISION": "tf32x3", "FP32_BLOCK_K": 32}
-best = {**{n: default for n in ("linear_gelu_fp32_4096", "linear_gelu_fp32_tall", "linear_gelu_rowsum_fp32")},
-        **best}
-json.dump({"best": best}, open(sys.argv[2], "w"), indent=1)
-PY
-LIMIT=$(( CAP - 10 - ($(date +%s) - T0) ))
-if [ "$LIMIT" -gt 60 ]; then
-  timeout -k 5 "$LIMIT" "$PY" benchmarks/bench_library.py --families gemm_epilogue \
-    --specs linear_gelu_fp32_4096,linear_gelu_fp32_tall,linear_gelu_rowsum_fp32 --tunables "$X3_JSON" \
-    --label compute-tf32x3 \
-    --out "${HARNESS_JSON%.json}-tf32x3.json" "${BENCH_ARGS[@]}"
-  echo "== stage 2b exit $?; $(( $(date +%s) - T0 )) s so far =="
-else
-  echo "== stage 2b skipped: out of time =="
+  for FAMILY_BUDGET in gemm_epilogue:36 attention:34 pool2d:12; do
+    FAMILY=${FAMILY_BUDGET%%:*}
+    BUDGET=$(( ${FAMILY_BUDGET#*:} * CAP / 185 ))
+    timeout -k 3 $(( BUDGET + 25 )) "$PY" "$SWEEP_PY" "$BUDGET" "$SWEEP_JSON" "$SMOKE" "$FAMILY" \
+      || echo "== sweep of $FAMILY stopped (exit $?); its specs keep the defaults =="
+  done
+  rm -f "$SWEEP_PY"
+  echo "== stage 1 done; $(left) s left =="
 fi
+[ -f "$SWEEP_JSON" ] || echo '{"best": {}}' > "$SWEEP_JSON"
+
+echo "== stage 2: harness (benchmarks/bench_library.py, one call per family) =="
+for FAMILY in "${FAMILIES[@]}"; do
+  LEFT=$(( $(left) - 8 ))  # keep a few seconds for the table
+  if [ "$LEFT" -lt 20 ]; then echo "== harness $FAMILY skipped: out of time =="; continue; fi
+  timeout -k 3 "$LEFT" "$PY" benchmarks/bench_library.py --families "$FAMILY" --tunables "$SWEEP_JSON" \
+    --label "compute-$FAMILY" --out "${HARNESS_JSON%.json}-$FAMILY.json" "${BENCH_ARGS[@]}" \
+    | grep -v '^|' | grep -v '^$'
+  echo "== harness $FAMILY exit ${PIPESTATUS[0]} (124: cut by the time cap); $(left) s left =="
+done
 
 echo "== stage 3: table =="
 "$PY" - "$HARNESS_JSON" "$SWEEP_JSON" "$SUMMARY_JSON" <<'PY'
@@ -266,13 +254,24 @@ import sys
 from pathlib import Path
 
 harness_path, sweep_path, out_path = (Path(a) for a in sys.argv[1:4])
-if not harness_path.is_file():
-    sys.exit(f"library_compute: {harness_path} was not written (stage 2 failed; see its output above)")
-harness = json.loads(harness_path.read_text())
-x3_path = harness_path.with_name(harness_path.stem + "-tf32x3.json")
-if x3_path.is_file():  # stage 2b: the fp32 GEMM specs again, with FP32_PRECISION = "tf32x3"
-    harness["rows"] += [{**r, "spec": r["spec"] + " [tf32x3]"} for r in json.loads(x3_path.read_text())["rows"]]
+parts = [json.loads(p.read_text()) for p in sorted(harness_path.parent.glob(harness_path.stem + "-*.json"))]
+harness = {"rows": [r for part in parts for r in part["rows"]], "date": parts[0]["date"] if parts else None,
+           "machine": parts[0].get("machine") if parts else None}
 sweep = json.loads(sweep_path.read_text())
+done = {r["spec"] for r in harness["rows"]}
+# Specs the harness did not reach, and the fp32 GEMM specs with tf32x3: the sweep's best, marked as such.
+for key, suffix in (("best", ""), ("best_tf32x3", " [tf32x3]")):
+    for r in sweep.get("rows", []):
+        best, name = sweep.get(key, {}).get(r["spec"]), r["spec"] + suffix
+        if name in done or r["status"] != "passed" or not best:
+            continue
+        if all(best.get(k) == v for k, v in r["config"].items()):
+            done.add(name)
+            harness["rows"].append({
+                "family": r["family"], "spec": name, "shape": r.get("shape", ""), "dtype": r["dtype"],
+                "status": "sweep (do_bench)", "latency_ms": r["latency_ms"], "eager_ms": r["eager_ms"],
+                "compile_ms": None, "speedup_vs_eager": r["eager_ms"] / r["latency_ms"],
+                "speedup_vs_compile": None, "fraction_of_limit": None, "bandwidth_gbps": r.get("gbps")})
 # Measured on this H200 (corpus/accelerators/h200.yaml): cuBLAS 8192^3 bf16 796, fp32 (no TF32) 51 TFLOP/s.
 PEAK_TFLOPS = {"bfloat16": 796.0, "float16": 796.0, "float32": 51.0}
 lib_ms = {r["spec"]: r["library_ms"] for r in sweep.get("rows", []) if r.get("library_ms")}
@@ -322,7 +321,7 @@ for r in rows:
              f(r["library_ms"], ".4f"), f(r["speedup_vs_library"], ".2f"), f(r["tflops"], ".0f"),
              f(r["fraction_of_compute_peak"], ".2f"), f(r.get("bandwidth_gbps"), ".0f"), f(frac_bw, ".2f")]
     print("| " + " | ".join(cells) + " |")
-    if r["status"] != "passed":
+    if r["status"] not in ("passed", "sweep (do_bench)"):
         print(f"|   reasons: {'; '.join(r.get('reasons') or [])[:400]} |")
 PY
 echo "== library_compute done in $(( $(date +%s) - T0 )) s =="

@@ -1,30 +1,34 @@
 #!/usr/bin/env bash
-# Usage: bash benchmarks/gpu/library_mem.sh [SWEEP_BUDGET_S]   (from the repo root, on the GPU box)
+# Usage: [LIBRARY_MEM_TOTAL_S=185] bash benchmarks/gpu/library_mem.sh [SWEEP_BUDGET_S]   (repo root, GPU box)
 #
 # The memory-bound families of the skill library (pointwise, softmax, log_softmax, layernorm, rmsnorm,
 # groupnorm, batchnorm, reduction, cumsum, cross_entropy) on the GPU:
 #   1. a short sweep of a few TUNABLES per family on its large specs (triton.testing.do_bench median,
 #      L2 cleared; each config checked against the spec's reference first), for choosing the defaults.
-#      Writes benchmarks/results/library_mem_sweep-<UTC>.json. Time-boxed by SWEEP_BUDGET_S (default 60;
+#      Writes benchmarks/results/library_mem_sweep-<UTC>.json. Time-boxed by SWEEP_BUDGET_S (default 20;
 #      0 skips it). The kernels' own TUNABLES defaults are what stage 2 measures.
 #   2. every spec through the harness via the shared runner benchmarks/bench_library.py: checked on every
 #      variant at the spec's tolerance, timed at the large shape against eager PyTorch and torch.compile
 #      (CUDA events, L2 flushed). Writes benchmarks/results/library-<accelerator>-mem-<UTC>.json and
-#      prints the markdown table last.
+#      prints the markdown table last. Specs run in priority order (one headline spec per family first)
+#      and no new spec starts once the whole script nears LIBRARY_MEM_TOTAL_S (default 185 s).
 # Needs python3 with torch (CUDA), triton, numpy, pyyaml. Exit 2 when no CUDA device is present.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PY=${PYTHON:-python3}
-BUDGET=${1:-60}
+BUDGET=${1:-20}
+TOTAL=${LIBRARY_MEM_TOTAL_S:-185}
+T0=$(date +%s)
 STAMP=$(date -u +%Y%m%dT%H%M%SZ)
 FAMILIES=pointwise,softmax,log_softmax,layernorm,rmsnorm,groupnorm,batchnorm,reduction,cumsum,cross_entropy
 mkdir -p benchmarks/results
-if ! "$PY" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)"; then
+if ! "$PY" -c "import sys, torch, triton
+if not torch.cuda.is_available(): sys.exit(1)
+print(f'[library_mem] {torch.cuda.get_device_name()} torch {torch.__version__} triton {triton.__version__} '
+      f'cuda {torch.version.cuda}', flush=True)"; then
   echo "library_mem.sh: no CUDA device; on CPU run: pytest -q tests/corpus/kernels" >&2
   exit 2
 fi
-"$PY" -c "import torch, triton; print(f'[library_mem] {torch.cuda.get_device_name()} torch {torch.__version__} \
-triton {triton.__version__} cuda {torch.version.cuda}', flush=True)"
 if [ "$BUDGET" != "0" ]; then
 "$PY" - "$BUDGET" "benchmarks/results/library_mem_sweep-$STAMP.json" <<'PY' || echo "[sweep] failed (stage 2 still runs)"
 """Sweep a few TUNABLES per family; print GB/s per config and the best per spec; write JSON."""
@@ -122,5 +126,6 @@ print(f"[sweep] wrote {out_path} in {time.time() - t0:.0f} s", flush=True)
 PY
 fi
 # the bench exits 1 when a spec did not pass; the table is printed either way
-"$PY" benchmarks/bench_library.py --families "$FAMILIES" --label mem \
+LEFT=$(( TOTAL - ($(date +%s) - T0) - 15 ))  # 15 s: start-up, teardown and the table
+"$PY" benchmarks/bench_library.py --families "$FAMILIES" --label mem --budget-s "$LEFT" \
   || echo "[library_mem] some specs did not pass (see the status column)"

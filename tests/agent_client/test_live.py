@@ -18,7 +18,7 @@ def test_panel_shows_counts_best_and_failures():
     console = Console(record=True, width=100, file=io.StringIO())
     console.print(render(SUMMARY))
     text = console.export_text()
-    assert "4 / 8" in text and "1.840x vs torch.compile" in text and "[n0003]" in text
+    assert "4 / 8" in text and "1.84x vs torch.compile" in text and "[n0003]" in text
     assert "wrong" in text and "compile_error" in text and "n0003 passed" in text
 
 

@@ -48,7 +48,7 @@ def test_expand_prompt_has_knowledge_parent_diagnostics_and_failures(kb):
     assert "Target hardware: NVIDIA H200" in knowledge and "## Task" in knowledge
     assert "memory bound" in knowledge  # a passage retrieved for the parent's memory bottleneck
     assert step.extra_queries and "coalescing" in step.extra_queries[0]
-    assert "# parent kernel" in iteration and "1.200x over torch.compile" in iteration
+    assert "# parent kernel" in iteration and "1.2x over torch.compile" in iteration
     assert "41% of the hardware limit" in iteration and "cuda_events" in iteration
     assert "n0001 (wrong): 3 of 300 elements" in iteration and "n0002 (compile_error)" in iteration
     assert "write_back" not in step.system and "ModelNew" in step.system

@@ -109,3 +109,31 @@ def test_accelerator_facts_come_from_the_corpus(store, kb_settings, tmp_path):
         assert "h100" in facts and facts["h100"].vendor == "nvidia"
     empty = Store(kb_settings.model_copy(update={"corpus_dir": tmp_path / "nowhere"}), embedder=store.embedder)
     assert empty.accelerators() == {}  # no corpus yet: no facts, no error
+
+
+class _QuerySpy:
+    """Wraps the chunk collection and records whether each query used chromadb's `where`."""
+
+    def __init__(self, inner):
+        self._inner, self.used_where = inner, []
+
+    def query(self, **kwargs):
+        self.used_where.append(kwargs.get("where") is not None)
+        return self._inner.query(**kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+
+
+@pytest.mark.parametrize("overfetch_max, uses_where", [
+    (1000, False),  # filtered in memory from unfiltered neighbours
+    (1, True),  # too small to find enough: chromadb's own `where` filter
+])
+def test_filtered_dense_paths_agree(filled, overfetch_max, uses_where, embedder):
+    settings = filled.settings.model_copy(update={"dense_overfetch_max": overfetch_max})
+    store = Store(settings, embedder=embedder)
+    store._chunks = spy = _QuerySpy(store._chunks)
+    hits = store.search("shared memory", k=8, filters=SearchFilters(accelerator="mi300x"), mode="dense")
+    assert docs(hits) == {"mi300x", "tiling"}
+    assert [h.dense_score for h in hits] == sorted((h.dense_score for h in hits), reverse=True)
+    assert spy.used_where[-1] is uses_where

@@ -14,17 +14,17 @@ router = APIRouter(prefix="/v1", tags=["accelerators"], dependencies=[ReadAccess
 
 
 @router.get("/accelerators", response_model=list[AcceleratorFacts])
-def list_accelerators(facts: FactsDep) -> list[AcceleratorFacts]:
+async def list_accelerators(facts: FactsDep) -> list[AcceleratorFacts]:
     return [facts[k] for k in sorted(facts)]
 
 
 @router.get("/accelerators/{accelerator_id}", response_model=AcceleratorFacts)
-def get_accelerator(accelerator_id: str, facts: FactsDep) -> AcceleratorFacts:
+async def get_accelerator(accelerator_id: str, facts: FactsDep) -> AcceleratorFacts:
     return resolve_accelerator(facts, accelerator_id)  # AcceleratorNotFound -> 404 naming the known ids
 
 
 @router.get("/facts", response_model=FactAnswer)
-def facts_question(
+async def facts_question(
     facts: FactsDep,
     accelerator: Annotated[str, Query(min_length=1, max_length=100, description="id or alias, e.g. h100")],
     q: Annotated[str, Query(min_length=1, max_length=500, description="e.g. 'shared memory', 'bf16 peak'")],

@@ -11,7 +11,7 @@ router = APIRouter(tags=["health"])
 
 
 @router.get("/health", response_model=Health)
-def health(request: Request, facts: FactsDep) -> Health:
+async def health(request: Request, facts: FactsDep) -> Health:
     opened = request.app.state.store is not None
     return Health(status="ok", store="open" if opened else "not opened", accelerators=len(facts))
 

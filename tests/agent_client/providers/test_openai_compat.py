@@ -2,19 +2,24 @@
 
 from __future__ import annotations
 
+import pytest
 from conftest import SPEC, client_settings
 from fake_anthropic import Reply, text_with_code
 from kernels import good
 
-from agent_client.providers import get_provider
+from agent_client.providers import ProviderError, get_provider
 from agent_client.providers.base import ProposalRequest
+
+
+def test_openai_needs_a_base_url(tmp_path):
+    with pytest.raises(ProviderError, match="--base-url or OPENAI_BASE_URL"):
+        get_provider("openai", client_settings(tmp_path, openai_base_url=None))
 
 
 def test_chat_completions_by_base_url(fake_server, tmp_path):
     server = fake_server([Reply(status=429), text_with_code(good()), Reply(text="no code today")])
-    settings = client_settings(tmp_path, openai_base_url=None, retry_attempts=2)
-    settings = settings.model_copy(update={"openai_base_url": server.url + "/v1", "openai_model": "tiny-coder"})
-    provider = get_provider("openai", settings)
+    settings = client_settings(tmp_path, retry_attempts=2)
+    provider = get_provider("openai", settings, base_url=server.url + "/v1", model="tiny-coder")  # --base-url
     request = ProposalRequest(spec_path=SPEC, spec_source=SPEC.read_text(), backend="triton", accelerator="h200",
                               prompt="write it", parent=None, n=2, kb=None, system="be fast")
     first, second = provider.propose(request)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 
+import pytest
 from conftest import FAST_EVAL, SPEC, client_settings
 from fake_anthropic import FakeModelServer, Reply, text_with_code
 from kernels import good
@@ -48,3 +49,17 @@ def test_provider_that_keeps_failing_stops_the_session(kb, tmp_path):
 def test_offline_is_registered(tmp_path):
     provider = get_provider("offline", client_settings(tmp_path))
     assert provider.name == "offline"
+
+
+@pytest.mark.parametrize("policy", ["uct", "evolutionary"])
+def test_each_policy_drives_a_session(kb, tmp_path, policy):
+    blocks = iter([32, 64, 128, 256, 512, 1024, 16, 8])
+    script = lambda body, index: text_with_code(good(next(blocks)))
+    result = session(tmp_path, kb, script, f"p-{policy}", policy=policy, budget=4, drafts=2)
+    assert result.stop_reason == "budget" and result.nodes == 4 and result.best_fitness > 0
+    from agent_client.session.store import SessionStore
+
+    store = SessionStore.open(tmp_path / "sessions" / f"p-{policy}")
+    kinds = [n.kind for n in store.nodes()]
+    store.close()
+    assert kinds[:2] == ["draft", "draft"] and "expand" in kinds[2:]

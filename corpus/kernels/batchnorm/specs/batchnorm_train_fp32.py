@@ -12,6 +12,7 @@ SHAPES = {"full": {"batch": 64, "channels": 256, "height": 56, "width": 56},
 BATCH, CHANNELS = SHAPES[SIZE]["batch"], SHAPES[SIZE]["channels"]
 HEIGHT, WIDTH = SHAPES[SIZE]["height"], SHAPES[SIZE]["width"]
 DTYPE = torch.float32
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"  # GB-sized inputs are made where they are used
 EPS, MOMENTUM = 1e-5, 0.1
 VARIANTS = [
     {"name": "odd_maps", "kwargs": {"batch": 3, "channels": 5, "height": 7, "width": 9},
@@ -36,7 +37,7 @@ class Model(nn.Module):
 
 
 def get_inputs(batch=BATCH, channels=CHANNELS, height=HEIGHT, width=WIDTH):
-    return [torch.randn(batch, channels, height, width, dtype=DTYPE) * 2.0 + 1.0]
+    return [torch.randn(batch, channels, height, width, dtype=DTYPE, device=DEVICE) * 2.0 + 1.0]
 
 
 def get_init_inputs(channels=CHANNELS):

@@ -10,6 +10,7 @@ SIZE = "full"  # "full" | "tiny": the CPU tests (Triton interpreter) load a copy
 SHAPES = {"full": {"batch": 16384, "classes": 32000}, "tiny": {"batch": 4, "classes": 32000}}
 BATCH, CLASSES = SHAPES[SIZE]["batch"], SHAPES[SIZE]["classes"]
 DTYPE = torch.bfloat16
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"  # GB-sized inputs are made where they are used
 VARIANTS = [
     {"name": "odd_classes", "kwargs": {"batch": 6, "classes": 1001}},
 ]
@@ -24,7 +25,7 @@ class Model(nn.Module):
 
 
 def get_inputs(batch=BATCH, classes=CLASSES):
-    return [torch.randn(batch, classes, dtype=DTYPE) * 3.0, torch.randint(0, classes, (batch,))]
+    return [torch.randn(batch, classes, dtype=DTYPE, device=DEVICE) * 3.0, torch.randint(0, classes, (batch,), device=DEVICE)]
 
 
 def get_init_inputs():

@@ -10,6 +10,7 @@ SIZE = "full"  # "full" | "tiny": the CPU tests (Triton interpreter) load a copy
 SHAPES = {"full": {"batch": 4096, "classes": 50257}, "tiny": {"batch": 3, "classes": 50257}}
 BATCH, CLASSES = SHAPES[SIZE]["batch"], SHAPES[SIZE]["classes"]
 DTYPE = torch.float32
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"  # GB-sized inputs are made where they are used
 VARIANTS = [
     {"name": "few_classes", "kwargs": {"batch": 37, "classes": 10}},  # one masked block per row
     {"name": "odd_classes", "kwargs": {"batch": 5, "classes": 5003}},  # two loop steps, ragged tail
@@ -25,7 +26,7 @@ class Model(nn.Module):
 
 
 def get_inputs(batch=BATCH, classes=CLASSES):
-    return [torch.randn(batch, classes, dtype=DTYPE) * 3.0, torch.randint(0, classes, (batch,))]
+    return [torch.randn(batch, classes, dtype=DTYPE, device=DEVICE) * 3.0, torch.randint(0, classes, (batch,), device=DEVICE)]
 
 
 def get_init_inputs():

@@ -10,6 +10,7 @@ SIZE = "full"  # "full" | "tiny": the CPU tests (Triton interpreter) load a copy
 SHAPES = {"full": {"batch": 128, "rows": 256, "cols": 3000}, "tiny": {"batch": 2, "rows": 3, "cols": 3000}}
 BATCH, ROWS, COLS = SHAPES[SIZE]["batch"], SHAPES[SIZE]["rows"], SHAPES[SIZE]["cols"]
 DTYPE = torch.float32
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"  # GB-sized inputs are made where they are used
 DIM = -1
 VARIANTS = [
     {"name": "odd", "kwargs": {"batch": 3, "rows": 5, "cols": 77}},
@@ -26,7 +27,7 @@ class Model(nn.Module):
 
 
 def get_inputs(batch=BATCH, rows=ROWS, cols=COLS):
-    return [torch.randn(batch, rows, cols, dtype=DTYPE)]
+    return [torch.randn(batch, rows, cols, dtype=DTYPE, device=DEVICE)]
 
 
 def get_init_inputs(dim=DIM):

@@ -10,6 +10,7 @@ SIZE = "full"  # "full" | "tiny": the CPU tests (Triton interpreter) load a copy
 SHAPES = {"full": {"rows": 8192, "cols": 16384}, "tiny": {"rows": 3, "cols": 5000}}
 ROWS, COLS = SHAPES[SIZE]["rows"], SHAPES[SIZE]["cols"]
 DTYPE = torch.float32
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"  # GB-sized inputs are made where they are used
 DIM = 1
 VARIANTS = [
     {"name": "ragged_blocks", "kwargs": {"rows": 2, "cols": 4099}},  # carry across a ragged last block
@@ -28,7 +29,7 @@ class Model(nn.Module):
 
 
 def get_inputs(rows=ROWS, cols=COLS):
-    return [torch.randn(rows, cols, dtype=DTYPE)]
+    return [torch.randn(rows, cols, dtype=DTYPE, device=DEVICE)]
 
 
 def get_init_inputs(dim=DIM):

@@ -11,6 +11,7 @@ SIZE = "full"  # "full" | "tiny": the CPU tests (Triton interpreter) load a copy
 SHAPES = {"full": {"rows": 65536, "cols": 5120}, "tiny": {"rows": 4, "cols": 5120}}
 ROWS, COLS = SHAPES[SIZE]["rows"], SHAPES[SIZE]["cols"]
 DTYPE = torch.bfloat16
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"  # GB-sized inputs are made where they are used
 EPS = 1e-5
 VARIANTS = [
     {"name": "odd_width", "kwargs": {"rows": 3, "cols": 777}, "init_kwargs": {"cols": 777}},  # masked lanes
@@ -29,7 +30,7 @@ class Model(nn.Module):
 
 
 def get_inputs(rows=ROWS, cols=COLS):
-    return [torch.randn(rows, cols, dtype=DTYPE) * 3.0 + 1.0]
+    return [torch.randn(rows, cols, dtype=DTYPE, device=DEVICE) * 3.0 + 1.0]
 
 
 def get_init_inputs(cols=COLS):

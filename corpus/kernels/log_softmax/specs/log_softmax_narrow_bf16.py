@@ -10,6 +10,7 @@ SIZE = "full"  # "full" | "tiny": the CPU tests (Triton interpreter) load a copy
 SHAPES = {"full": {"rows": 262144, "cols": 1024}, "tiny": {"rows": 8, "cols": 1024}}
 ROWS, COLS = SHAPES[SIZE]["rows"], SHAPES[SIZE]["cols"]
 DTYPE = torch.bfloat16
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"  # GB-sized inputs are made where they are used
 VARIANTS = [
     {"name": "narrow_rows", "kwargs": {"rows": 9, "cols": 100}},  # several rows per program, ragged last program
 ]
@@ -24,7 +25,7 @@ class Model(nn.Module):
 
 
 def get_inputs(rows=ROWS, cols=COLS):
-    return [torch.randn(rows, cols, dtype=DTYPE) * 4.0]
+    return [torch.randn(rows, cols, dtype=DTYPE, device=DEVICE) * 4.0]
 
 
 def get_init_inputs():

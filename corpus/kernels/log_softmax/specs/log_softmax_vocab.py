@@ -10,6 +10,7 @@ SIZE = "full"  # "full" | "tiny": the CPU tests (Triton interpreter) load a copy
 SHAPES = {"full": {"rows": 4096, "cols": 50257}, "tiny": {"rows": 2, "cols": 50257}}
 ROWS, COLS = SHAPES[SIZE]["rows"], SHAPES[SIZE]["cols"]
 DTYPE = torch.float32
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"  # GB-sized inputs are made where they are used
 VARIANTS = [
     {"name": "looped_prime_width", "kwargs": {"rows": 3, "cols": 20011}},  # looped path, prime width
     {"name": "fused_odd_width", "kwargs": {"rows": 4, "cols": 300}},  # fused path, non-power-of-2
@@ -25,7 +26,7 @@ class Model(nn.Module):
 
 
 def get_inputs(rows=ROWS, cols=COLS):
-    return [torch.randn(rows, cols, dtype=DTYPE) * 4.0]
+    return [torch.randn(rows, cols, dtype=DTYPE, device=DEVICE) * 4.0]
 
 
 def get_init_inputs():

@@ -12,6 +12,7 @@ SIZE = "full"  # "full" | "tiny": the CPU tests (Triton interpreter) load a copy
 SHAPES = {"full": {"batch": 64, "channels": 96, "height": 112, "width": 112}, "tiny": {"batch": 2, "channels": 4, "height": 8, "width": 8}}
 BATCH, CHANNELS, HEIGHT, WIDTH = SHAPES[SIZE]["batch"], SHAPES[SIZE]["channels"], SHAPES[SIZE]["height"], SHAPES[SIZE]["width"]
 DTYPE = torch.float32
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"  # GB-sized inputs are made where they are used
 CHAIN = (("bias",), ("leaky_relu", 0.01), ("hardswish",), ("mul", 0.5))
 VARIANTS = [
     {"name": "odd_channels", "kwargs": {"batch": 2, "channels": 5, "height": 7, "width": 9},
@@ -40,7 +41,7 @@ class Model(nn.Module):
 
 
 def get_inputs(batch=BATCH, channels=CHANNELS, height=HEIGHT, width=WIDTH):
-    return [torch.randn(batch, channels, height, width, dtype=DTYPE) * 4.0]
+    return [torch.randn(batch, channels, height, width, dtype=DTYPE, device=DEVICE) * 4.0]
 
 
 def get_init_inputs(channels=CHANNELS):

@@ -12,6 +12,7 @@ SIZE = "full"  # "full" | "tiny": the CPU tests (Triton interpreter) load a copy
 SHAPES = {"full": {"rows": 16384, "cols": 8192}, "tiny": {"rows": 4, "cols": 512}}
 ROWS, COLS = SHAPES[SIZE]["rows"], SHAPES[SIZE]["cols"]
 DTYPE = torch.float32
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"  # GB-sized inputs are made where they are used
 CHAIN = (("gelu",), ("mul", 1.702), ("add", -0.25), ("clamp", -1.0, 3.0))
 VARIANTS = [
     {"name": "ragged_tail", "kwargs": {"rows": 3, "cols": 1000}},  # ragged tail: 3000 elements is not a multiple of any block
@@ -49,7 +50,7 @@ class Model(nn.Module):
 
 
 def get_inputs(rows=ROWS, cols=COLS):
-    return [torch.randn(rows, cols, dtype=DTYPE) * 2.0]
+    return [torch.randn(rows, cols, dtype=DTYPE, device=DEVICE) * 2.0]
 
 
 def get_init_inputs():

@@ -12,6 +12,7 @@ SIZE = "full"  # "full" | "tiny": the CPU tests (Triton interpreter) load a copy
 SHAPES = {"full": {"rows": 32768, "cols": 8192}, "tiny": {"rows": 4, "cols": 512}}
 ROWS, COLS = SHAPES[SIZE]["rows"], SHAPES[SIZE]["cols"]
 DTYPE = torch.bfloat16
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"  # GB-sized inputs are made where they are used
 CHAIN = (("silu",), ("mish",), ("softplus",), ("gelu_tanh",), ("sigmoid",), ("tanh",), ("relu",))
 VARIANTS = [
     {"name": "ragged_tail", "kwargs": {"rows": 5, "cols": 301}},  # ragged tail
@@ -42,7 +43,7 @@ class Model(nn.Module):
 
 
 def get_inputs(rows=ROWS, cols=COLS):
-    return [torch.randn(rows, cols, dtype=DTYPE) * 3.0]
+    return [torch.randn(rows, cols, dtype=DTYPE, device=DEVICE) * 3.0]
 
 
 def get_init_inputs():

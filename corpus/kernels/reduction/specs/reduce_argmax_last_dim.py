@@ -10,6 +10,7 @@ SIZE = "full"  # "full" | "tiny": the CPU tests (Triton interpreter) load a copy
 SHAPES = {"full": {"rows": 32768, "cols": 4099}, "tiny": {"rows": 5, "cols": 4099}}
 ROWS, COLS = SHAPES[SIZE]["rows"], SHAPES[SIZE]["cols"]
 DTYPE = torch.float32
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"  # GB-sized inputs are made where they are used
 OP, DIM = "argmax", -1
 _SMALL = {"rows": 9, "cols": 300}
 VARIANTS = [
@@ -35,8 +36,8 @@ class Model(nn.Module):
 
 def get_inputs(rows=ROWS, cols=COLS, ties=False):
     if ties:  # a few distinct values: every row has its maximum many times
-        return [torch.randint(0, 4, (rows, cols)).to(DTYPE)]
-    return [torch.randn(rows, cols, dtype=DTYPE)]
+        return [torch.randint(0, 4, (rows, cols), device=DEVICE).to(DTYPE)]
+    return [torch.randn(rows, cols, dtype=DTYPE, device=DEVICE)]
 
 
 def get_init_inputs(op=OP, dim=DIM):

@@ -9,6 +9,7 @@ SIZE = "full"  # "full" | "tiny": the CPU tests (Triton interpreter) load a copy
 SHAPES = {"full": {"batch": 256, "red": 1024, "inner": 1024}, "tiny": {"batch": 2, "red": 64, "inner": 128}}
 BATCH, RED, INNER = SHAPES[SIZE]["batch"], SHAPES[SIZE]["red"], SHAPES[SIZE]["inner"]
 DTYPE = torch.bfloat16
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"  # GB-sized inputs are made where they are used
 OP, DIM = "max", 1
 VARIANTS = [
     {"name": "argmin_ties", "kwargs": {"batch": 2, "red": 300, "inner": 33},
@@ -29,7 +30,7 @@ class Model(nn.Module):
 
 
 def get_inputs(batch=BATCH, red=RED, inner=INNER):
-    return [torch.randn(batch, red, inner, dtype=DTYPE)]
+    return [torch.randn(batch, red, inner, dtype=DTYPE, device=DEVICE)]
 
 
 def get_init_inputs(op=OP, dim=DIM):

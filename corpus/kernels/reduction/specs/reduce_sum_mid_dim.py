@@ -11,6 +11,7 @@ SIZE = "full"  # "full" | "tiny": the CPU tests (Triton interpreter) load a copy
 SHAPES = {"full": {"batch": 64, "red": 2048, "inner": 1000}, "tiny": {"batch": 2, "red": 100, "inner": 70}}
 BATCH, RED, INNER = SHAPES[SIZE]["batch"], SHAPES[SIZE]["red"], SHAPES[SIZE]["inner"]
 DTYPE = torch.float32
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"  # GB-sized inputs are made where they are used
 OP, DIM = "sum", 1
 _SMALL = {"batch": 3, "red": 37, "inner": 45}  # odd sizes: partial tiles in both directions
 VARIANTS = [
@@ -35,7 +36,7 @@ class Model(nn.Module):
 
 
 def get_inputs(batch=BATCH, red=RED, inner=INNER):
-    return [torch.randn(batch, red, inner, dtype=DTYPE)]
+    return [torch.randn(batch, red, inner, dtype=DTYPE, device=DEVICE)]
 
 
 def get_init_inputs(op=OP, dim=DIM):

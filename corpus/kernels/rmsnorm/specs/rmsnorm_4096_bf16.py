@@ -9,6 +9,7 @@ SIZE = "full"  # "full" | "tiny": the CPU tests (Triton interpreter) load a copy
 SHAPES = {"full": {"rows": 131072, "cols": 4096}, "tiny": {"rows": 4, "cols": 4096}}
 ROWS, COLS = SHAPES[SIZE]["rows"], SHAPES[SIZE]["cols"]
 DTYPE = torch.bfloat16
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"  # GB-sized inputs are made where they are used
 EPS = 1e-6
 VARIANTS = [
     {"name": "odd_width", "kwargs": {"rows": 3, "cols": 1000}, "init_kwargs": {"cols": 1000}},  # masked lanes
@@ -26,7 +27,7 @@ class Model(nn.Module):
 
 
 def get_inputs(rows=ROWS, cols=COLS):
-    return [torch.randn(rows, cols, dtype=DTYPE) * 2.0]
+    return [torch.randn(rows, cols, dtype=DTYPE, device=DEVICE) * 2.0]
 
 
 def get_init_inputs(cols=COLS):

@@ -9,6 +9,7 @@ SIZE = "full"  # "full" | "tiny": the CPU tests (Triton interpreter) load a copy
 SHAPES = {"full": {"rows": 32768, "cols": 8192}, "tiny": {"rows": 3, "cols": 8192}}
 ROWS, COLS = SHAPES[SIZE]["rows"], SHAPES[SIZE]["cols"]
 DTYPE = torch.float32
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"  # GB-sized inputs are made where they are used
 EPS = 1e-6
 VARIANTS = [
     {"name": "wide_rows", "kwargs": {"rows": 2, "cols": 20011}, "init_kwargs": {"cols": 20011}},  # looped path
@@ -27,7 +28,7 @@ class Model(nn.Module):
 
 
 def get_inputs(rows=ROWS, cols=COLS):
-    return [torch.randn(rows, cols, dtype=DTYPE) * 2.0]
+    return [torch.randn(rows, cols, dtype=DTYPE, device=DEVICE) * 2.0]
 
 
 def get_init_inputs(cols=COLS):

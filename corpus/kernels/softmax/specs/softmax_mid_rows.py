@@ -10,6 +10,7 @@ SIZE = "full"  # "full" | "tiny": the CPU tests (Triton interpreter) load a copy
 SHAPES = {"full": {"rows": 32768, "cols": 5000}, "tiny": {"rows": 4, "cols": 5000}}
 ROWS, COLS = SHAPES[SIZE]["rows"], SHAPES[SIZE]["cols"]
 DTYPE = torch.float32
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"  # GB-sized inputs are made where they are used
 VARIANTS = [
     {"name": "odd_width", "kwargs": {"rows": 5, "cols": 1000}},  # non-power-of-2 width
     {"name": "narrow_rows", "kwargs": {"rows": 33, "cols": 7}},  # narrow rows: several rows per program, ragged last program
@@ -25,7 +26,7 @@ class Model(nn.Module):
 
 
 def get_inputs(rows=ROWS, cols=COLS):
-    return [torch.randn(rows, cols, dtype=DTYPE) * 4.0]
+    return [torch.randn(rows, cols, dtype=DTYPE, device=DEVICE) * 4.0]
 
 
 def get_init_inputs():

@@ -11,6 +11,7 @@ SIZE = "full"  # "full" | "tiny": the CPU tests (Triton interpreter) load a copy
 SHAPES = {"full": {"rows": 4096, "cols": 65536}, "tiny": {"rows": 2, "cols": 32768}}
 ROWS, COLS = SHAPES[SIZE]["rows"], SHAPES[SIZE]["cols"]
 DTYPE = torch.float32
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"  # GB-sized inputs are made where they are used
 VARIANTS = [
     {"name": "looped_prime_width", "kwargs": {"rows": 3, "cols": 20011}},  # wider than the fused limit, prime width: looped path with a ragged tail
     {"name": "looped_many_steps", "kwargs": {"rows": 2, "cols": 70000}},  # several loop steps per row
@@ -26,7 +27,7 @@ class Model(nn.Module):
 
 
 def get_inputs(rows=ROWS, cols=COLS):
-    return [torch.randn(rows, cols, dtype=DTYPE) * 4.0]
+    return [torch.randn(rows, cols, dtype=DTYPE, device=DEVICE) * 4.0]
 
 
 def get_init_inputs():

@@ -1,0 +1,54 @@
+"""`kkb ingest`, `kkb search` and `kkb kernels` end to end through the typer app (real store)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from kb_server.config import get_settings
+
+
+@pytest.fixture
+def cli_home(tmp_path, monkeypatch):
+    monkeypatch.setenv("KKB_HOME", str(tmp_path / "home"))
+    get_settings.cache_clear()
+    yield tmp_path
+    get_settings.cache_clear()
+
+
+def test_ingest_search_and_kernels_verbs(cli_home):
+    from kernelkb_cli import app
+
+    docs = cli_home / "docs"
+    (docs / "softmax").mkdir(parents=True)
+    (docs / "h100.md").write_text("---\ntitle: H100 notes\naccelerator: [h100]\nvendor: nvidia\nkind: isa\n---\n"
+                                  "# H100\n\n## Async copies\n\ncp.async.bulk moves a tile into shared memory.\n")
+    (docs / "softmax" / "kernel.py").write_text("TUNABLES = {'BLOCK': 128}\n")
+    (docs / "softmax" / "kernel.yaml").write_text("name: softmax_rows\nop_family: softmax\n"
+                                                  "op_signature: softmax(dim=-1)\nbackend: triton\n")
+    runner = CliRunner()
+    ingested = runner.invoke(app, ["ingest", str(docs), "--json"])
+    assert ingested.exit_code == 0, ingested.output
+    assert json.loads(ingested.stdout)["written"] == 1
+    found = runner.invoke(app, ["search", "cp.async.bulk", "-k", "2", "--accelerator", "h100", "--json"])
+    assert found.exit_code == 0, found.output
+    hits = json.loads(found.stdout)
+    assert hits[0]["chunk"]["heading_path"] == ["H100", "Async copies"] and hits[0]["lexical_score"] > 0
+    none = runner.invoke(app, ["search", "cp.async.bulk", "--vendor", "amd", "--json"])
+    assert json.loads(none.stdout) == []
+    bad = runner.invoke(app, ["search", "x", "--mode", "fuzzy"])
+    assert bad.exit_code != 0 and "fuzzy" in bad.output
+    listed = runner.invoke(app, ["kernels", "--op-family", "softmax", "--json"])
+    assert [r["name"] for r in json.loads(listed.stdout)] == ["softmax_rows"]
+
+
+def test_ingest_verb_names_the_bad_file_and_line(cli_home):
+    from kernelkb_cli import app
+
+    bad = cli_home / "bad.md"
+    bad.write_text("---\ntitle: Bad one\naccelerator: [h100]\nvendor: nvidia\nkind: poem\n---\ntext\n")
+    result = CliRunner().invoke(app, ["ingest", str(bad)])
+    assert result.exit_code == 1
+    assert "bad.md:5: field 'kind'" in result.output
