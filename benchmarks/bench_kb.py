@@ -106,16 +106,21 @@ def bench_ingest(n_embed: int, embedder, tmp: Path) -> tuple[dict, list[Chunk], 
     chunks = [c for _, cs in _chunks_of(tree, settings) for c in cs]
     texts = [index_text(c.heading_path, c.text) for c in chunks]
     embedder.encode(texts[:32])  # warm the model
-    t0 = time.perf_counter()
-    raw_vectors = embedder.model.encode(texts, batch_size=settings.embed_batch_size, normalize_embeddings=True,
-                                        convert_to_numpy=True, show_progress_bar=False)
-    raw_s = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    report = ingest_paths(Store(settings, embedder=embedder), [tree])
-    pipeline_s = time.perf_counter() - t0
-    assert report.chunks_written == len(chunks), (report.chunks_written, len(chunks))
+    raw_runs, pipeline_runs = [], []
+    for round_ in range(2):  # interleaved, best of two: other work on the shared cores hits both alike
+        t0 = time.perf_counter()
+        raw_vectors = embedder.model.encode(texts, batch_size=settings.embed_batch_size, normalize_embeddings=True,
+                                            convert_to_numpy=True, show_progress_bar=False)
+        raw_runs.append(time.perf_counter() - t0)
+        store = Store(settings.model_copy(update={"home": tmp / f"home-a{round_}"}), embedder=embedder)
+        t0 = time.perf_counter()
+        report = ingest_paths(store, [tree])
+        pipeline_runs.append(time.perf_counter() - t0)
+        assert report.chunks_written == len(chunks), (report.chunks_written, len(chunks))
+    raw_s, pipeline_s = min(raw_runs), min(pipeline_runs)
     raw_cps, pipe_cps = len(texts) / raw_s, len(texts) / pipeline_s
-    return ({"files": n_embed, "chunks": len(texts), "raw_encode_s": round(raw_s, 2),
+    return ({"files": n_embed, "chunks": len(texts), "raw_encode_runs_s": [round(x, 2) for x in raw_runs],
+             "pipeline_runs_s": [round(x, 2) for x in pipeline_runs], "raw_encode_s": round(raw_s, 2),
              "raw_encode_chunks_per_s": round(raw_cps, 1), "pipeline_s": round(pipeline_s, 2),
              "pipeline_chunks_per_s": round(pipe_cps, 1), "pipeline_vs_raw": round(pipe_cps / raw_cps, 3),
              "goal": "pipeline_vs_raw >= 0.8"}, chunks, raw_vectors)
@@ -192,40 +197,46 @@ def build_store(size: int, base_chunks: list[Chunk], base_vectors: np.ndarray, e
 
 
 def bench_search(store: Store, size: int, n_queries: int) -> dict:
+    """Every query runs once in each mode, modes interleaved per query, query cache cleared each time."""
     rng = random.Random(5)
-    queries = [f"{rng.choice(_SUBJECTS).lower()} {rng.choice(_VERBS)} {rng.choice(['smem', 'wgmma', 'LDS', 'cp.async.bulk', 'MI300X', '228 KB', 'occupancy', 'bank conflicts'])} {i}"
+    tokens = ["smem", "wgmma", "LDS", "cp.async.bulk", "MI300X", "228 KB", "occupancy", "bank conflicts"]
+    queries = [f"{rng.choice(_SUBJECTS).lower()} {rng.choice(_VERBS)} {rng.choice(tokens)} {i}"
                for i in range(n_queries)]
     cache = store.embedder._query_cache
     t0 = time.perf_counter()
     store._lexical = None
     store.lexical_index()  # from the persisted pickle when it matches, else rebuilt
-    open_s = time.perf_counter() - t0
+    first_open_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    store._lexical = None
+    store.lexical_index()  # now certainly from the pickle: what a server start pays
+    load_s = time.perf_counter() - t0
     for q in queries[:10]:  # warm-up
         store.search(q, k=8)
-    out = {"chunks": store.stats()["chunks"], "lexical_index_open_s": round(open_s, 3)}
+        store.search(q, k=8, filters=SearchFilters(accelerator="h100"))
     runs = {"hybrid": {}, "dense": {"mode": "dense"}, "lexical": {"mode": "lexical"},
-            "hybrid_filtered": {"filters": SearchFilters(accelerator="h100")}}
-    for name, kwargs in runs.items():
-        samples = []
-        for q in queries:
+            "hybrid_filtered": {"filters": SearchFilters(accelerator="h100")},
+            "hybrid_filtered_vendor": {"filters": SearchFilters(vendor="amd")}}
+    samples: dict[str, list[float]] = {name: [] for name in [*runs, "query_embedding_only", "bare_chromadb_query"]}
+    for q in queries:
+        for name, kwargs in runs.items():
             cache.clear()
             t = time.perf_counter()
             store.search(q, k=8, **kwargs)
-            samples.append(time.perf_counter() - t)
-        out[name] = quantiles_ms(samples)
-    embed, bare = [], []
-    for q in queries:
+            samples[name].append(time.perf_counter() - t)
         cache.clear()
         t = time.perf_counter()
         vec = store.embedder.encode_query(q)
-        embed.append(time.perf_counter() - t)
+        samples["query_embedding_only"].append(time.perf_counter() - t)
         t = time.perf_counter()
         store._chunks.query(query_embeddings=[vec], n_results=8, include=["documents", "metadatas", "distances"])
-        bare.append(time.perf_counter() - t)
-    out["query_embedding_only"] = quantiles_ms(embed)
-    out["bare_chromadb_query"] = quantiles_ms(bare)
-    out["bare_chromadb_plus_embedding_p50_ms"] = round(out["query_embedding_only"]["p50_ms"]
-                                                       + out["bare_chromadb_query"]["p50_ms"], 3)
+        samples["bare_chromadb_query"].append(time.perf_counter() - t)
+    out = {"chunks": store.stats()["chunks"], "lexical_index_first_open_s": round(first_open_s, 3),
+           "lexical_index_load_s": round(load_s, 3), **{name: quantiles_ms(v) for name, v in samples.items()}}
+    bare = out["query_embedding_only"]["p50_ms"] + out["bare_chromadb_query"]["p50_ms"]
+    out["bare_chromadb_plus_embedding_p50_ms"] = round(bare, 3)
+    out["hybrid_p50_over_bare_plus_embedding"] = round(out["hybrid"]["p50_ms"] / bare, 3)
+    out["hybrid_p50_minus_embedding_ms"] = round(out["hybrid"]["p50_ms"] - out["query_embedding_only"]["p50_ms"], 3)
     t = time.perf_counter()
     store._lexical = None
     store._lexical_path.unlink(missing_ok=True)
@@ -273,7 +284,8 @@ def main() -> None:
     for size, s in result["search"].items():
         print(f"{f'hybrid p50 / p99 at {size} (ms)':42} {s['hybrid']['p50_ms']:>6.1f} / {s['hybrid']['p99_ms']:<6.1f}"
               f"  p50 <= 20 (bare chroma {s['bare_chromadb_query']['p50_ms']:.1f}, "
-              f"embed {s['query_embedding_only']['p50_ms']:.1f})")
+              f"embed {s['query_embedding_only']['p50_ms']:.1f}, hybrid/bare+embed "
+              f"{s['hybrid_p50_over_bare_plus_embedding']:.2f})")
 
 
 if __name__ == "__main__":

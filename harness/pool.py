@@ -59,7 +59,8 @@ class WorkerPool:
             fut.set_result(early)
             return fut
         if self._compile_pool is not None:
-            self._compile_pool.submit(self._compile_then_queue, spec, source, backend, fut)
+            stage = self._compile_pool.submit(self._compile_then_queue, spec, source, backend, fut)
+            stage.add_done_callback(lambda f, fut=fut: fut.cancel() if f.cancelled() else None)
         else:
             self._queue.put((spec, source, backend, fut))
         return fut
@@ -77,13 +78,30 @@ class WorkerPool:
         self._queue.put((load_spec(spec_path), None, "torch", fut))
         return fut.result()
 
+    def cancel_pending(self) -> int:
+        """Cancel the candidates not started yet (e.g. at a time budget); returns how many."""
+        n = 0
+        if self._compile_pool is not None:
+            self._compile_pool.shutdown(wait=False, cancel_futures=True)
+        while True:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if item is None:  # keep a shutdown sentinel where it was
+                self._queue.put(None)
+                break
+            item[-1].cancel()
+            n += 1
+        return n
+
     def close(self) -> None:
+        if self._compile_pool is not None:  # first, so nothing is queued after the sentinels
+            self._compile_pool.shutdown(wait=True)
         for _ in self._threads:
             self._queue.put(None)
         for t in self._threads:
-            t.join(timeout=30)
-        if self._compile_pool is not None:
-            self._compile_pool.shutdown(wait=True)
+            t.join(timeout=60)
         for w in self._compile_workers:
             w.close()
 

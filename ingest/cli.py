@@ -47,12 +47,12 @@ def ingest(
         try:
             report = ingest_paths(Store(get_settings()), paths, options, progress=progress)
         except (IngestError, StoreError) as exc:
-            err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
+            err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
             raise typer.Exit(1) from exc
     if report.skipped:
         err.print(f"[yellow]warning:[/yellow] skipped {len(report.skipped)} file(s):", highlight=False)
         for path, why in report.skipped:
-            err.print(f"  {path}: {why}", markup=False, highlight=False)
+            err.print(f"  {path}: {why}", markup=False, highlight=False, soft_wrap=True)
     summary = {"written": len(report.written), "unchanged": report.unchanged, "deleted": len(report.deleted),
                "kernels": len(report.kernels), "chunks_embedded": report.chunks_written,
                "skipped": len(report.skipped), "seconds": round(time.perf_counter() - started, 2)}

@@ -100,6 +100,8 @@ def spec_ops(spec_source: str) -> list[str]:
         tree = ast.parse(spec_source)
     except SyntaxError as exc:
         raise PromptError("spec_source", f"the spec is not valid Python: line {exc.lineno}: {exc.msg}") from exc
+    except (ValueError, RecursionError, MemoryError) as exc:  # NUL bytes; absurdly deep nesting
+        raise PromptError("spec_source", f"the spec cannot be parsed: {type(exc).__name__}: {exc}") from exc
     aliases = _import_aliases(tree)
     ops: list[str] = []
     for node in _walk_skipping_inputs(tree):

@@ -8,9 +8,9 @@
 #      config checked against the spec's reference first), with the vendor library for context: cuBLAS
 #      linear alone (F.linear, bias fused) for GEMM, PyTorch SDPA for attention; writes
 #      benchmarks/results/library_compute_sweep-<UTC>.json ("best": spec -> TUNABLES); then 2. the harness
-#      (benchmarks/bench_library.py, one call per family) with those TUNABLES, correctness on every variant
-#      and eager timing, no torch.compile baseline (time).
-#   harness: 2. only, with the kernels' own TUNABLES and the torch.compile baseline.
+#      (benchmarks/bench_library.py) with those TUNABLES: correctness on every variant, eager and
+#      torch.compile baselines (compiled in the background during the sweep).
+#   harness: 2. only, with the kernels' own TUNABLES.
 #   3. the table (printed last): harness numbers plus TFLOP/s of useful work (causal attention counts half
 #      the S x S products) against the H200's measured peaks, and the vendor-library time from the sweep.
 # Writes benchmarks/results/library_compute[-<family>|_sweep|_summary]-<UTC>.json.
@@ -35,11 +35,52 @@ if [ "${KKB_CPU_SMOKE:-0}" = 1 ]; then
   CAP=${KKB_TIME_CAP_S:-100000}
 else
   SMOKE=gpu
-  if [ "$MODE" = sweep ]; then
-    BENCH_ARGS=(--trials 1 --max-timing-s 0.3 --prewarm-workers 0 --no-compile-baseline)
-  else
-    BENCH_ARGS=(--trials 2 --max-timing-s 0.4 --prewarm-workers 8)
+  if ! command -v nvidia-smi > /dev/null; then
+    echo "library_compute.sh: no CUDA device (KKB_CPU_SMOKE=1 runs a tiny CPU check instead)" >&2
+    exit 2
   fi
+  # torch.compile baselines are compiled by the background prewarm below (on-disk Inductor cache), so
+  # bench_library's own warm-up stage is skipped.
+  BENCH_ARGS=(--trials 1 --max-timing-s 0.3 --prewarm-workers 0)
+fi
+
+if [ "$SMOKE" = gpu ]; then
+  # Background: compile every spec's torch.compile baseline (6 processes) while the sweep uses the GPU.
+  PREWARM_PY=$(mktemp /tmp/library_compute_prewarm.XXXXXX.py)
+  cat > "$PREWARM_PY" <<'PY'
+"""Fill the on-disk Inductor/Triton caches with each spec's torch.compile(reference) (default variant)."""
+import sys
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
+from pathlib import Path
+
+
+def warm(path: str) -> str:
+    import torch
+
+    sys.path.insert(0, ".")
+    from harness.spec import build_model, load_spec, make_inputs
+
+    spec = load_spec(path)
+    variant = spec.variants[0]
+    model = build_model(spec.module.Model, spec, variant, 0, "cuda")
+    with torch.no_grad():  # as the harness worker runs it: the same graph, so the same cache entry
+        torch.compile(model)(*make_inputs(spec, variant, 0, "cuda"))
+    torch.cuda.synchronize()
+    return Path(path).stem
+
+
+if __name__ == "__main__":
+    specs = [str(p) for fam in sys.argv[1:] for p in sorted(Path(f"corpus/kernels/{fam}/specs").glob("*.py"))]
+    with ProcessPoolExecutor(6, mp_context=get_context("spawn")) as ex:
+        for fut in [ex.submit(warm, s) for s in specs]:
+            try:
+                print(f"[prewarm] {fut.result()} compiled", flush=True)
+            except Exception as exc:  # the harness reports a failing baseline itself
+                print(f"[prewarm] failed: {type(exc).__name__}: {str(exc)[:200]}", flush=True)
+PY
+  timeout -k 3 $(( CAP - 60 )) "$PY" "$PREWARM_PY" "${FAMILIES[@]}" > /tmp/library_compute_prewarm.log 2>&1 &
+  PREWARM_PID=$!
 fi
 
 if [ "$MODE" = sweep ]; then
@@ -225,40 +266,50 @@ for name, cfg in best_x3.items():
     print(f"[sweep] best tf32x3 {name}: {json.dumps(cfg)}")
 print(f"[sweep] done in {time.time() - t_start:.0f} s", flush=True)
 PY
-  for FAMILY_BUDGET in gemm_epilogue:36 attention:34 pool2d:12; do
+  for FAMILY_BUDGET in gemm_epilogue:26 attention:22 pool2d:6; do
     FAMILY=${FAMILY_BUDGET%%:*}
     BUDGET=$(( ${FAMILY_BUDGET#*:} * CAP / 185 ))
-    timeout -k 3 $(( BUDGET + 25 )) "$PY" "$SWEEP_PY" "$BUDGET" "$SWEEP_JSON" "$SMOKE" "$FAMILY" \
+    timeout -k 3 $(( BUDGET + 20 )) "$PY" "$SWEEP_PY" "$BUDGET" "$SWEEP_JSON" "$SMOKE" "$FAMILY" \
       || echo "== sweep of $FAMILY stopped (exit $?); its specs keep the defaults =="
   done
   rm -f "$SWEEP_PY"
   echo "== stage 1 done; $(left) s left =="
 fi
-[ -f "$SWEEP_JSON" ] || echo '{"best": {}}' > "$SWEEP_JSON"
+[ -f "$SWEEP_JSON" ] || echo '{"best": {}}' > "$SWEEP_JSON"  # harness mode: the kernels' own TUNABLES
+# For the table's vendor-library column (and the tf32x3 rows): the newest sweep that has rows.
+LIB_JSON=$(ls -t benchmarks/results/library_compute_sweep-*.json 2>/dev/null | while read -r f; do
+  grep -q '"rows"' "$f" && echo "$f" && break; done)
 
-echo "== stage 2: harness (benchmarks/bench_library.py, one call per family) =="
-for FAMILY in "${FAMILIES[@]}"; do
+if [ -n "${PREWARM_PID:-}" ]; then
+  wait "$PREWARM_PID"
+  echo "== torch.compile prewarm exit $?; $(left) s left =="; cat /tmp/library_compute_prewarm.log | grep prewarm
+  rm -f "$PREWARM_PY"
+fi
+
+echo "== stage 2: harness (benchmarks/bench_library.py) =="
+for FAMILY in gemm_epilogue,attention pool2d; do
   LEFT=$(( $(left) - 8 ))  # keep a few seconds for the table
   if [ "$LEFT" -lt 20 ]; then echo "== harness $FAMILY skipped: out of time =="; continue; fi
   timeout -k 3 "$LEFT" "$PY" benchmarks/bench_library.py --families "$FAMILY" --tunables "$SWEEP_JSON" \
-    --label "compute-$FAMILY" --out "${HARNESS_JSON%.json}-$FAMILY.json" "${BENCH_ARGS[@]}" \
+    --label "compute-${FAMILY//,/-}" --out "${HARNESS_JSON%.json}-${FAMILY//,/-}.json" "${BENCH_ARGS[@]}" \
     | grep -v '^|' | grep -v '^$'
   echo "== harness $FAMILY exit ${PIPESTATUS[0]} (124: cut by the time cap); $(left) s left =="
 done
 
 echo "== stage 3: table =="
-"$PY" - "$HARNESS_JSON" "$SWEEP_JSON" "$SUMMARY_JSON" <<'PY'
+"$PY" - "$HARNESS_JSON" "${LIB_JSON:-$SWEEP_JSON}" "$SUMMARY_JSON" "$MODE" <<'PY'
 """Harness rows + TFLOP/s of useful work against measured peaks + vendor-library times -> table."""
 import json
 import sys
 from pathlib import Path
 
 harness_path, sweep_path, out_path = (Path(a) for a in sys.argv[1:4])
+mode = sys.argv[4]  # "sweep": the harness ran the sweep's best TUNABLES; "harness": the kernels' defaults
 parts = [json.loads(p.read_text()) for p in sorted(harness_path.parent.glob(harness_path.stem + "-*.json"))]
 harness = {"rows": [r for part in parts for r in part["rows"]], "date": parts[0]["date"] if parts else None,
            "machine": parts[0].get("machine") if parts else None}
 sweep = json.loads(sweep_path.read_text())
-done = {r["spec"] for r in harness["rows"]}
+done = {r["spec"] for r in harness["rows"]} if mode == "sweep" else {r["spec"] for r in sweep.get("rows", [])}
 # Specs the harness did not reach, and the fp32 GEMM specs with tf32x3: the sweep's best, marked as such.
 for key, suffix in (("best", ""), ("best_tf32x3", " [tf32x3]")):
     for r in sweep.get("rows", []):
@@ -303,8 +354,9 @@ for r in harness["rows"]:
     rows.append({**r, "tflops": tflops, "fraction_of_compute_peak": tflops / peak if tflops and peak else None,
                  "compute_peak_tflops": peak if flops else None, "library_ms": lib,
                  "speedup_vs_library": lib / ms if lib and ms else None,
-                 "tunables": sweep.get("best", {}).get(r["spec"]) if "[tf32x3]" not in r["spec"]
-                 else sweep.get("best_tf32x3", {}).get(r["spec"].split(" ")[0])})
+                 "tunables": ("kernel.py defaults" if mode == "harness" and r["status"] != "sweep (do_bench)"
+                              else sweep.get("best", {}).get(r["spec"]) if "[tf32x3]" not in r["spec"]
+                              else sweep.get("best_tf32x3", {}).get(r["spec"].split(" ")[0]))})
 out_path.write_text(json.dumps({"date": harness.get("date"), "command": "bash benchmarks/gpu/library_compute.sh",
                                 "machine": harness.get("machine"), "harness_results": str(harness_path),
                                 "sweep_results": str(sweep_path), "peak_tflops": PEAK_TFLOPS, "rows": rows},

@@ -80,7 +80,9 @@ def test_health_stats_and_docs(client):
 
 
 def test_search_returns_hits_with_sources_and_scores(client):
-    body = client.post("/v1/search", json={"query": "row softmax in shared memory", "k": 3}).json()
+    response = client.post("/v1/search", json={"query": "row softmax in shared memory", "k": 3})
+    assert response.headers["server-timing"].startswith("store;dur=")  # the store's share of the latency
+    body = response.json()
     assert 1 <= len(body["hits"]) <= 3
     hit = body["hits"][0]
     assert hit["chunk"]["heading_path"] and hit["chunk"]["source"] and hit["score"] > 0

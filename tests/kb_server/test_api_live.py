@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import shutil
 import subprocess
 import sys
 import threading
@@ -17,7 +18,7 @@ import httpx
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from serverproc import start_server
+from serverproc import FIXTURE_CORPUS, start_server
 
 from kb_server.client import KBClient
 
@@ -112,14 +113,26 @@ def test_concurrent_writes_and_searches_lose_nothing(server, tmp_path):
             assert hits and f"quokka{n}x" in hits[0].chunk.text
 
 
+def test_invalid_facts_file_stops_kkb_serve(tmp_path):
+    corpus = tmp_path / "corpus"
+    shutil.copytree(FIXTURE_CORPUS / "accelerators", corpus / "accelerators")
+    bad = corpus / "accelerators" / "mi300x.yaml"
+    bad.write_text(bad.read_text().replace("unit: KiB", "unit: ''"))
+    (tmp_path / "home").mkdir()
+    with pytest.raises(RuntimeError, match="exited with 2") as info:
+        start_server(tmp_path / "home", corpus_dir=corpus, timeout_s=120)
+    assert "mi300x.yaml" in str(info.value) and "shared_memory_per_unit.unit" in str(info.value)
+
+
 @pytest.mark.skipif(not SCHEMATHESIS.exists(), reason="schemathesis is not installed")
-def test_schemathesis_finds_no_server_errors(server):
+def test_schemathesis_finds_no_server_errors(server, tmp_path):
     with KBClient(server.base_url, api_key=KEY) as kb:  # something to find
         kb.add_kernel(kernel(5000))
     cmd = [str(SCHEMATHESIS), "run", f"{server.base_url}/openapi.json", "--checks", "not_a_server_error",
            "--max-examples", "10", "--max-time", "30", "--seed", "1", "-H", f"Authorization: Bearer {KEY}",
            "--request-timeout", "20", "--no-color"]
     out = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=120,
+                         cwd=tmp_path,  # schemathesis writes a .schemathesis/ cache in its working directory
                          env={**os.environ, "SCHEMATHESIS_HOOKS": ""})
     assert out.returncode == 0, out.stdout[-6000:] + out.stderr[-2000:] + server.log()[-3000:]
     passed = re.search(r"(\d+) passed", out.stdout)

@@ -57,6 +57,16 @@ def test_syntax_error_names_the_field():
     assert info.value.field == "spec_source"
 
 
+@pytest.mark.parametrize("source", [
+    "x = 1\x00",  # NUL byte
+    "x = " + "-" * 200_000 + "1",  # nesting deep enough to exhaust the parser's recursion
+])
+def test_hostile_sources_are_a_named_error_not_a_crash(source):
+    with pytest.raises(PromptError) as info:
+        spec_ops(source)
+    assert info.value.field == "spec_source"
+
+
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
     from kb_server.store import Store
