@@ -155,7 +155,10 @@ def ingest_paths(store: Store, paths: list[Path], options: IngestOptions = Inges
     settings = store.settings
     docs: list[DocumentWrite] = []
     kernels, errors = [], []
+    advance_read = progress("reading", len(files)) if progress and len(files) > 50 else None
     for f in files:
+        if advance_read is not None:
+            advance_read(1)
         try:
             digest = file_hash(f)
             if known.get(f.document_id) == digest:
