@@ -22,7 +22,15 @@ _VERBS = {
 }
 
 _OURS = {"ingest", "kb_server", "harness", "agent_client"}
-_MISSING: dict[str, str] = {}
+
+
+def _unavailable(verb: str, missing: str):
+    def command() -> None:
+        typer.echo(f"kkb {verb}: this install lacks the package {missing!r} that the verb needs; "
+                   f"install kernelkb with its dependencies (pip install -e .)", err=True)
+        raise typer.Exit(2)
+    return command
+
 
 for module_name, verbs in _VERBS.items():
     try:
@@ -32,7 +40,10 @@ for module_name, verbs in _VERBS.items():
         # a missing module of our own is a real error.
         if (exc.name or "").split(".")[0] in _OURS:
             raise
-        _MISSING[module_name] = exc.name or "?"
+        for verb in verbs:
+            app.command(name=verb, help=f"(unavailable here: needs the missing package {exc.name!r})",
+                        context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(
+                _unavailable(verb, exc.name or "?"))
         continue
     for verb in verbs:
         fn = getattr(module, verb, None)
