@@ -60,6 +60,7 @@ class EvalConfig:
     max_timing_s: float = 1.0  # time cap of the adaptive loop for one callable
     target_rse: float = 0.005  # stop once the relative standard error of the median is below this
     l2_flush_bytes: int = 256 * 1024 * 1024  # buffer written between repetitions (H200 L2 is 60 MB)
+    clone_pool_bytes: int = 4 * 1024**3  # fresh input clones made ahead of a batch of timed repetitions
     time_eager_baseline: bool = True
     time_compile_baseline: bool = True  # torch.compile is slow on CPU: tests switch it off
     time_candidate: bool = True

@@ -108,7 +108,10 @@ class StreamTracker:
             _kkb_tracked = True
 
             def __new__(klass, *args, **kwargs):
-                cls.used.append("torch.cuda.Stream()")
+                # torch wraps existing streams as Stream(stream_id=...) (current_stream, default_stream):
+                # only a new stream is a side stream
+                if "stream_id" not in kwargs:
+                    cls.used.append("torch.cuda.Stream()")
                 return super().__new__(klass, *args, **kwargs)
 
         def stream(s):

@@ -2,9 +2,9 @@
 
 Usage: from harness.timing import time_callable, Clock; t = time_callable(fn, make_args, "cuda:0", config)
 
-Method "cuda_events" (GPU): each repetition takes fresh arguments (make_args() clones, so caching across
-calls fails), then writes an L2-sized buffer (outside the timed region), then records a start event, calls
-fn, records an end event. Repetitions run in batches until the relative standard error of the median is
+Method "cuda_events" (GPU): each repetition takes fresh arguments (make_args() clones, made before each
+batch of repetitions, so caching across calls fails), writes an L2-sized buffer (outside the timed
+region), then records a start event, calls fn, records an end event (as triton.testing.do_bench does). Repetitions run in batches until the relative standard error of the median is
 below config.target_rse, or config.max_timing_s / max_reps is reached (at least min_reps).
 Method "wall_clock" (CPU, e.g. the Triton interpreter): time.perf_counter around each call; the numbers
 are marked as such and are not comparable with GPU numbers.
@@ -90,6 +90,12 @@ def _summarise(times: list[float], method: str) -> Timing:
     return Timing(statistics.median(s), quantile(s, 0.2), quantile(s, 0.8), len(s), median_rse(s), method)
 
 
+def _arg_bytes(args: list) -> int:
+    import torch
+
+    return sum(a.numel() * a.element_size() for a in args if isinstance(a, torch.Tensor))
+
+
 def _time_cuda(fn, make_args, device: str, config: EvalConfig, clock: Clock) -> Timing:
     import torch
 
@@ -97,20 +103,25 @@ def _time_cuda(fn, make_args, device: str, config: EvalConfig, clock: Clock) -> 
     for _ in range(config.warmup):
         fn(*make_args())
     clock.synchronize()
+    # Fresh clones for a batch are made before the batch (outside the timed region), so each repetition
+    # is "flush, start, fn, end" as in triton.testing.do_bench; the batch is capped by clone memory.
+    fit = max(1, config.clone_pool_bytes // max(1, _arg_bytes(make_args())))
     times: list[float] = []
     t0 = clock.perf_counter()
     batch = max(config.min_reps, 5)
     while True:
-        starts = [clock.event_cls(enable_timing=True) for _ in range(batch)]
-        ends = [clock.event_cls(enable_timing=True) for _ in range(batch)]
-        for i in range(batch):
-            args = make_args()
+        n = max(1, min(batch, fit))
+        arg_sets = [make_args() for _ in range(n)]
+        starts = [clock.event_cls(enable_timing=True) for _ in range(n)]
+        ends = [clock.event_cls(enable_timing=True) for _ in range(n)]
+        for i in range(n):
             flush.zero_()  # evict inputs and last outputs from L2, outside the timed region
             clock.event_record(starts[i])
-            fn(*args)  # the output is freed after the end event (stream-ordered)
+            fn(*arg_sets[i])  # the output is freed after the end event (stream-ordered)
             clock.event_record(ends[i])
         clock.synchronize()
         times += [clock.event_elapsed(s, e) for s, e in zip(starts, ends)]
+        del arg_sets
         elapsed = clock.perf_counter() - t0
         if len(times) >= config.max_reps or elapsed > config.max_timing_s:
             break

@@ -24,9 +24,16 @@ from triton.testing import do_bench
 def _smi(query: str) -> str:
     try:
         return subprocess.run(["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader"],
-                              capture_output=True, text=True, timeout=30).stdout.strip()
+                              capture_output=True, text=True, timeout=30, check=False).stdout.strip()
     except Exception as exc:  # noqa: BLE001 - report, do not fail the measurement
         return f"unavailable: {exc}"
+
+
+def _copy_bandwidth_tb_per_s(n: int) -> float:
+    src = torch.randn(n, device="cuda")
+    dst = torch.empty_like(src)
+    ms = do_bench(lambda: dst.copy_(src), warmup=100, rep=1000, return_mode="median")
+    return 2 * n * 4 / (ms * 1e-3) / 1e12  # bytes read plus bytes written
 
 
 def main() -> None:
@@ -49,12 +56,7 @@ def main() -> None:
         "power_limit": _smi("power.limit"),
         "driver": _smi("driver_version"),
     }
-    n = 2 * 1024**3 // 4  # 2 GiB of fp32, far past the L2
-    src = torch.randn(n, device="cuda")
-    dst = torch.empty_like(src)
-    ms = do_bench(lambda: dst.copy_(src), warmup=100, rep=1000, return_mode="median")
-    res["copy_bandwidth_tb_per_s"] = 2 * src.numel() * 4 / (ms * 1e-3) / 1e12
-    del src, dst
+    res["copy_bandwidth_tb_per_s"] = _copy_bandwidth_tb_per_s(2 * 1024**3 // 4)  # 2 GiB, far past the L2
     torch.cuda.empty_cache()
     m = 8192
     for name, dtype, tf32 in [("bf16", torch.bfloat16, False), ("fp16", torch.float16, False),
@@ -62,7 +64,7 @@ def main() -> None:
         torch.backends.cuda.matmul.allow_tf32 = tf32
         a = torch.randn(m, m, device="cuda", dtype=dtype)
         b = torch.randn(m, m, device="cuda", dtype=dtype)
-        ms = do_bench(lambda: a @ b, warmup=200, rep=1500, return_mode="median")
+        ms = do_bench(lambda a=a, b=b: a @ b, warmup=200, rep=1500, return_mode="median")
         res[f"matmul_{name}_tflops"] = 2 * m**3 / (ms * 1e-3) / 1e12
     torch.backends.cuda.matmul.allow_tf32 = False
     res["env"] = {"torch": torch.__version__, "triton": triton.__version__, "cuda": torch.version.cuda,

@@ -1,31 +1,41 @@
 #!/usr/bin/env bash
-# Usage: bash benchmarks/gpu/library_compute.sh [sweep|harness]     (from the repo root, on the GPU box)
-#        KKB_CPU_SMOKE=1 bash benchmarks/gpu/library_compute.sh sweep    (CPU check of the script: tiny specs)
+# Usage: bash benchmarks/gpu/library_compute.sh [SWEEP_S|harness]   (from the repo root, on the GPU box)
+#        KKB_CPU_SMOKE=1 bash benchmarks/gpu/library_compute.sh          (CPU check of the script: tiny specs)
 #
-# The compute-bound families of the skill library (gemm_epilogue, attention, pool2d) on the GPU. Time-boxed:
-# KKB_TIME_CAP_S (default 185 s) is the whole run; every stage writes its results as it goes.
-#   sweep (default): 1. each kernel's TUNABLES per spec (triton.testing.do_bench median, L2 flushed; every
-#      config checked against the spec's reference first), with the vendor library for context: cuBLAS
-#      linear alone (F.linear, bias fused) for GEMM, PyTorch SDPA for attention; writes
-#      benchmarks/results/library_compute_sweep-<UTC>.json ("best": spec -> TUNABLES); then 2. the harness
-#      (benchmarks/bench_library.py) with those TUNABLES: correctness on every variant, eager and
-#      torch.compile baselines (compiled in the background during the sweep).
-#   harness: 2. only, with the kernels' own TUNABLES.
+# The compute-bound families of the skill library (gemm_epilogue, attention, pool2d) on the GPU, time-boxed
+# by KKB_TIME_CAP_S (default 165 s for the whole run); every stage writes its results as it goes.
+#   1. sweep, SWEEP_S seconds (default and at most 30; "harness" or 0 skips it), while the torch.compile
+#      baselines compile in the background: every spec with the kernel.py defaults, then the alternatives
+#      that matter most (TMA, tf32x3, other tiles) while time lasts; triton.testing.do_bench median, L2
+#      flushed, each result checked against the spec's reference; the vendor library for context (cuBLAS
+#      F.linear for GEMM, PyTorch SDPA for attention). -> benchmarks/results/library_compute_sweep-<UTC>.json
+#   2. the harness (benchmarks/bench_library.py) with the kernel.py defaults: correctness on every variant,
+#      eager and torch.compile baselines, same timing; the specs that matter first, the rest if time is left.
+#      -> benchmarks/results/library_compute-<UTC>-<part>.json
 #   3. the table (printed last): harness numbers plus TFLOP/s of useful work (causal attention counts half
-#      the S x S products) against the H200's measured peaks, and the vendor-library time from the sweep.
-# Writes benchmarks/results/library_compute[-<family>|_sweep|_summary]-<UTC>.json.
+#      the S x S products) against the H200's measured peaks; sweep-only rows are marked "sweep (do_bench)".
+#      -> benchmarks/results/library_compute_summary-<UTC>.json
 # Needs python3 with torch (CUDA), triton, numpy, pyyaml. Exit 2 when no CUDA device is present.
 set -uo pipefail
 T0=$(date +%s)
 cd "$(dirname "$0")/../.."
 PY=${PYTHON:-python3}
-MODE=${1:-sweep}
-CAP=${KKB_TIME_CAP_S:-185}
+ARG=${1:-30}
+case "$ARG" in
+  harness) SWEEP_S=0 ;;
+  sweep) SWEEP_S=30 ;;
+  ''|*[!0-9]*) echo "library_compute.sh: argument must be seconds of sweep or 'harness', got '$ARG'" >&2; exit 2 ;;
+  *) SWEEP_S=$(( ARG > 30 ? 30 : ARG )) ;;
+esac
+CAP=${KKB_TIME_CAP_S:-165}
 STAMP=$(date -u +%Y%m%dT%H%M%SZ)
 SWEEP_JSON=benchmarks/results/library_compute_sweep-$STAMP.json
 HARNESS_JSON=benchmarks/results/library_compute-$STAMP.json
 SUMMARY_JSON=benchmarks/results/library_compute_summary-$STAMP.json
 FAMILIES=(gemm_epilogue attention pool2d)
+# The harness's first call: the specs that matter most; the second call: the rest, if time is left.
+FIRST_SPECS=linear_gelu_bf16_4096,linear_gelu_fp32_4096,linear_gelu_rowsum_fp32,attention_causal_bf16_d128,attention_bf16_d128,maxpool_k3s2p1_fp32,avgpool_k3s1p1_bf16
+REST_SPECS=linear_gelu_bf16_tall,linear_gelu_fp32_tall,attention_causal_bf16_d64,attention_bf16_d64,maxpool_k3s2p1_bf16,avgpool_k2s2_fp32
 mkdir -p benchmarks/results
 left() { echo $(( CAP - ($(date +%s) - T0) )); }
 if [ "${KKB_CPU_SMOKE:-0}" = 1 ]; then
@@ -83,7 +93,7 @@ PY
   PREWARM_PID=$!
 fi
 
-if [ "$MODE" = sweep ]; then
+if [ "$SWEEP_S" -gt 0 ]; then
   echo "== stage 1: TUNABLES sweep ($(left) s left) =="
   # One process per family (a GPU fault in one cannot lose the others); the file is merged after each spec.
   SWEEP_PY=$(mktemp /tmp/library_compute_sweep.XXXXXX.py)
@@ -190,14 +200,27 @@ def save():
 
 
 rows, best, best_x3 = [], {}, {}
-FAMILIES = [("gemm_epilogue", None), ("attention", ATTN), ("pool2d", POOL)]
-todo = [(family, grids, path) for family, grids in FAMILIES if family == family_arg for path in spec_paths(family)]
+FAMILY_CONFIGS = {"gemm_epilogue": None, "attention": ATTN, "pool2d": POOL}
+# Phase 2 (after every spec ran its kernel.py defaults): the alternatives that matter most, in order.
+EXTRA = [("linear_gelu_bf16_4096", GEMM_BF16[1]), ("linear_gelu_fp32_4096", GEMM_FP32[1]),
+         ("attention_causal_bf16_d128", ATTN[2]), ("attention_causal_bf16_d128", ATTN[1]),
+         ("linear_gelu_bf16_4096", GEMM_BF16[3]), ("linear_gelu_fp32_4096", GEMM_FP32[3]),
+         ("attention_bf16_d128", ATTN[2]), ("attention_bf16_d128", ATTN[1]),
+         ("linear_gelu_rowsum_fp32", GEMM_FP32[1]), ("linear_gelu_bf16_tall", GEMM_BF16[1]),
+         ("attention_causal_bf16_d128", ATTN[3]), ("maxpool_k3s2p1_fp32", POOL[1]),
+         ("linear_gelu_fp32_tall", GEMM_FP32[1]), ("attention_causal_bf16_d64", ATTN[1]),
+         ("avgpool_k3s1p1_bf16", POOL[1]), ("linear_gelu_bf16_4096", GEMM_BF16[2]),
+         ("attention_causal_bf16_d64", ATTN[2]), ("maxpool_k3s2p1_fp32", POOL[2])]
 saved = json.loads(out_path.read_text()) if out_path.is_file() else {}
-for i, (family, grids, spec_path) in enumerate(todo):
-    # each spec gets an equal share of what is left of the budget
-    spec_deadline = time.time() + (budget_s - (time.time() - t_start)) / (len(todo) - i)
-    kernel = import_file(Path(f"corpus/kernels/{family}/kernel.py"), f"sweep_{family}")
-    defaults = dict(kernel.TUNABLES)
+paths = {p.stem: (fam, p) for fam in family_arg.split(",") for p in spec_paths(fam)}
+kernels = {fam: import_file(Path(f"corpus/kernels/{fam}/kernel.py"), f"sweep_{fam}") for fam in family_arg.split(",")}
+defaults = {fam: dict(k.TUNABLES) for fam, k in kernels.items()}
+baselines = {}  # spec -> (eager_ms, library_ms)
+
+
+def sweep_spec(name, configs):
+    family, spec_path = paths[name]
+    kernel = kernels[family]
     spec = load_spec(spec_path)
     variant = spec.variants[0]
     ref = build_model(spec.module.Model, spec, variant, 0, DEVICE)
@@ -208,19 +231,14 @@ for i, (family, grids, spec_path) in enumerate(todo):
     atol, rtol = (spec.atol, spec.rtol) if spec.atol is not None else tolerance_for(spec.dtype or "float32")
     flops, nbytes = work(family, spec, inputs, expected)
     shape = ", ".join("x".join(str(d) for d in t.shape) for t in inputs if torch.is_tensor(t))
-    eager_ms = do_bench(lambda: ref(*inputs), warmup=5, rep=30, return_mode="median")
-    lib = library_ref(family, spec, ref, inputs)
-    lib_ms = do_bench(lib, warmup=5, rep=30, return_mode="median") if lib else None
-    configs = grids if grids else (GEMM_FP32 if spec.dtype == "float32" else GEMM_BF16)
-    configs = configs[:2] if SMOKE else configs
-    results = []
+    if name not in baselines:
+        lib = library_ref(family, spec, ref, inputs)
+        baselines[name] = (do_bench(lambda: ref(*inputs), warmup=5, rep=30, return_mode="median"),
+                           do_bench(lib, warmup=5, rep=30, return_mode="median") if lib else None)
+    eager_ms, lib_ms = baselines[name]
     for cfg in configs:
-        if results and time.time() > spec_deadline:
-            print(f"[sweep] {spec.name}: its share of the {budget_s:.0f} s budget is spent; skipping "
-                  f"{len(configs) - len(results)} configs", flush=True)
-            break
         kernel.TUNABLES.clear()
-        kernel.TUNABLES.update(defaults)
+        kernel.TUNABLES.update(defaults[family])
         kernel.TUNABLES.update(cfg)
         try:
             with torch.no_grad():
@@ -233,31 +251,39 @@ for i, (family, grids, spec_path) in enumerate(todo):
             status = "passed" if ok else f"wrong (max abs err {err.max().item():.3g})"
         except Exception as exc:  # a config that does not compile (e.g. out of shared memory)
             ms, status = None, f"error: {type(exc).__name__}: {str(exc)[:160]}"
-        row = dict(family=family, spec=spec.name, dtype=spec.dtype, shape=shape, config=cfg, status=status, latency_ms=ms,
-                   eager_ms=eager_ms, library_ms=lib_ms,
-                   tflops=flops / ms / 1e9 if ms and flops else None,
-                   gbps=nbytes / ms / 1e6 if ms else None)
-        results.append(row)
-        print(f"[sweep] {spec.name:28s} {json.dumps(cfg):120s} {status[:40]:10s} "
-              f"{ms if ms else math.nan:8.4f} ms  eager {eager_ms:8.4f}  lib "
-              f"{lib_ms if lib_ms else math.nan:8.4f}", flush=True)
-    rows += results
-    good = [r for r in results if r["status"] == "passed"]
-    # fp32 GEMM: "best" keeps true fp32 (ieee), as the brief asks; the fastest error-compensated tf32x3
-    # config goes to "best_tf32x3" and is judged by the harness separately (stage 2b).
-    ieee = [r for r in good if r["config"].get("FP32_PRECISION", "ieee") == "ieee"]
-    if ieee:
-        best[spec.name] = {**defaults, **min(ieee, key=lambda r: r["latency_ms"])["config"]}
-    x3 = [r for r in good if r["config"].get("FP32_PRECISION") == "tf32x3"]
-    if x3:
-        best_x3[spec.name] = {**defaults, **min(x3, key=lambda r: r["latency_ms"])["config"]}
+        rows.append(dict(family=family, spec=name, dtype=spec.dtype, shape=shape, config=cfg or {"defaults": True},
+                         status=status, latency_ms=ms, eager_ms=eager_ms, library_ms=lib_ms,
+                         tflops=flops / ms / 1e9 if ms and flops else None, gbps=nbytes / ms / 1e6 if ms else None))
+        print(f"[sweep] {name:28s} {json.dumps(cfg or 'kernel.py defaults'):110s} {status[:40]:10s} "
+              f"{ms if ms else math.nan:8.4f} ms  eager {eager_ms:8.4f}  lib {lib_ms if lib_ms else math.nan:8.4f}"
+              f"  {flops / ms / 1e9 if ms and flops else nbytes / ms / 1e6 if ms else 0:6.0f} "
+              f"{'TFLOP/s' if flops else 'GB/s'}", flush=True)
     kernel.TUNABLES.clear()
-    kernel.TUNABLES.update(defaults)
-    ref = cand = inputs = expected = out = None  # free this spec's tensors before the next
+    kernel.TUNABLES.update(defaults[family])
     if DEVICE == "cuda":
         torch.cuda.empty_cache()
-    save()
 
+
+for name in paths:  # phase 1: the defaults everywhere (the numbers the library ships with)
+    sweep_spec(name, [{}])
+    save()
+for name, cfg in EXTRA if not SMOKE else EXTRA[:3]:  # phase 2: alternatives while the budget lasts
+    if time.time() - t_start > budget_s:
+        print(f"[sweep] budget of {budget_s:.0f} s spent", flush=True)
+        break
+    if name in paths:
+        sweep_spec(name, [cfg])
+        save()
+for name in paths:  # best per spec over both phases; fp32 GEMM: ieee in "best", tf32x3 in "best_tf32x3"
+    fam = paths[name][0]
+    good = [r for r in rows if r["spec"] == name and r["status"] == "passed"]
+    cfg_of = lambda r: {} if r["config"].get("defaults") else r["config"]  # noqa: E731
+    ieee = [r for r in good if cfg_of(r).get("FP32_PRECISION", defaults[fam].get("FP32_PRECISION", "ieee")) == "ieee"]
+    if ieee:
+        best[name] = {**defaults[fam], **cfg_of(min(ieee, key=lambda r: r["latency_ms"]))}
+    x3 = [r for r in good if cfg_of(r).get("FP32_PRECISION") == "tf32x3"]
+    if x3:
+        best_x3[name] = {**defaults[fam], **cfg_of(min(x3, key=lambda r: r["latency_ms"]))}
 save()
 print(f"[sweep] best TUNABLES per spec -> {out_path}")
 for name, cfg in best.items():
@@ -266,12 +292,8 @@ for name, cfg in best_x3.items():
     print(f"[sweep] best tf32x3 {name}: {json.dumps(cfg)}")
 print(f"[sweep] done in {time.time() - t_start:.0f} s", flush=True)
 PY
-  for FAMILY_BUDGET in gemm_epilogue:26 attention:22 pool2d:6; do
-    FAMILY=${FAMILY_BUDGET%%:*}
-    BUDGET=$(( ${FAMILY_BUDGET#*:} * CAP / 185 ))
-    timeout -k 3 $(( BUDGET + 20 )) "$PY" "$SWEEP_PY" "$BUDGET" "$SWEEP_JSON" "$SMOKE" "$FAMILY" \
-      || echo "== sweep of $FAMILY stopped (exit $?); its specs keep the defaults =="
-  done
+  timeout -k 3 $(( SWEEP_S + 12 )) "$PY" "$SWEEP_PY" "$SWEEP_S" "$SWEEP_JSON" "$SMOKE" \
+    "gemm_epilogue,attention,pool2d" || echo "== sweep stopped (exit $?) =="
   rm -f "$SWEEP_PY"
   echo "== stage 1 done; $(left) s left =="
 fi
@@ -287,17 +309,19 @@ if [ -n "${PREWARM_PID:-}" ]; then
 fi
 
 echo "== stage 2: harness (benchmarks/bench_library.py) =="
-for FAMILY in gemm_epilogue,attention pool2d; do
+PART=0
+for SPECS in "$FIRST_SPECS" "$REST_SPECS"; do
+  PART=$(( PART + 1 ))
   LEFT=$(( $(left) - 8 ))  # keep a few seconds for the table
-  if [ "$LEFT" -lt 20 ]; then echo "== harness $FAMILY skipped: out of time =="; continue; fi
-  timeout -k 3 "$LEFT" "$PY" benchmarks/bench_library.py --families "$FAMILY" --tunables "$SWEEP_JSON" \
-    --label "compute-${FAMILY//,/-}" --out "${HARNESS_JSON%.json}-${FAMILY//,/-}.json" "${BENCH_ARGS[@]}" \
+  if [ "$LEFT" -lt 25 ]; then echo "== harness part $PART skipped: out of time =="; continue; fi
+  timeout -k 3 "$LEFT" "$PY" benchmarks/bench_library.py --families gemm_epilogue,attention,pool2d \
+    --specs "$SPECS" --label "compute-$PART" --out "${HARNESS_JSON%.json}-part$PART.json" "${BENCH_ARGS[@]}" \
     | grep -v '^|' | grep -v '^$'
-  echo "== harness $FAMILY exit ${PIPESTATUS[0]} (124: cut by the time cap); $(left) s left =="
+  echo "== harness part $PART exit ${PIPESTATUS[0]} (124: cut by the time cap); $(left) s left =="
 done
 
 echo "== stage 3: table =="
-"$PY" - "$HARNESS_JSON" "${LIB_JSON:-$SWEEP_JSON}" "$SUMMARY_JSON" "$MODE" <<'PY'
+"$PY" - "$HARNESS_JSON" "${LIB_JSON:-$SWEEP_JSON}" "$SUMMARY_JSON" harness <<'PY'
 """Harness rows + TFLOP/s of useful work against measured peaks + vendor-library times -> table."""
 import json
 import sys
@@ -309,14 +333,15 @@ parts = [json.loads(p.read_text()) for p in sorted(harness_path.parent.glob(harn
 harness = {"rows": [r for part in parts for r in part["rows"]], "date": parts[0]["date"] if parts else None,
            "machine": parts[0].get("machine") if parts else None}
 sweep = json.loads(sweep_path.read_text())
-done = {r["spec"] for r in harness["rows"]} if mode == "sweep" else {r["spec"] for r in sweep.get("rows", [])}
-# Specs the harness did not reach, and the fp32 GEMM specs with tf32x3: the sweep's best, marked as such.
+done = {r["spec"] for r in harness["rows"] if r["status"] == "passed"}  # else the sweep's row is shown too
+# Specs the harness did not pass or reach, and the fp32 GEMM specs with tf32x3: the sweep's best (do_bench).
 for key, suffix in (("best", ""), ("best_tf32x3", " [tf32x3]")):
     for r in sweep.get("rows", []):
         best, name = sweep.get(key, {}).get(r["spec"]), r["spec"] + suffix
         if name in done or r["status"] != "passed" or not best:
             continue
-        if all(best.get(k) == v for k, v in r["config"].items()):
+        cfg = {} if r["config"].get("defaults") else r["config"]
+        if all(best.get(k) == v for k, v in cfg.items()):
             done.add(name)
             harness["rows"].append({
                 "family": r["family"], "spec": name, "shape": r.get("shape", ""), "dtype": r["dtype"],

@@ -39,7 +39,9 @@ def _cumsum_kernel(
         x = tl.load(x_ptr + rows[:, None] * stride_x + c[None, :], mask=mask, other=0.0).to(acc_dtype)
         y = tl.cumsum(x, axis=1) + carry[:, None]
         tl.store(y_ptr + rows[:, None] * stride_y + c[None, :], y.to(y_ptr.dtype.element_ty), mask=mask)
-        carry += tl.sum(x, axis=1)
+        # the next chunk starts from this chunk's last lane (masked lanes add 0, so it holds the total);
+        # taken from y rather than as carry + sum(x), a form Triton 3.6's thread-locality pass rejects
+        carry = tl.sum(tl.where((cols == BLOCK - 1)[None, :], y, 0.0), axis=1)
 
 
 def cumsum(x: torch.Tensor, dim: int) -> torch.Tensor:
