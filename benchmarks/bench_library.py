@@ -300,8 +300,9 @@ def run(args) -> int:
                       flush=True)
             record(t, pool.submit(t.spec_path, t.source, "triton"))
     if ex is not None:
+        procs = list((getattr(ex, "_processes", None) or {}).values())  # before shutdown clears it
         ex.shutdown(wait=False, cancel_futures=True)
-        for proc in list(getattr(ex, "_processes", {}).values()):  # our own warm-up processes only
+        for proc in procs:  # our own warm-up processes only
             proc.terminate()
     if skipped:
         print(f"[bench_library] time budget of {args.budget_s:.0f} s: skipped {', '.join(skipped)}", flush=True)

@@ -55,8 +55,10 @@ class OfflineProvider:
             raise ProviderError(f"offline: the {sig.family} library kernel cannot serve this spec: {exc}; "
                                 + _NEEDS_A_MODEL) from exc
         if request.parent is None:
-            plan = [(r, p) for r in records
-                    for p in diverse_points(get_tunables(r.source), r.tunables, self.drafts_per_kernel)]
+            # each kernel's default first, then points spread over its space; asked again for drafts
+            # (the session may want more than drafts_per_kernel), the list runs on past what was tried
+            count = self.drafts_per_kernel + len(self._tried) + request.n
+            plan = [(r, p) for r in records for p in diverse_points(get_tunables(r.source), r.tunables, count)]
         else:
             plan = self._expansions(request, records)
         out = []

@@ -18,10 +18,10 @@ import triton.language as tl
 from torch import nn
 
 TUNABLES = {
-    "SPLIT": 16,  # programs per channel in the stats kernel
-    "BLOCK_STATS": 2048,
+    "SPLIT": 32,  # programs per channel in the stats kernel
+    "BLOCK_STATS": 4096,
     "num_warps_stats": 8,
-    "MAX_BLOCK_APPLY": 4096,  # apply kernel: elements of one plane per program
+    "MAX_BLOCK_APPLY": 2048,  # apply kernel: elements of one plane per program
     "num_warps_apply": 8,
 }
 

@@ -18,7 +18,7 @@ TUNABLES = {
     "ELEMS_PER_THREAD": 16,  # fused path: sets num_warps from the block size
     "BLOCK_LOOP": 4096,
     "num_warps_loop": 16,
-    "PROGRAMS_PER_SM": 1,
+    "PROGRAMS_PER_SM": 2,
 }
 
 

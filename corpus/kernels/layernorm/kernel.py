@@ -16,7 +16,7 @@ from torch import nn
 
 TUNABLES = {
     "MAX_FUSED_N": 16384,  # widest row kept whole in registers
-    "ELEMS_PER_THREAD": 16,  # fused path: sets num_warps from the tile size
+    "ELEMS_PER_THREAD": 8,  # fused path: sets num_warps from the tile size
     "BLOCK_LOOP": 4096,
     "num_warps_loop": 16,
     "PROGRAMS_PER_SM": 1,

@@ -20,7 +20,7 @@ import triton
 import triton.language as tl
 from torch import nn
 
-TUNABLES = {"BLOCK": 4096, "num_warps": 8}
+TUNABLES = {"BLOCK": 1024, "num_warps": 4}
 CHAIN = None  # None: take the chain from ModelNew's init inputs; else a list like [("relu",), ("mul", 2.0)]
 BIAS_SHAPE = None  # with CHAIN set: the shape of the bias parameter, or None
 

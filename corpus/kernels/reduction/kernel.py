@@ -15,10 +15,10 @@ import triton.language as tl
 from torch import nn
 
 TUNABLES = {
-    "BLOCK_R_ROW": 1024,  # last-dim path: reduced elements per step
+    "BLOCK_R_ROW": 512,  # last-dim path: reduced elements per step
     "ROW_TILE": 4096,  # last-dim path: ROWS * BLOCK_R, elements per step
     "num_warps_row": 8,
-    "BLOCK_R_COL": 32,  # middle-dim path: reduced elements per step
+    "BLOCK_R_COL": 16,  # middle-dim path: reduced rows per step for 4-byte data (x2 for 2-byte: same bytes)
     "BLOCK_I": 64,  # middle-dim path: output columns per program (shrunk while the grid is small)
     "num_warps_col": 4,
     "MIN_PROGRAMS": 1024,  # middle-dim path: shrink BLOCK_I (down to 32) until the grid has this many
@@ -141,7 +141,7 @@ def reduce_dim(x: torch.Tensor, op: str, dim: int) -> torch.Tensor:
         block_i = min(t["BLOCK_I"], triton.next_power_of_2(inner))
         while block_i > 32 and outer * triton.cdiv(inner, block_i) < t["MIN_PROGRAMS"]:
             block_i //= 2
-        block_r = min(t["BLOCK_R_COL"], triton.next_power_of_2(n_red))
+        block_r = min(t["BLOCK_R_COL"] * max(1, 4 // x.element_size()), triton.next_power_of_2(n_red))
         _reduce_mid_kernel[(outer, triton.cdiv(inner, block_i))](
             x, out, n_red, inner, n_red * inner, inner,
             OP=code, BLOCK_R=block_r, BLOCK_I=block_i, num_warps=t["num_warps_col"],

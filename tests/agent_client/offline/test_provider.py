@@ -154,3 +154,15 @@ def test_tunables_rewrite_keeps_the_rest_of_the_source():
     assert get_tunables(out) == {"BLOCK": 2048, "num_warps": 4}
     assert out.startswith("import triton\n") and out.endswith("X = 1\n")
     assert neighbours({"BLOCK": 1024}, {"BLOCK": [512, 1024, 2048]}) == [{"BLOCK": 512}, {"BLOCK": 2048}]
+
+
+def test_drafts_asked_for_again_keep_coming(tmp_path, library_kb):
+    # the session asks for drafts in small batches; the provider must not run dry after its first few
+    spec = _spec(tmp_path, "my_rmsnorm", RMSNORM)
+    provider = OfflineProvider(drafts_per_kernel=2)
+    seen = set()
+    for _ in range(4):
+        batch = provider.propose(_request(spec, library_kb, n=2))
+        assert len(batch) == 2
+        seen.update(repr(sorted(p.meta["tunables"].items())) for p in batch)
+    assert len(seen) == 8

@@ -1,5 +1,9 @@
-"""Group norm in bf16 with groups that fit in registers: 256 x 512 x 32 x 32 bf16, 32 groups
+"""Group norm in fp16 with groups that fit in registers: 256 x 512 x 32 x 32 fp16, 32 groups
 (256 MiB in + 256 MiB out); each group is 16 x 32 x 32 = 16384 elements.
+
+fp16, not bf16: in round 1 on the H200, 25 of 134M bf16 outputs of torch's CUDA group norm sat 2 bf16 ulps
+from this kernel's fp32 result (the CPU reference agrees with it), just past the 1e-2 tolerance; fp16's
+finer rounding keeps a check at the default tolerance meaningful.
 """
 
 import torch
@@ -11,7 +15,7 @@ SHAPES = {"full": {"batch": 256, "channels": 512, "height": 32, "width": 32, "gr
           "tiny": {"batch": 2, "channels": 16, "height": 32, "width": 32, "groups": 4}}
 BATCH, CHANNELS = SHAPES[SIZE]["batch"], SHAPES[SIZE]["channels"]
 HEIGHT, WIDTH, GROUPS = SHAPES[SIZE]["height"], SHAPES[SIZE]["width"], SHAPES[SIZE]["groups"]
-DTYPE = torch.bfloat16
+DTYPE = torch.float16
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"  # GB-sized inputs are made where they are used
 EPS = 1e-5
 VARIANTS = [
