@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
@@ -112,13 +113,9 @@ def tune(
         json_out.write_text(json.dumps(result.to_dict(), indent=2) + "\n", encoding="utf-8")
 
 
-def report(
-    session: Annotated[str, typer.Argument(help="session id (or its folder)")],
-    out: Annotated[Path | None, typer.Option(help="HTML file to write (default: the session folder)")] = None,
-    home: Annotated[Path | None, typer.Option(help="KKB_HOME")] = None,
-) -> None:
-    """Write one self-contained HTML page for a session: chart, search graph, candidates, winner."""
-    from agent_client.report import write_report
+@contextmanager
+def _open_session(session: str, home: Path | None):
+    """The session's folder and its open store; an unknown session id is a clear error (exit 2)."""
     from agent_client.runner import session_folder
     from agent_client.session.store import SessionStore
 
@@ -129,9 +126,21 @@ def report(
         raise typer.Exit(2) from exc
     store = SessionStore.open(folder)
     try:
-        path = write_report(store, out or folder / "report.html")
+        yield folder, store
     finally:
         store.close()
+
+
+def report(
+    session: Annotated[str, typer.Argument(help="session id (or its folder)")],
+    out: Annotated[Path | None, typer.Option(help="HTML file to write (default: the session folder)")] = None,
+    home: Annotated[Path | None, typer.Option(help="KKB_HOME")] = None,
+) -> None:
+    """Write one self-contained HTML page for a session: chart, search graph, candidates, winner."""
+    from agent_client.report import write_report
+
+    with _open_session(session, home) as (folder, store):
+        path = write_report(store, out or folder / "report.html")
     typer.echo(str(path))
 
 
@@ -142,18 +151,8 @@ def export(
 ) -> None:
     """Write a session as JSONL (prompt, response, reward, correctness, diagnostics, messages)."""
     from agent_client.export import export_rows, write_jsonl
-    from agent_client.runner import session_folder
-    from agent_client.session.store import SessionStore
 
-    try:
-        folder = session_folder(session, _settings(home))
-    except FileNotFoundError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from exc
-    store = SessionStore.open(folder)
-    try:
+    with _open_session(session, home) as (folder, store):
         rows = export_rows(store)
         path = write_jsonl(rows, out or folder / "export.jsonl")
-    finally:
-        store.close()
     typer.echo(f"{path} ({len(rows)} rows)")

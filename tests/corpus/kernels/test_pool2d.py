@@ -8,36 +8,18 @@ its default shape and its `odd` variant (partial tiles; odd H and W drop or pad 
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 
 import pytest
 import torch
 import yaml
+from library_check import CPU_CONFIG, tiny_copy, tunables_literal
 
-from harness import EvalConfig, Status, evaluate
+from harness import Status, evaluate
 from harness.spec import import_file
 
 FAMILY = Path(__file__).resolve().parents[3] / "corpus" / "kernels" / "pool2d"
 SPECS = sorted((FAMILY / "specs").glob("*.py"))
-CPU_CONFIG = EvalConfig.for_cpu_tests(trials=1, time_candidate=False, time_eager_baseline=False)
-
-
-def tiny_copy(spec: Path, tmp_path: Path) -> Path:
-    """The spec with its size switch set to the interpreter-sized shapes."""
-    source = spec.read_text()
-    assert 'SIZE = "full"' in source, f"{spec}: no SIZE switch"
-    out = tmp_path / spec.name
-    out.write_text(source.replace('SIZE = "full"', 'SIZE = "tiny"', 1))
-    return out
-
-
-def tunables_literal(kernel: Path) -> dict:
-    tree = ast.parse(kernel.read_text())
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "TUNABLES" for t in node.targets):
-            return ast.literal_eval(node.value)
-    raise AssertionError(f"{kernel}: no module-level TUNABLES dict literal")
 
 
 def test_specs_cover_max_and_avg():
