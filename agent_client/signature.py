@@ -98,6 +98,23 @@ class OpSignature:
         return f"{self.family or 'kernel'} {names}"
 
 
+class _OnMeta(TorchFunctionMode):
+    """Keeps a spec's tensors on the meta device even where it names one (device=DEVICE, .cuda())."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = dict(kwargs or {})
+        name = getattr(func, "__name__", "")
+        if "device" in kwargs:
+            kwargs["device"] = "meta"
+        if name in {"cuda", "cpu"}:
+            return args[0]
+        if name == "to":  # keep a dtype change, drop a device change
+            args = tuple(a for a in args if not isinstance(a, (str, torch.device)))
+            if len(args) == 1 and not kwargs.get("dtype"):
+                return args[0]
+        return func(*args, **kwargs)
+
+
 class _Recorder(TorchFunctionMode):
     def __init__(self, inputs: list[torch.Tensor], named: dict[int, str]):
         super().__init__()
@@ -124,14 +141,22 @@ class _Recorder(TorchFunctionMode):
         out = func(*args, **kwargs)
         name = _normalise(func)
         if name in _IGNORED:
-            # layout ops pass the identity of their input through to their output
-            if isinstance(out, torch.Tensor) and args and isinstance(args[0], torch.Tensor) \
-                    and id(args[0]) in self.ids:
-                self.ids[id(out)] = self.ids[id(args[0])]
-            return out
+            src = args[0] if args and isinstance(args[0], torch.Tensor) else None
+            if not isinstance(out, torch.Tensor) or src is None or id(src) not in self.ids:
+                return out
+            if out.shape == src.shape and out.dtype == src.dtype:
+                # a no-op on the values (contiguous, detach, same-shape view): same value, same name
+                self.ids[id(out)] = self.ids[id(src)]
+                return out
+            # a reshape or a cast changes what later calls see: it stays in the signature, so that
+            # no adapter silently drops it
+        self._record(name, args, kwargs, out)
+        return out
+
+    def _record(self, name: str, args: tuple, kwargs: dict, out: Any) -> None:
         first = self._describe(args[0]) if args else None
         if first is not None and first.kind == "param" and str(first.ref).endswith("num_batches_tracked"):
-            return out  # BatchNorm's step counter: bookkeeping, not part of the computation
+            return  # BatchNorm's step counter: bookkeeping, not part of the computation
         call = OpCall(name, tuple(self._describe(a) for a in args),
                       {k: self._describe(v) for k, v in kwargs.items() if k not in _NOISE_KWARGS},
                       tuple(out.shape) if isinstance(out, torch.Tensor) else None)
@@ -141,7 +166,6 @@ class _Recorder(TorchFunctionMode):
         for r in results:
             if isinstance(r, torch.Tensor):
                 self.ids[id(r)] = _arg("tmp", index, r)
-        return out
 
 
 def _arg(kind: str, ref: Any, t: torch.Tensor) -> Arg:
@@ -179,7 +203,7 @@ def load_spec_module(path: Path):
 def trace_signature(spec_path: Path) -> OpSignature:
     """Run the spec's Model on the meta device and return its normalised op signature."""
     module = load_spec_module(spec_path)
-    with torch.device("meta"):
+    with torch.device("meta"), _OnMeta():
         init = list(module.get_init_inputs())
         model = module.Model(*init)
         inputs = list(module.get_inputs())

@@ -187,7 +187,7 @@ def _gemm(sig: OpSignature) -> list[str]:
         raise AdaptError(f"gemm_epilogue: first call {head.render()} is not a linear or matmul")
     if x.kind != "input":
         raise AdaptError("gemm_epilogue: the matmul must read a spec input")
-    activation, scale, residual, current = "none", 1.0, "None", Arg("tmp", 0)
+    activation, scale, residual, current, reduce = "none", 1.0, "None", Arg("tmp", 0), "none"
     for i, op in enumerate(rest, start=1):
         others = [a for a in op.args if not _same(a, current)]
         if op.name in _GEMM_ACTS and activation == "none" and scale == 1.0 and residual == "None":
@@ -202,10 +202,14 @@ def _gemm(sig: OpSignature) -> list[str]:
         elif op.name == "add" and bias == "None" and len(others) == 1 and others[0].kind == "param" \
                 and activation == "none" and scale == 1.0:
             bias = expr(others[0])
+        elif op.name == "sum" and reduce == "none" and i == len(rest) \
+                and _const(op, 1, "dim", None) in (-1, 1, [-1], (-1,)) and not _const(op, 2, "keepdim", False):
+            reduce = "sum"  # a row sum of the epilogue's result, as the last call
         else:
             raise AdaptError(f"gemm_epilogue: {op.render()} is not act(x W^T + b) * scale + residual")
         current = Arg("tmp", i)
-    return [f"return gemm_epilogue({expr(x)}, {weight}, {bias}, {residual}, {scale!r}, {activation!r})"]
+    return [(f"return gemm_epilogue({expr(x)}, {weight}, {bias}, {residual}, {scale!r}, {activation!r}, "
+            f"{reduce!r})")]
 
 
 # ---- pooling ----------------------------------------------------------------------------------

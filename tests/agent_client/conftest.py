@@ -10,15 +10,15 @@ import pytest
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
-SPEC = HERE / "specs" / "scaled_relu.py"
-sys.path.insert(0, str(HERE))  # fake_anthropic.py, kernels.py
+sys.path.insert(0, str(HERE))  # fake_anthropic.py, kernels.py, agent_helpers.py
+
+from agent_helpers import FAST_EVAL, SPEC, client_settings
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TRITON_INTERPRET", "1")
 
 # Harness settings that keep one CPU evaluation to a few seconds (compile baseline skipped).
-FAST_EVAL = {"trials": 1, "min_reps": 1, "max_reps": 2, "warmup": 0, "max_timing_s": 0.5}
 
 # Our own words: a few passages for the retrieval sections of the prompts.
 PASSAGES = [
@@ -77,12 +77,6 @@ def fake_server():
         server.stop()
 
 
-def client_settings(home: Path, server_url: str | None = None, **overrides):
-    from agent_client.config import ClientSettings
-
-    fields = {"home": home, "anthropic_api_key": "test-key" if server_url else None,
-              "anthropic_base_url": server_url, "sdk_max_retries": 0, "retry_base_delay_s": 0.01, **overrides}
-    return ClientSettings(**fields)
 
 
 @pytest.fixture(scope="session")

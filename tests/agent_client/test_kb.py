@@ -6,7 +6,7 @@ import io
 import sys
 
 import pytest
-from conftest import REPO, SPEC, client_settings
+from agent_helpers import REPO, SPEC, client_settings
 from fake_anthropic import FakeModelServer, Reply
 from rich.console import Console
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import SPEC
+from agent_helpers import SPEC
 
 from agent_client.prompting import PromptBuilder, bottleneck_queries, estimate_tokens
 from agent_client.session.records import Node, fitness

@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 
 import pytest
-from conftest import FAST_EVAL, SPEC
+from agent_helpers import FAST_EVAL, SPEC
 from rich.console import Console
 
 from agent_client.providers import ProviderError, get_provider
@@ -47,7 +47,7 @@ def test_replay_session_reproduces_the_first_steps(tuned_session, kb):
 
 
 def test_replay_names_a_missing_recording(tmp_path):
-    from conftest import client_settings
+    from agent_helpers import client_settings
 
     with pytest.raises(ProviderError, match="no recorded session 'ghost'"):
         get_provider("replay", client_settings(tmp_path), source="ghost")

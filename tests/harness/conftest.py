@@ -1,19 +1,8 @@
-"""Fixtures of the harness tests: paths of the test specs and candidates (stdlib and torch only)."""
+"""Fixtures of the harness tests (stdlib and torch only); paths and candidate sources: harness_helpers.py."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-
-HERE = Path(__file__).resolve().parent
-SPECS = HERE / "specs"
-CANDIDATES = HERE / "candidates"
-REPO = HERE.parents[1]
-
-
-def candidate(name: str) -> str:
-    return (CANDIDATES / f"{name}.py").read_text()
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import os
 import time
 
 import pytest
-from conftest import SPECS, candidate
+from harness_helpers import SPECS, candidate
 
 from harness import EvalConfig, Status, WorkerPool, evaluate
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import typer
-from conftest import CANDIDATES, SPECS
+from harness_helpers import CANDIDATES, SPECS
 from typer.testing import CliRunner
 
 from harness.cli import bench

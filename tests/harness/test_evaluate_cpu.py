@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import SPECS, candidate
+from harness_helpers import SPECS, candidate
 
 from harness import EvalConfig, Status, Verdict, WorkerPool, evaluate, profile_spec
 

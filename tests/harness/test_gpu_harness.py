@@ -9,7 +9,7 @@ import statistics
 
 import pytest
 import torch
-from conftest import REPO, SPECS, candidate
+from harness_helpers import REPO, SPECS, candidate
 
 from harness import EvalConfig, Status, WorkerPool, evaluate
 

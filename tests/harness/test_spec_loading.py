@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from conftest import REPO, SPECS
+from harness_helpers import REPO, SPECS
 
 from harness.compare import degenerate_reasons
 from harness.config import tolerance_for

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import candidate
+from harness_helpers import candidate
 
 from harness.backends import get_backend
 from harness.static_checks import run_static_checks

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import SPEC, client_settings
+from agent_helpers import SPEC, client_settings
 from fake_anthropic import Reply, text_with_code
 from kernels import good
 

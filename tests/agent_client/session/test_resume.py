@@ -12,7 +12,7 @@ import sys
 import time
 from collections import Counter
 
-from conftest import FAST_EVAL, REPO, SPEC, client_settings
+from agent_helpers import FAST_EVAL, REPO, SPEC, client_settings
 from fake_anthropic import FakeModelServer, text_with_code
 from kernels import compile_error, wrong
 from rich.console import Console

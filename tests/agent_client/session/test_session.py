@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 from collections import Counter
 
-from conftest import SPEC, client_settings
+from agent_helpers import SPEC, client_settings
 from fake_anthropic import FakeModelServer, Reply
 from rich.console import Console
 

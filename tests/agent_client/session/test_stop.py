@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 
 import pytest
-from conftest import FAST_EVAL, SPEC, client_settings
+from agent_helpers import FAST_EVAL, SPEC, client_settings
 from fake_anthropic import FakeModelServer, Reply, text_with_code
 from kernels import good
 from rich.console import Console
