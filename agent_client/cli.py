@@ -41,7 +41,7 @@ def tune(
     target: Annotated[str, typer.Option(help="accelerator id whose facts shape the prompts")] = "h200",
     backend: Annotated[str, typer.Option(help="triton | cuda | cute | hip")] = "triton",
     budget: Annotated[int, typer.Option(help="candidates in all, drafts included")] = 16,
-    time_budget: Annotated[float | None, typer.Option(help="seconds of wall time for this run")] = None,
+    time_budget: Annotated[float | None, typer.Option(help="seconds of wall time for the session (a --resume continues it)")] = None,
     device: Annotated[str | None, typer.Option(help="cpu | cuda:N (default: cuda:0 if available)")] = None,
     provider: Annotated[str | None, typer.Option(help="anthropic | openai | replay | offline")] = None,
     policy: Annotated[str, typer.Option(help="greedy | uct | evolutionary")] = "greedy",

@@ -24,7 +24,8 @@ from harness.timing import Clock
 DOWNGRADE_RATIO = 0.25  # error above this share of bf16 rounding error, on an fp32 spec = downgrade
 
 
-def _tolerance(spec: Spec, ref_out) -> tuple[float, float]:
+def tolerance(spec: Spec, ref_out) -> tuple[float, float]:
+    """(atol, rtol) for a spec: its own TOLERANCE, else the table entry of the reference output's dtype."""
     if spec.atol is not None and spec.rtol is not None:
         return spec.atol, spec.rtol
     tensors = guard.tensors_of(ref_out)
@@ -90,7 +91,7 @@ def check_variant(spec: Spec, cand_cls: type, variant: Variant, backend: Backend
             break
         ref_out = ref_model(*ref_inputs)
         sync(device, clock)
-        atol, rtol = _tolerance(spec, ref_out)
+        atol, rtol = tolerance(spec, ref_out)
         reasons, tdiag = compare_outputs(out, ref_out, atol, rtol)
         diag["trials"].append(tdiag)
         diag["atol"], diag["rtol"] = atol, rtol

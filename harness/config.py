@@ -55,6 +55,12 @@ class EvalConfig:
     trials: int = 3  # correctness trials per variant, each with fresh inputs from a secret seed
     check_variants: bool = True  # also check the spec's extra VARIANTS (catches hard-coded shapes)
     warmup: int = 3  # untimed calls before timing (after the first, compiling, call)
+    # GPU: then back-to-back calls for this long (do_bench's default), so the clocks have settled to
+    # the level sustained work runs at before anything is timed (see harness/timing.py)
+    warmup_ms: float = 25.0
+    # GPU: and time repetitions until they add up to this much (do_bench's default rep), within
+    # max_reps / max_timing_s: a 0.2 ms matmul gets ~500 repetitions over the same window do_bench uses
+    min_timed_ms: float = 100.0
     min_reps: int = 10  # timed repetitions, at least
     max_reps: int = 500  # and at most
     max_timing_s: float = 1.0  # time cap of the adaptive loop for one callable
@@ -83,7 +89,7 @@ class EvalConfig:
     def for_cpu_tests(cls, **overrides) -> EvalConfig:
         """Small settings for the Triton interpreter in CI."""
         base = {
-            "trials": 2, "warmup": 1, "min_reps": 3, "max_reps": 5, "max_timing_s": 2.0, "time_compile_baseline": False,
+            "trials": 2, "warmup": 1, "warmup_ms": 0.0, "min_reps": 3, "max_reps": 5, "max_timing_s": 2.0, "time_compile_baseline": False,
             "timeout_s": 120.0, "cpu_memory_limit_bytes": 6 * 1024**3,
         }
         base.update(overrides)

@@ -2,10 +2,16 @@
 
 Usage: from harness.timing import time_callable, Clock; t = time_callable(fn, make_args, "cuda:0", config)
 
-Method "cuda_events" (GPU): each repetition takes fresh arguments (make_args() clones, made before each
-batch of repetitions, so caching across calls fails), writes an L2-sized buffer (outside the timed
-region), then records a start event, calls fn, records an end event (as triton.testing.do_bench does). Repetitions run in batches until the relative standard error of the median is
-below config.target_rse, or config.max_timing_s / max_reps is reached (at least min_reps).
+Method "cuda_events" (GPU), do_bench's window and steps:
+- `config.warmup` calls, then back-to-back calls on one argument set for `config.warmup_ms` (25 ms, as
+  do_bench): a power-capped GPU under sustained load runs at a lower clock than a rested one. On the H200 a
+  4096^3 bf16 matmul takes 0.175 ms over its first 25 ms of back-to-back calls, 0.190 ms over 25-150 ms
+  and 0.203 ms after that (benchmarks/results/harness-h200-20261130T131003Z.json, "matmul_bf16_method").
+- timed repetitions, each "flush an L2-sized buffer, start event, fn on fresh arguments, end event" (the
+  clones for a batch are made before it, outside the timed region, so caching across calls fails), in
+  batches queued one ahead so the GPU never idles between them, until the relative standard error of the
+  median is below config.target_rse with at least min_reps and config.min_timed_ms (100 ms, do_bench's
+  rep) of timed work, or config.max_timing_s / max_reps is reached.
 Method "wall_clock" (CPU, e.g. the Triton interpreter): time.perf_counter around each call; the numbers
 are marked as such and are not comparable with GPU numbers.
 """
@@ -29,13 +35,14 @@ class Clock:
     event_record: Callable | None = None
     event_elapsed: Callable | None = None
     synchronize: Callable | None = None
+    event_synchronize: Callable | None = None
 
     @classmethod
     def capture(cls) -> Clock:
         import torch
 
         ev = torch.cuda.Event
-        return cls(time.perf_counter, ev, ev.record, ev.elapsed_time, torch.cuda.synchronize)
+        return cls(time.perf_counter, ev, ev.record, ev.elapsed_time, torch.cuda.synchronize, ev.synchronize)
 
     def tampered(self) -> list[str]:
         """Names of the captured functions that are no longer the ones in place (monkey-patching)."""
@@ -44,11 +51,13 @@ class Clock:
         now = {"time.perf_counter": time.perf_counter, "torch.cuda.Event": torch.cuda.Event,
                "torch.cuda.Event.record": torch.cuda.Event.record,
                "torch.cuda.Event.elapsed_time": torch.cuda.Event.elapsed_time,
-               "torch.cuda.synchronize": torch.cuda.synchronize}
+               "torch.cuda.synchronize": torch.cuda.synchronize,
+               "torch.cuda.Event.synchronize": getattr(torch.cuda.Event, "synchronize", None)}
         mine = {"time.perf_counter": self.perf_counter, "torch.cuda.Event": self.event_cls,
                 "torch.cuda.Event.record": self.event_record,
                 "torch.cuda.Event.elapsed_time": self.event_elapsed,
-                "torch.cuda.synchronize": self.synchronize}
+                "torch.cuda.synchronize": self.synchronize,
+                "torch.cuda.Event.synchronize": self.event_synchronize}
         return [name for name in now if now[name] is not mine[name]]
 
 
@@ -96,6 +105,34 @@ def _arg_bytes(args: list) -> int:
     return sum(a.numel() * a.element_size() for a in args if isinstance(a, torch.Tensor))
 
 
+def _settle(fn, args: list, warmup_ms: float, clock: Clock) -> None:
+    """Call fn back to back for about warmup_ms of GPU time (the count estimated from one timed call)."""
+    if warmup_ms <= 0:
+        return
+    start, end = clock.event_cls(enable_timing=True), clock.event_cls(enable_timing=True)
+    clock.event_record(start)
+    fn(*args)
+    clock.event_record(end)
+    clock.synchronize()
+    one_ms = max(clock.event_elapsed(start, end), 1e-3)
+    for _ in range(min(int(warmup_ms / one_ms), 100_000)):
+        fn(*args)
+    clock.synchronize()
+
+
+def _issue(fn, make_args, n: int, flush, clock: Clock) -> tuple[list, list, list]:
+    """Queue n timed repetitions: fresh clones for all n first (untimed), then flush, start, fn, end each."""
+    arg_sets = [make_args() for _ in range(n)]
+    starts = [clock.event_cls(enable_timing=True) for _ in range(n)]
+    ends = [clock.event_cls(enable_timing=True) for _ in range(n)]
+    for i in range(n):
+        flush.zero_()  # evict inputs and last outputs from L2, outside the timed region
+        clock.event_record(starts[i])
+        fn(*arg_sets[i])  # the output is freed after the end event (stream-ordered)
+        clock.event_record(ends[i])
+    return arg_sets, starts, ends
+
+
 def _time_cuda(fn, make_args, device: str, config: EvalConfig, clock: Clock) -> Timing:
     import torch
 
@@ -103,31 +140,37 @@ def _time_cuda(fn, make_args, device: str, config: EvalConfig, clock: Clock) -> 
     for _ in range(config.warmup):
         fn(*make_args())
     clock.synchronize()
+    _settle(fn, make_args(), config.warmup_ms, clock)
     # Fresh clones for a batch are made before the batch (outside the timed region), so each repetition
-    # is "flush, start, fn, end" as in triton.testing.do_bench; the batch is capped by clone memory.
-    fit = max(1, config.clone_pool_bytes // max(1, _arg_bytes(make_args())))
+    # is "flush, start, fn, end" as in triton.testing.do_bench. The next batch is queued before the host
+    # waits on the current one, so the GPU never idles between batches: an idle gap lets a power-capped
+    # GPU's clock recover and would read fast against do_bench's unbroken run. Two batches of clones are
+    # alive at once, each capped by half of config.clone_pool_bytes.
+    fit = max(1, config.clone_pool_bytes // 2 // max(1, _arg_bytes(make_args())))
     times: list[float] = []
     t0 = clock.perf_counter()
-    batch = max(config.min_reps, 5)
+    size = max(config.min_reps, 5)
+    current = _issue(fn, make_args, max(1, min(size, fit, config.max_reps)), flush, clock)
+    queued = len(current[1])
     while True:
-        n = max(1, min(batch, fit))
-        arg_sets = [make_args() for _ in range(n)]
-        starts = [clock.event_cls(enable_timing=True) for _ in range(n)]
-        ends = [clock.event_cls(enable_timing=True) for _ in range(n)]
-        for i in range(n):
-            flush.zero_()  # evict inputs and last outputs from L2, outside the timed region
-            clock.event_record(starts[i])
-            fn(*arg_sets[i])  # the output is freed after the end event (stream-ordered)
-            clock.event_record(ends[i])
-        clock.synchronize()
-        times += [clock.event_elapsed(s, e) for s, e in zip(starts, ends)]
-        del arg_sets
+        size = max(size, 20)
+        ahead = min(size, fit, config.max_reps - queued)
+        upcoming = _issue(fn, make_args, ahead, flush, clock) if ahead > 0 else None
+        queued += ahead
+        # wait for this batch only: the next one keeps the GPU busy meanwhile
+        if clock.event_synchronize is not None:
+            clock.event_synchronize(current[2][-1])
+        else:
+            clock.synchronize()
+        times += [clock.event_elapsed(s, e) for s, e in zip(current[1], current[2])]
+        current = upcoming
         elapsed = clock.perf_counter() - t0
-        if len(times) >= config.max_reps or elapsed > config.max_timing_s:
+        stop = (len(times) >= config.max_reps or elapsed > config.max_timing_s
+                or (len(times) >= config.min_reps and sum(times) >= config.min_timed_ms
+                    and median_rse(times) < config.target_rse))
+        if stop or current is None:
             break
-        if len(times) >= config.min_reps and median_rse(times) < config.target_rse:
-            break
-        batch = min(max(batch, 20), config.max_reps - len(times))
+    clock.synchronize()  # a batch queued ahead and not needed is waited for, not timed
     return _summarise(times, "cuda_events")
 
 

@@ -143,7 +143,7 @@ def _run_full(job: dict, clock, workdir: Path) -> dict:
 
 def check_candidate_once(spec, model, ref, inputs, backend, device, clock):
     """A last guarded call on fresh clones after timing, compared with the reference."""
-    from harness.checking import _run_candidate, _tolerance
+    from harness.checking import _run_candidate, tolerance
     from harness.compare import compare_outputs
     from harness.guard import clone_inputs
 
@@ -151,7 +151,7 @@ def check_candidate_once(spec, model, ref, inputs, backend, device, clock):
     if cheats:
         return [f"after timing: {r}" for r in cheats], out, ops
     ref_out = ref(*clone_inputs(inputs))
-    atol, rtol = _tolerance(spec, ref_out)
+    atol, rtol = tolerance(spec, ref_out)
     reasons, _ = compare_outputs(out, ref_out, atol, rtol)
     return [f"after timing, the output is no longer right: {r}" for r in reasons], out, ops
 

@@ -74,10 +74,14 @@ class Tuner:
         self.log: list[str] = []  # recent events for the live view
         self.events = 0  # events noted so far
         self._t0 = time.monotonic()
+        self._run_id: int | None = None
+        self._spent_before_s = 0.0  # wall time of earlier runs of this session (resumed sessions)
 
     # -- the loop
     def run(self) -> SessionResult:
         self._t0 = time.monotonic()
+        self._run_id = self.store.begin_run()
+        self._spent_before_s = self.store.spent_s(exclude_run=self._run_id)
         self.store.set_status("running")
         executor = ThreadPoolExecutor(max_workers=max(1, self.config.eval_workers), thread_name_prefix="eval")
         self._executor = executor
@@ -91,6 +95,7 @@ class Tuner:
             executor.shutdown(wait=reason != "interrupted", cancel_futures=True)
             self._refresh()
         written = write_back(self.kb, self.config, list(self.nodes.values())) if self.config.write_back else []
+        self.store.touch_run(self._run_id)
         self.store.set_status("done", reason)
         result = self.result(reason, written)
         self._note(f"stopped: {reason}")
@@ -126,7 +131,7 @@ class Tuner:
         c = self.config
         if c.target_speedup is not None and self.best is not None and self.best.fitness >= c.target_speedup:
             return "target"
-        if c.time_budget_s is not None and time.monotonic() - self._t0 >= c.time_budget_s:
+        if c.time_budget_s is not None and self._spent_before_s + time.monotonic() - self._t0 >= c.time_budget_s:
             return "time"
         if c.stall_nodes and self.since_best >= c.stall_nodes:  # counted from the start when nothing passed
             return "stalled"
@@ -249,6 +254,8 @@ class Tuner:
             self._settle(node)
 
     def _settle(self, node: Node) -> None:
+        if self._run_id is not None:
+            self.store.touch_run(self._run_id)
         self.nodes[node.id] = node
         self.policy.observe(node)
         self._track_best(node)

@@ -30,7 +30,7 @@ class SessionConfig:
     policy: str = "greedy"
     policy_options: dict = field(default_factory=dict)
     budget: int = 16  # candidates (nodes) in all, drafts included
-    time_budget_s: float | None = None  # wall time of one run (a resumed run gets it afresh)
+    time_budget_s: float | None = None  # wall time of the session, over all its runs (a resume continues it)
     stall_nodes: int | None = None  # stop after this many evaluated nodes without a new best (or any pass)
     target_speedup: float | None = None  # stop once the best fitness reaches it
     drafts: int = 4  # independent candidates before the first expansion

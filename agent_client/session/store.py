@@ -36,6 +36,8 @@ CREATE TABLE IF NOT EXISTS nodes (
 CREATE TABLE IF NOT EXISTS evaluations (
     id INTEGER PRIMARY KEY AUTOINCREMENT, node_id TEXT NOT NULL, started_at REAL NOT NULL,
     finished_at REAL NOT NULL, verdict TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS runs (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, started_at REAL NOT NULL, last_seen REAL NOT NULL);
 """
 
 
@@ -113,6 +115,25 @@ class SessionStore:
                              (status, stop_reason, time.time()))
 
     # -- requests
+    # -- runs: one row per `kkb tune` process working on the session (the first run and each --resume);
+    # last_seen is moved on as the run works, so a killed run's wall time still counts against the budget
+    def begin_run(self) -> int:
+        now = time.time()
+        with self._tx():
+            cur = self._db.execute("INSERT INTO runs (started_at, last_seen) VALUES (?,?)", (now, now))
+        return int(cur.lastrowid)
+
+    def touch_run(self, run_id: int) -> None:
+        with self._tx():
+            self._db.execute("UPDATE runs SET last_seen = ? WHERE id = ?", (time.time(), run_id))
+
+    def spent_s(self, exclude_run: int | None = None) -> float:
+        """Wall seconds of the session's runs so far (without `exclude_run`, usually the current one)."""
+        with self._lock:
+            row = self._db.execute("SELECT COALESCE(SUM(last_seen - started_at), 0) FROM runs WHERE id IS NOT ?",
+                                   (exclude_run,)).fetchone()
+        return float(row[0])
+
     def next_step(self) -> int:
         with self._lock:
             row = self._db.execute("SELECT MAX(step) AS m FROM requests").fetchone()

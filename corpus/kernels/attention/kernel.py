@@ -23,7 +23,16 @@ try:  # host-side TMA descriptors (triton >= 3.3); without them the pointer path
 except ImportError:  # pragma: no cover - older triton
     TensorDescriptor = None
 
-TUNABLES = {"BLOCK_M": 128, "BLOCK_N": 64, "num_warps": 8, "num_stages": 3, "TMA": False}
+TUNABLES = {
+    "BLOCK_M": 128,
+    "BLOCK_N": 64,
+    "num_warps": 8,
+    "num_stages": 3,
+    "TMA": True,  # q, k, v tiles by TMA descriptors over (B*H*S, D) views (Hopper and later)
+    # compiler warp specialisation of the unmasked key loop (producer/consumer warp groups); a GPU
+    # compile-time choice, ignored by the CPU interpreter
+    "WARP_SPECIALIZE": False,
+}
 
 
 @triton.jit
@@ -45,14 +54,15 @@ def _attend_block(acc, l_i, m_i, q, k_ptrs, v_ptrs, k_desc, v_desc, row0, offs_m
         qk = tl.dot(q.to(tl.float32), tl.trans(k.to(tl.float32)), input_precision="ieee")
     else:
         qk = tl.dot(q, tl.trans(k))
-    qk = qk * qk_scale  # scores in log2 units: softmax uses exp2
     if MASKED:
         keep = offs_n[None, :] < seq_len
         if CAUSAL:
             keep = keep & (offs_m[:, None] >= offs_n[None, :])
         qk = tl.where(keep, qk, float("-inf"))
-    m_new = tl.maximum(m_i, tl.max(qk, 1))
-    p = tl.math.exp2(qk - m_new[:, None])
+    # Scores in log2 units (qk_scale carries log2(e)): the row max is taken on the raw scores (scale > 0),
+    # so the scaling and the max subtraction are one FMA per score before exp2.
+    m_new = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
+    p = tl.math.exp2(qk * qk_scale - m_new[:, None])
     alpha = tl.math.exp2(m_i - m_new)
     l_i = l_i * alpha + tl.sum(p, 1)
     acc = acc * alpha[:, None]
@@ -74,7 +84,7 @@ def _attention_fwd_kernel(
     stride_ob, stride_oh, stride_om, stride_od,
     qk_scale,
     HEAD_DIM: tl.constexpr, CAUSAL: tl.constexpr, FP32_DOT: tl.constexpr, USE_TMA: tl.constexpr,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+    WARP_SPECIALIZE: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
 ):
     n_blocks_m = tl.num_programs(0)
     start_m = n_blocks_m - 1 - tl.program_id(0)  # last query blocks have the most keys under causal
@@ -103,7 +113,7 @@ def _attention_fwd_kernel(
     else:
         split = (seq_len // BLOCK_N) * BLOCK_N
         hi = seq_len
-    for start_n in range(0, split, BLOCK_N):
+    for start_n in tl.range(0, split, BLOCK_N, warp_specialize=WARP_SPECIALIZE):
         acc, l_i, m_i = _attend_block(acc, l_i, m_i, q, k_ptrs, v_ptrs, k_desc, v_desc, row0, offs_m, start_n,
                                       seq_len, qk_scale, stride_kn, stride_vn, False, CAUSAL, FP32_DOT, USE_TMA,
                                       BLOCK_N)
@@ -155,6 +165,8 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = 
         scale * 1.4426950408889634,  # log2(e): exp(x) == exp2(x * log2(e))
         HEAD_DIM=head_dim, CAUSAL=causal, FP32_DOT=q.device.type == "cpu" or q.dtype == torch.float32,
         USE_TMA=use_tma,
+        # the interpreter runs loops as Python loops: warp specialisation is a GPU compile-time choice
+        WARP_SPECIALIZE=bool(TUNABLES["WARP_SPECIALIZE"]) and q.device.type == "cuda",
         BLOCK_M=block_m, BLOCK_N=block_n,
         num_warps=TUNABLES["num_warps"], num_stages=TUNABLES["num_stages"],
     )

@@ -8,9 +8,11 @@ Why fuse: eager runs cuBLAS addmm, then the activation, the scale and the residu
 kernels; each reads and writes the M x N output once more (3 extra round trips of M*N*elem bytes plus
 the residual read). Here the accumulator stays in registers and the output is written once.
 
-fp32 inputs use input_precision="ieee" (true fp32 FMA) or, when TUNABLES says so, "tf32x3" (error-
-compensated, fp32-level error); never plain TF32. bf16/fp16 use tensor cores with an fp32 accumulator.
-Tile sizes come from TUNABLES (the `FP32_` keys for fp32 inputs).
+fp32 inputs use input_precision="tf32x3" by default: error-compensated 3xTF32 (three tensor-core products
+of TF32 high and remainder parts), fp32-level error, not plain TF32 (benchmarks/gpu/gemm_precision.py
+measures it against float64 next to cuBLAS fp32); "ieee" (true fp32 FMA) stays selectable; plain TF32 is
+refused. bf16/fp16 use tensor cores with an fp32 accumulator. Tiles and strategy come from TUNABLES: the
+plain keys, the `TALL_` keys for tall and skinny bf16/fp16 problems (M >= 8 N), the `FP32_` keys for fp32.
 """
 
 import torch
@@ -24,24 +26,47 @@ except ImportError:  # pragma: no cover - older triton
     TensorDescriptor = None
 
 TUNABLES = {
+    # bf16/fp16, square-ish shapes
     "BLOCK_M": 128,
     "BLOCK_N": 256,
     "BLOCK_K": 64,
-    "GROUP_M": 8,
+    "GROUP_M": 16,
     "num_warps": 8,
     "num_stages": 3,
-    "PERSISTENT_TMA": False,  # True: the persistent kernel fed by TMA descriptors (Hopper and later)
+    "PERSISTENT_TMA": True,  # True: the persistent kernel fed by TMA descriptors (Hopper and later)
+    "TMA_EPILOGUE": True,  # persistent kernel only: residual loaded and output stored by TMA descriptors
+    "EPILOGUE_SUBTILE": 2,  # persistent kernel only: 2 = epilogue on two BLOCK_N/2 halves (fewer live registers)
+    "FLATTEN": False,  # persistent kernel only: flatten tile and K loops so loads for the next tile prefetch
+    "WARP_SPECIALIZE": False,  # persistent kernel only: compiler warp specialisation of the tile loop (GPU only)
+    # bf16/fp16, tall and skinny (M >= 8 N, e.g. 32768 x 2048 -> 512): the same keys with a TALL_ prefix
+    "TALL_BLOCK_M": 128,
+    "TALL_BLOCK_N": 256,
+    "TALL_BLOCK_K": 64,
+    "TALL_GROUP_M": 8,
+    "TALL_num_warps": 8,
+    "TALL_num_stages": 3,
+    "TALL_PERSISTENT_TMA": True,
+    "TALL_TMA_EPILOGUE": True,
+    "TALL_EPILOGUE_SUBTILE": 2,
+    "TALL_FLATTEN": False,
+    "TALL_WARP_SPECIALIZE": False,
+    # fp32 inputs, every shape: the same keys with an FP32_ prefix
     "FP32_BLOCK_M": 128,
     "FP32_BLOCK_N": 128,
-    "FP32_BLOCK_K": 16,
+    "FP32_BLOCK_K": 32,
     "FP32_GROUP_M": 8,
     "FP32_num_warps": 8,
     "FP32_num_stages": 3,
     "FP32_PERSISTENT_TMA": False,
-    # "ieee": plain fp32 FMA. "tf32x3": each fp32 operand split into a TF32 high part and a TF32 remainder,
-    # three tensor-core products (the remainder x remainder term dropped): error near fp32's, at the fp32
-    # tolerance, far faster. Never plain "tf32" (one TF32 product loses 13 mantissa bits).
-    "FP32_PRECISION": "ieee",
+    "FP32_TMA_EPILOGUE": False,
+    "FP32_EPILOGUE_SUBTILE": 1,
+    "FP32_FLATTEN": False,
+    "FP32_WARP_SPECIALIZE": False,
+    # "tf32x3" (default): each fp32 operand split into a TF32 high part and a TF32 remainder, three
+    # tensor-core products (the remainder x remainder term dropped): relative error near fp32 FMA's
+    # (benchmarks/gpu/gemm_precision.py measures it against fp64), 3.6x faster than "ieee" on the H200.
+    # "ieee": plain fp32 FMA. Never plain "tf32" (one TF32 product keeps 10 of fp32's 23 mantissa bits).
+    "FP32_PRECISION": "tf32x3",
 }
 
 _ACTIVATIONS = ("none", "relu", "gelu", "gelu_tanh", "silu")
@@ -72,18 +97,20 @@ def _mma(a, b, acc, IS_FP32: tl.constexpr, FP32_PRECISION: tl.constexpr, UPCAST_
 
 
 @triton.jit
-def _epilogue(acc, pid_m, pid_n, b_ptr, r_ptr, y_ptr, M, N, stride_rm, stride_rn, stride_ym, stride_yn, scale,
-              HAS_BIAS: tl.constexpr, HAS_RESIDUAL: tl.constexpr, ACTIVATION: tl.constexpr,
-              ROW_SUM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
-    # In fp32 registers: bias, activation, scale, residual; then one store of the output tile, or with
-    # ROW_SUM one fp32 partial sum per row added atomically into y (M,): the M x N tile never leaves the SM.
-    rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+def _epilogue(acc, off_m, off_n, b_ptr, r_ptr, y_ptr, r_desc, y_desc, M, N, stride_rm, stride_rn, stride_ym,
+              stride_yn, scale, HAS_BIAS: tl.constexpr, HAS_RESIDUAL: tl.constexpr, ACTIVATION: tl.constexpr,
+              ROW_SUM: tl.constexpr, TMA_EPILOGUE: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    # In fp32 registers: bias, activation, scale, residual; then one store of the (BLOCK_M, BLOCK_N) tile at
+    # (off_m, off_n), or with ROW_SUM one fp32 partial sum per row added atomically into y (M,): the M x N
+    # tile never leaves the SM. TMA_EPILOGUE: residual and output tiles move by TMA (edges zero-filled on
+    # load, clipped on store) instead of masked pointer accesses.
+    rows = off_m + tl.arange(0, BLOCK_M)
+    cols = off_n + tl.arange(0, BLOCK_N)
     if HAS_BIAS:
         acc += tl.load(b_ptr + cols, mask=cols < N, other=0.0).to(tl.float32)[None, :]
     if ACTIVATION == "relu":
         acc = tl.maximum(acc, 0.0)
-    elif ACTIVATION == "gelu":
+    elif ACTIVATION == "gelu":  # exact (erf) gelu, as nn.GELU() computes it
         acc = 0.5 * acc * (1.0 + tl.erf(acc * 0.7071067811865476))
     elif ACTIVATION == "gelu_tanh":
         inner = 0.7978845608028654 * (acc + 0.044715 * acc * acc * acc)
@@ -93,10 +120,15 @@ def _epilogue(acc, pid_m, pid_n, b_ptr, r_ptr, y_ptr, M, N, stride_rm, stride_rn
     acc = acc * scale
     mask = (rows[:, None] < M) & (cols[None, :] < N)
     if HAS_RESIDUAL:
-        r_ptrs = r_ptr + rows[:, None] * stride_rm + cols[None, :] * stride_rn
-        acc += tl.load(r_ptrs, mask=mask, other=0.0).to(tl.float32)
+        if TMA_EPILOGUE:
+            acc += r_desc.load([off_m, off_n]).to(tl.float32)
+        else:
+            r_ptrs = r_ptr + rows[:, None] * stride_rm + cols[None, :] * stride_rn
+            acc += tl.load(r_ptrs, mask=mask, other=0.0).to(tl.float32)
     if ROW_SUM:
         tl.atomic_add(y_ptr + rows * stride_ym, tl.sum(tl.where(mask, acc, 0.0), 1), mask=rows < M)
+    elif TMA_EPILOGUE:
+        y_desc.store([off_m, off_n], acc.to(y_ptr.dtype.element_ty))
     else:
         y_ptrs = y_ptr + rows[:, None] * stride_ym + cols[None, :] * stride_yn
         tl.store(y_ptrs, acc.to(y_ptr.dtype.element_ty), mask=mask)
@@ -136,39 +168,71 @@ def _gemm_epilogue_kernel(
         acc = _mma(a, b, acc, IS_FP32, FP32_PRECISION, UPCAST_DOT)
         x_ptrs += BLOCK_K * stride_xk
         w_ptrs += BLOCK_K * stride_wk
-    _epilogue(acc, pid_m, pid_n, b_ptr, r_ptr, y_ptr, M, N, stride_rm, stride_rn, stride_ym, stride_yn, scale,
-              HAS_BIAS, HAS_RESIDUAL, ACTIVATION, ROW_SUM, BLOCK_M, BLOCK_N)
+    _epilogue(acc, pid_m * BLOCK_M, pid_n * BLOCK_N, b_ptr, r_ptr, y_ptr, r_ptr, y_ptr, M, N, stride_rm,
+              stride_rn, stride_ym, stride_yn, scale, HAS_BIAS, HAS_RESIDUAL, ACTIVATION, ROW_SUM, False,
+              BLOCK_M, BLOCK_N)
 
 
 @triton.jit
 def _gemm_epilogue_tma_kernel(
-    x_desc, w_desc, b_ptr, r_ptr, y_ptr,
+    x_desc, w_desc, r_desc, y_desc, b_ptr, r_ptr, y_ptr,
     M, N, K,
     stride_rm, stride_rn,
     stride_ym, stride_yn,
     scale,
     HAS_BIAS: tl.constexpr, HAS_RESIDUAL: tl.constexpr, ACTIVATION: tl.constexpr, ROW_SUM: tl.constexpr,
     IS_FP32: tl.constexpr, FP32_PRECISION: tl.constexpr, UPCAST_DOT: tl.constexpr, NUM_PROGRAMS: tl.constexpr,
+    TMA_EPILOGUE: tl.constexpr, EPILOGUE_SUBTILE: tl.constexpr, FLATTEN: tl.constexpr,
+    WARP_SPECIALIZE: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
 ):
-    """Persistent: one program per SM walks the tiles; x and W tiles come by TMA (edges zero-filled)."""
+    """Persistent: one program per SM walks the tiles; x and W tiles come by TMA (edges zero-filled).
+
+    FLATTEN lets the pipeliner issue the next tile's first loads during this tile's epilogue;
+    WARP_SPECIALIZE asks the compiler to split loads, MMAs and the epilogue into warp groups (the loop
+    form of Triton's persistent-matmul tutorial); EPILOGUE_SUBTILE=2 runs the epilogue on two
+    (BLOCK_M, BLOCK_N/2) halves so fewer fp32 values are live at once.
+    """
     n_tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
     k_steps = tl.cdiv(K, BLOCK_K)
-    for tile in range(tl.program_id(0), n_tiles, NUM_PROGRAMS):
+    for tile in tl.range(tl.program_id(0), n_tiles, NUM_PROGRAMS, flatten=FLATTEN,
+                         warp_specialize=WARP_SPECIALIZE):
         pid_m, pid_n = _tile_coords(tile, M, N, BLOCK_M, BLOCK_N, GROUP_M)
+        off_m = pid_m * BLOCK_M
+        off_n = pid_n * BLOCK_N
         acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
         for k in range(k_steps):
-            a = x_desc.load([pid_m * BLOCK_M, k * BLOCK_K])
-            b = w_desc.load([pid_n * BLOCK_N, k * BLOCK_K])  # a (BLOCK_N, BLOCK_K) tile of W
+            a = x_desc.load([off_m, k * BLOCK_K])
+            b = w_desc.load([off_n, k * BLOCK_K])  # a (BLOCK_N, BLOCK_K) tile of W
             acc = _mma(a, b.T, acc, IS_FP32, FP32_PRECISION, UPCAST_DOT)
-        _epilogue(acc, pid_m, pid_n, b_ptr, r_ptr, y_ptr, M, N, stride_rm, stride_rn, stride_ym, stride_yn,
-                  scale, HAS_BIAS, HAS_RESIDUAL, ACTIVATION, ROW_SUM, BLOCK_M, BLOCK_N)
+        if EPILOGUE_SUBTILE == 2:
+            halves = tl.permute(tl.reshape(acc, (BLOCK_M, 2, BLOCK_N // 2)), (0, 2, 1))
+            acc0, acc1 = tl.split(halves)
+            _epilogue(acc0, off_m, off_n, b_ptr, r_ptr, y_ptr, r_desc, y_desc, M, N, stride_rm, stride_rn,
+                      stride_ym, stride_yn, scale, HAS_BIAS, HAS_RESIDUAL, ACTIVATION, ROW_SUM, TMA_EPILOGUE,
+                      BLOCK_M, BLOCK_N // 2)
+            _epilogue(acc1, off_m, off_n + BLOCK_N // 2, b_ptr, r_ptr, y_ptr, r_desc, y_desc, M, N, stride_rm,
+                      stride_rn, stride_ym, stride_yn, scale, HAS_BIAS, HAS_RESIDUAL, ACTIVATION, ROW_SUM,
+                      TMA_EPILOGUE, BLOCK_M, BLOCK_N // 2)
+        else:
+            _epilogue(acc, off_m, off_n, b_ptr, r_ptr, y_ptr, r_desc, y_desc, M, N, stride_rm, stride_rn,
+                      stride_ym, stride_yn, scale, HAS_BIAS, HAS_RESIDUAL, ACTIVATION, ROW_SUM, TMA_EPILOGUE,
+                      BLOCK_M, BLOCK_N)
 
 
-def _config(dtype: torch.dtype) -> dict:
-    prefix = "FP32_" if dtype == torch.float32 else ""
-    names = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_warps", "num_stages", "PERSISTENT_TMA")
-    return {name: TUNABLES[prefix + name] for name in names}
+_STRATEGY = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_warps", "num_stages", "PERSISTENT_TMA",
+             "TMA_EPILOGUE", "EPILOGUE_SUBTILE", "FLATTEN", "WARP_SPECIALIZE")
+
+
+def _config(dtype: torch.dtype, M: int, N: int) -> dict:
+    """The TUNABLES for this problem: FP32_ keys for fp32, TALL_ keys for tall and skinny bf16/fp16."""
+    if dtype == torch.float32:
+        prefix = "FP32_"
+    elif M >= 8 * N:  # few column tiles, many row tiles: tuned apart (linear_gelu_bf16_tall)
+        prefix = "TALL_"
+    else:
+        prefix = ""
+    return {name: TUNABLES[prefix + name] for name in _STRATEGY}
 
 
 def _tma_ok(*tensors: torch.Tensor) -> bool:
@@ -217,7 +281,7 @@ def gemm_epilogue(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | No
     r2 = residual.reshape(M, N) if residual is not None else y
     if residual is not None and tuple(residual.shape) != (*lead, N):
         raise ValueError(f"gemm_epilogue: residual {tuple(residual.shape)} does not match {(*lead, N)}")
-    cfg = _config(x.dtype)
+    cfg = _config(x.dtype, M, N)
     fp32_precision = TUNABLES["FP32_PRECISION"]
     if fp32_precision not in ("ieee", "tf32x3"):
         raise ValueError(f"gemm_epilogue: TUNABLES FP32_PRECISION={fp32_precision!r} is not 'ieee' or 'tf32x3' "
@@ -235,13 +299,26 @@ def gemm_epilogue(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | No
         n_programs = min(n_tiles, _num_sms(x.device))
         x_desc = TensorDescriptor.from_tensor(x2, [cfg["BLOCK_M"], cfg["BLOCK_K"]])
         w_desc = TensorDescriptor.from_tensor(weight, [cfg["BLOCK_N"], cfg["BLOCK_K"]])
+        if cfg["EPILOGUE_SUBTILE"] not in (1, 2):
+            raise ValueError(f"gemm_epilogue: EPILOGUE_SUBTILE={cfg['EPILOGUE_SUBTILE']} is not 1 or 2")
+        # TMA epilogue: the residual and output rows must be TMA-aligned too (the ragged variant's N=36
+        # bf16 rows are 72 bytes: it falls back to masked pointer accesses, still in the persistent kernel).
+        epi_block = [cfg["BLOCK_M"], cfg["BLOCK_N"] // cfg["EPILOGUE_SUBTILE"]]
+        tma_epilogue = (bool(cfg["TMA_EPILOGUE"]) and (residual is None or _tma_ok(r2))
+                        and (row_sum or _tma_ok(y)))
+        r_desc = TensorDescriptor.from_tensor(r2, epi_block) if tma_epilogue and residual is not None else r2
+        y_desc = TensorDescriptor.from_tensor(y, epi_block) if tma_epilogue and not row_sum else y
         _gemm_epilogue_tma_kernel[(n_programs,)](
-            x_desc, w_desc, b, r2, y,
+            x_desc, w_desc, r_desc, y_desc, b, r2, y,
             M, N, K,
             r2.stride(0), r2.stride(1),
             y.stride(0), y.stride(1),
             float(scale),
-            NUM_PROGRAMS=n_programs, **common,
+            NUM_PROGRAMS=n_programs, TMA_EPILOGUE=tma_epilogue, EPILOGUE_SUBTILE=cfg["EPILOGUE_SUBTILE"],
+            FLATTEN=bool(cfg["FLATTEN"]),
+            # the interpreter runs loops as Python loops: warp specialisation is a GPU compile-time choice
+            WARP_SPECIALIZE=bool(cfg["WARP_SPECIALIZE"]) and x.device.type == "cuda",
+            **common,
         )
     else:
         _gemm_epilogue_kernel[(n_tiles,)](

@@ -16,10 +16,12 @@ from torch import nn
 
 TUNABLES = {
     "MAX_FUSED_N": 16384,  # widest row kept whole in registers
-    "ELEMS_PER_THREAD": 8,  # fused path: sets num_warps from the tile size
     "BLOCK_LOOP": 4096,
     "num_warps_loop": 16,
     "PROGRAMS_PER_SM": 1,
+    "num_warps_fused": 0,  # fused path: 0 = from the row's bytes (ROW_BYTES_PER_WARP)
+    "ROW_BYTES_PER_WARP": 1024,  # fused path: one warp per this many bytes of the rows a program holds
+    "ROWS_FUSED": 0,  # fused path: rows per program, 0 = as many as fill 2048 lanes (power of 2)
 }
 
 
@@ -81,6 +83,14 @@ def _layernorm_looped_kernel(
             tl.store(y_row + start + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
 
 
+def _fused_warps(rows: int, n_cols: int, element_size: int, bytes_per_warp: int) -> int:
+    """Warps for a program holding `rows` rows: one per bytes_per_warp of real data (not of the padded
+    power-of-two tile), a power of two in [2, 32]. On the H200 a 5120-wide bf16 row runs best with 8 warps,
+    4096 fp32 with 16 and 8192 fp32 with 32 (benchmarks/results/sweep-20261130T131458Z.json)."""
+    want = max(1, rows * n_cols * element_size // bytes_per_warp)
+    return max(2, min(32, 1 << (want.bit_length() - 1)))
+
+
 def _num_sms(device: torch.device) -> int:
     if device.type == "cuda":
         return torch.cuda.get_device_properties(device).multi_processor_count
@@ -102,8 +112,8 @@ def layer_norm_rows(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, e
     t = TUNABLES
     if n_cols <= t["MAX_FUSED_N"]:
         block = triton.next_power_of_2(n_cols)
-        rows = max(1, min(2048 // block, triton.next_power_of_2(n_rows)))  # narrow rows: several per program
-        warps = max(2, min(16, rows * block // (32 * t["ELEMS_PER_THREAD"])))
+        rows = t["ROWS_FUSED"] or max(1, min(2048 // block, triton.next_power_of_2(n_rows)))  # narrow rows
+        warps = t["num_warps_fused"] or _fused_warps(rows, n_cols, x2.element_size(), t["ROW_BYTES_PER_WARP"])
         _layernorm_fused_kernel[(triton.cdiv(n_rows, rows),)](
             x2, w, b, y, n_rows, n_cols, x2.stride(0), y.stride(0), eps,
             ROWS=rows, BLOCK=block, num_warps=warps,

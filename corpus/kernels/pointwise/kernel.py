@@ -12,7 +12,15 @@ if the chain adds a parameter): ModelNew then ignores its init inputs. The chain
 kernel as constexpr op codes (up to MAX_OPS), so each distinct chain is its own specialisation.
 
 Bytes moved: one read of x and one write of y (plus the bias, which stays in L2); every op in between
-runs in registers in fp32, so a chain of k ops costs what one op costs.
+runs in registers in fp32, so a chain of k ops costs what one op costs -- while the chain is cheap.
+A chain of transcendental ops (silu, mish, softplus, gelu_tanh, sigmoid, tanh) is bound by the SFU
+(16 ex2/lg2/rcp/tanh per clock per SM), not by memory, so TUNABLES["FAST"] picks the formulas:
+- 0: the original forms (mish as x * tanh(softplus(x)): two exps, a log and a division; log by libdevice).
+- 1: fewer transcendentals, portable: mish = x * n / (n + 2), n = e^x (e^x + 2) (one exp, one division:
+  tanh(log(1 + u)) = ((1+u)^2 - 1) / ((1+u)^2 + 1)); gelu_tanh = x * sigmoid(2z); exps as exp2.
+- 2: 1 plus the hardware's tanh.approx.f32 (one SFU op, relative error <= 2^-10.7) for silu, sigmoid,
+  gelu_tanh and tanh, and lg2.approx.f32 for softplus; only for 16-bit inputs on a GPU, whose tolerance
+  is bf16's (fp32 inputs and the CPU interpreter use 1).
 """
 
 import torch
@@ -20,7 +28,7 @@ import triton
 import triton.language as tl
 from torch import nn
 
-TUNABLES = {"BLOCK": 1024, "num_warps": 4}
+TUNABLES = {"BLOCK": 1024, "num_warps": 4, "FAST": 2}
 CHAIN = None  # None: take the chain from ModelNew's init inputs; else a list like [("relu",), ("mul", 2.0)]
 BIAS_SHAPE = None  # with CHAIN set: the shape of the bias parameter, or None
 
@@ -42,6 +50,71 @@ def _tanh(z):
 def _softplus(z):
     # torch's softplus (beta=1, threshold=20): linear above the threshold
     return tl.where(z > 20.0, z, tl.log(1.0 + tl.exp(tl.minimum(z, 20.0))))
+
+
+@triton.jit
+def _tanh_hw(z):
+    # one SFU op (sm_75+); max relative error 2**-10.7
+    return tl.inline_asm_elementwise("tanh.approx.f32 $0, $1;", "=f,f", [z], dtype=tl.float32, is_pure=True,
+                                     pack=1)
+
+
+@triton.jit
+def _log2_hw(z):
+    return tl.inline_asm_elementwise("lg2.approx.f32 $0, $1;", "=f,f", [z], dtype=tl.float32, is_pure=True,
+                                     pack=1)
+
+
+@triton.jit
+def _sigmoid_fast(z, HW: tl.constexpr):
+    if HW:
+        return 0.5 * _tanh_hw(0.5 * z) + 0.5
+    else:
+        return 1.0 / (1.0 + tl.exp2(-1.4426950408889634 * z))  # exp2 -> inf for z << 0: 1/inf = 0
+
+
+@triton.jit
+def _apply_fast(x, bias, a, b, OP: tl.constexpr, HW: tl.constexpr):
+    """The ops with fewer transcendentals (FAST >= 1); HW: hardware tanh/lg2 approximations."""
+    if OP == 3:  # 0.5 x (1 + tanh z) == x * sigmoid(2z)
+        z = 0.7978845608028654 * (x + 0.044715 * x * x * x)
+        if HW:
+            x = 0.5 * x * (1.0 + _tanh_hw(z))
+        else:
+            x = x / (1.0 + tl.exp2(-2.8853900817779268 * z))
+    elif OP == 4:
+        x = x * _sigmoid_fast(x, HW)
+    elif OP == 5:
+        # tanh(softplus(x)) = n / (n + 2), n = u (u + 2), u = e^x; above 20 the ratio is 1.0 in fp32
+        u = tl.exp2(1.4426950408889634 * tl.minimum(x, 20.0))
+        n = u * (u + 2.0)
+        x = x * (n / (n + 2.0))
+    elif OP == 6:
+        u = 1.0 + tl.exp2(1.4426950408889634 * tl.minimum(x, 20.0))
+        if HW:
+            sp = _log2_hw(u) * 0.6931471805599453
+        else:
+            sp = tl.log(u)
+        x = tl.where(x > 20.0, x, sp)
+    elif OP == 13:
+        x = _sigmoid_fast(x, HW)
+    elif OP == 14:
+        if HW:
+            x = _tanh_hw(x)
+        else:
+            x = 1.0 - 2.0 / (tl.exp2(2.8853900817779268 * x) + 1.0)
+    else:
+        x = _apply(x, bias, a, b, OP)
+    return x
+
+
+@triton.jit
+def _apply_any(x, bias, a, b, OP: tl.constexpr, FAST: tl.constexpr):
+    if FAST == 0:
+        x = _apply(x, bias, a, b, OP)
+    else:
+        x = _apply_fast(x, bias, a, b, OP, FAST == 2)
+    return x
 
 
 @triton.jit
@@ -84,6 +157,7 @@ def _pointwise_kernel(
     OP0: tl.constexpr, OP1: tl.constexpr, OP2: tl.constexpr, OP3: tl.constexpr,
     OP4: tl.constexpr, OP5: tl.constexpr, OP6: tl.constexpr, OP7: tl.constexpr,
     HAS_BIAS: tl.constexpr, BIAS_INNER: tl.constexpr, BIAS_NUMEL: tl.constexpr, BLOCK: tl.constexpr,
+    FAST: tl.constexpr,
 ):
     start = tl.program_id(0).to(tl.int64) * BLOCK
     offs = start + tl.arange(0, BLOCK)
@@ -95,14 +169,14 @@ def _pointwise_kernel(
     else:
         bias = 0.0
     # each slot's two scalar arguments live in params[2*slot], params[2*slot + 1]
-    x = _apply(x, bias, tl.load(params_ptr + 0), tl.load(params_ptr + 1), OP0)
-    x = _apply(x, bias, tl.load(params_ptr + 2), tl.load(params_ptr + 3), OP1)
-    x = _apply(x, bias, tl.load(params_ptr + 4), tl.load(params_ptr + 5), OP2)
-    x = _apply(x, bias, tl.load(params_ptr + 6), tl.load(params_ptr + 7), OP3)
-    x = _apply(x, bias, tl.load(params_ptr + 8), tl.load(params_ptr + 9), OP4)
-    x = _apply(x, bias, tl.load(params_ptr + 10), tl.load(params_ptr + 11), OP5)
-    x = _apply(x, bias, tl.load(params_ptr + 12), tl.load(params_ptr + 13), OP6)
-    x = _apply(x, bias, tl.load(params_ptr + 14), tl.load(params_ptr + 15), OP7)
+    x = _apply_any(x, bias, tl.load(params_ptr + 0), tl.load(params_ptr + 1), OP0, FAST)
+    x = _apply_any(x, bias, tl.load(params_ptr + 2), tl.load(params_ptr + 3), OP1, FAST)
+    x = _apply_any(x, bias, tl.load(params_ptr + 4), tl.load(params_ptr + 5), OP2, FAST)
+    x = _apply_any(x, bias, tl.load(params_ptr + 6), tl.load(params_ptr + 7), OP3, FAST)
+    x = _apply_any(x, bias, tl.load(params_ptr + 8), tl.load(params_ptr + 9), OP4, FAST)
+    x = _apply_any(x, bias, tl.load(params_ptr + 10), tl.load(params_ptr + 11), OP5, FAST)
+    x = _apply_any(x, bias, tl.load(params_ptr + 12), tl.load(params_ptr + 13), OP6, FAST)
+    x = _apply_any(x, bias, tl.load(params_ptr + 14), tl.load(params_ptr + 15), OP7, FAST)
     tl.store(y_ptr + offs, x.to(y_ptr.dtype.element_ty), mask=mask)
 
 
@@ -132,10 +206,13 @@ def _launch(x: torch.Tensor, codes: list[int], params: torch.Tensor, bias: torch
     n = x.numel()
     b = bias.contiguous() if has_bias else params  # any pointer will do when HAS_BIAS is False
     block = TUNABLES["BLOCK"]
+    fast = TUNABLES["FAST"]
+    if fast == 2 and not (x.is_cuda and x.dtype in (torch.bfloat16, torch.float16)):
+        fast = 1  # hardware approximations: GPU only (no inline asm in the interpreter), 16-bit tolerance
     _pointwise_kernel[(triton.cdiv(n, block),)](
         x, y, b, params, n, *codes,
         HAS_BIAS=has_bias, BIAS_INNER=bias_inner, BIAS_NUMEL=b.numel() if has_bias else 1,
-        BLOCK=block, num_warps=TUNABLES["num_warps"],
+        BLOCK=block, FAST=fast, num_warps=TUNABLES["num_warps"],
     )
     return y
 

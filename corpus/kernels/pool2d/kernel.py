@@ -1,4 +1,4 @@
-"""2-D max and average pooling (NCHW) in one Triton kernel: one program per tile of output rows x columns.
+"""2-D max and average pooling (NCHW) in Triton: a flat kernel over all outputs, or a per-plane tile kernel.
 
 Usage: a KernelBench-format candidate; the harness loads it next to a spec from ./specs/, e.g.
     python -m harness.cli eval corpus/kernels/pool2d/specs/maxpool_k3s2p1_fp32.py corpus/kernels/pool2d/kernel.py
@@ -8,6 +8,14 @@ elements. Overlapping windows (kernel > stride) re-read neighbouring input rows,
 L1/L2, so a program covers a BLOCK_H x BLOCK_W patch of one (n, c) plane. The window loop is unrolled
 (kernel sizes are constexpr); padding reads count as -inf (max) or 0 (avg, divisor kernel_size**2 as in
 PyTorch's default count_include_pad=True). Accumulation is in fp32.
+
+Two layouts (TUNABLES["LAYOUT"]):
+- "flat" (default): the N*C*OH*OW outputs are one 1-D range, XBLOCK per program (thousands of programs
+  for any plane size, no partial tiles but the last). Plane sizes are constexprs, so the per-element
+  div/mod that recovers (plane, oh, ow) compiles to multiply-shift. With PAIR and stride 2 along W, the
+  window's columns are loaded as aligned (even, odd) pairs, a 2-element vector load split in registers,
+  instead of one scalar load per column.
+- "tile": the original layout, one program per BLOCK_H x BLOCK_W tile of one (n, c) plane.
 """
 
 import torch
@@ -15,7 +23,15 @@ import triton
 import triton.language as tl
 from torch import nn
 
-TUNABLES = {"BLOCK_H": 8, "BLOCK_W": 64, "num_warps": 4}
+TUNABLES = {
+    "LAYOUT": "flat",  # "flat": 1-D over all outputs; "tile": BLOCK_H x BLOCK_W tiles of one plane
+    "XBLOCK": 1024,  # flat: outputs per program
+    "PAIR": 1,  # flat, stride 2 along W: load window columns as aligned (even, odd) pairs
+    "num_warps_flat": 8,
+    "BLOCK_H": 8,  # tile: output rows per program
+    "BLOCK_W": 64,  # tile: output columns per program
+    "num_warps": 4,  # tile
+}
 
 
 @triton.jit
@@ -60,6 +76,64 @@ def _pool2d_kernel(
     tl.store(y_ptrs, acc.to(y_ptr.dtype.element_ty), mask=out_mask)
 
 
+@triton.jit
+def _fold(acc, v, IS_MAX: tl.constexpr):
+    if IS_MAX:
+        # NaN propagates as in PyTorch: a NaN in the window makes the output NaN.
+        acc = tl.where((v > acc) | (v != v), v, acc)  # noqa: PLR0124 - v != v is the NaN test
+    else:
+        acc += v
+    return acc
+
+
+@triton.jit
+def _pool2d_flat_kernel(
+    x_ptr, y_ptr, total,
+    H: tl.constexpr, W: tl.constexpr, OH: tl.constexpr, OW: tl.constexpr,
+    KH: tl.constexpr, KW: tl.constexpr, SH: tl.constexpr, SW: tl.constexpr, PH: tl.constexpr,
+    PW: tl.constexpr, IS_MAX: tl.constexpr, PAIR: tl.constexpr, M_LO: tl.constexpr, M_HI: tl.constexpr,
+    XBLOCK: tl.constexpr, INT64: tl.constexpr,
+):
+    # x is contiguous NCHW; output index = (plane * OH + oh) * OW + ow
+    if INT64:
+        offs = tl.program_id(0).to(tl.int64) * XBLOCK + tl.arange(0, XBLOCK)
+    else:
+        offs = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)
+    mask = offs < total
+    ow = offs % OW  # constexpr divisors: multiply-shift, no integer division
+    t = offs // OW
+    oh = t % OH
+    plane = t // OH
+    base = x_ptr + plane * (H * W)
+    fill: tl.constexpr = float("-inf") if IS_MAX else 0.0
+    acc = tl.full((XBLOCK,), fill, dtype=tl.float32)
+    for kh in tl.static_range(KH):
+        ih = oh * SH - PH + kh
+        row_ok = mask & (ih >= 0) & (ih < H)
+        row = base + ih * W
+        if PAIR:
+            # SW == 2: window column 2*ow - PW + kw is lane (kw - PW) % 2 of the pair starting at
+            # 2*ow + 2*m, m = (kw - PW) // 2; each pair is one aligned 2-element load.
+            for m in tl.static_range(M_LO, M_HI + 1):
+                cols = (2 * ow + 2 * m)[:, None] + tl.arange(0, 2)[None, :]
+                ok = row_ok[:, None] & (cols >= 0) & (cols < W)
+                v = tl.load(row[:, None] + cols, mask=ok, other=fill).to(tl.float32)
+                even, odd = tl.split(v)
+                if 2 * m + PW >= 0 and 2 * m + PW < KW:
+                    acc = _fold(acc, even, IS_MAX)
+                if 2 * m + 1 + PW >= 0 and 2 * m + 1 + PW < KW:
+                    acc = _fold(acc, odd, IS_MAX)
+        else:
+            for kw in tl.static_range(KW):
+                iw = ow * SW - PW + kw
+                ok = row_ok & (iw >= 0) & (iw < W)
+                v = tl.load(row + iw, mask=ok, other=fill).to(tl.float32)
+                acc = _fold(acc, v, IS_MAX)
+    if not IS_MAX:
+        acc = acc * (1.0 / (KH * KW))
+    tl.store(y_ptr + offs, acc.to(y_ptr.dtype.element_ty), mask=mask)
+
+
 def _pair(v: int | tuple[int, int]) -> tuple[int, int]:
     return (v, v) if isinstance(v, int) else (int(v[0]), int(v[1]))
 
@@ -79,6 +153,22 @@ def pool2d(x: torch.Tensor, kind: str, kernel_size, stride=None, padding=0) -> t
     oh = (h + 2 * ph - kh) // sh + 1
     ow = (w + 2 * pw - kw) // sw + 1
     y = torch.empty((n, c, oh, ow), device=x.device, dtype=x.dtype)
+    if y.numel() == 0:
+        return y
+    t = TUNABLES
+    if t["LAYOUT"] == "flat":
+        x = x.contiguous()
+        pair = bool(t["PAIR"]) and sw == 2
+        xblock = min(t["XBLOCK"], triton.next_power_of_2(y.numel()))
+        _pool2d_flat_kernel[(triton.cdiv(y.numel(), xblock),)](
+            x, y, y.numel(),
+            H=h, W=w, OH=oh, OW=ow, KH=kh, KW=kw, SH=sh, SW=sw, PH=ph, PW=pw, IS_MAX=kind == "max",
+            PAIR=pair, M_LO=(-pw) // 2, M_HI=(kw - 1 - pw) // 2, XBLOCK=xblock,
+            INT64=x.numel() + xblock >= 2**31, num_warps=t["num_warps_flat"],
+        )
+        return y
+    if t["LAYOUT"] != "tile":
+        raise ValueError(f"pool2d: TUNABLES['LAYOUT'] is {t['LAYOUT']!r}, not 'flat' or 'tile'")
     bh, bw = TUNABLES["BLOCK_H"], TUNABLES["BLOCK_W"]
     grid = (n * c, triton.cdiv(oh, bh) * triton.cdiv(ow, bw))
     _pool2d_kernel[grid](

@@ -22,6 +22,7 @@ TUNABLES = {
     "BLOCK_I": 64,  # middle-dim path: output columns per program (shrunk while the grid is small)
     "num_warps_col": 4,
     "MIN_PROGRAMS": 1024,  # middle-dim path: shrink BLOCK_I (down to 32) until the grid has this many
+    "EVICT_COL": "",  # middle-dim path: load eviction policy ("" or "evict_first": x is read once)
 }
 _OPS = {"sum": 0, "mean": 1, "max": 2, "min": 3, "argmax": 4, "argmin": 5}
 _NEG = tl.constexpr(float("-inf"))
@@ -89,7 +90,7 @@ def _reduce_last_kernel(
 @triton.jit
 def _reduce_mid_kernel(
     x_ptr, out_ptr, n_red, n_inner, stride_outer, stride_red,
-    OP: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_I: tl.constexpr,
+    OP: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_I: tl.constexpr, EVICT: tl.constexpr,
 ):
     o = tl.program_id(0).to(tl.int64)
     cols = tl.program_id(1) * BLOCK_I + tl.arange(0, BLOCK_I)
@@ -102,7 +103,8 @@ def _reduce_mid_kernel(
     for start in range(0, n_red, BLOCK_R):
         r = start + rr
         mask = (r < n_red)[:, None] & col_mask[None, :]
-        x = tl.load(base + r[:, None].to(tl.int64) * stride_red + cols[None, :], mask=mask, other=0.0)
+        x = tl.load(base + r[:, None].to(tl.int64) * stride_red + cols[None, :], mask=mask, other=0.0,
+                    eviction_policy=EVICT)
         x = x.to(tl.float32)
         if OP >= 2:
             x = tl.where(mask, x, _NEG if OP == 2 or OP == 4 else -_NEG)
@@ -144,7 +146,7 @@ def reduce_dim(x: torch.Tensor, op: str, dim: int) -> torch.Tensor:
         block_r = min(t["BLOCK_R_COL"] * max(1, 4 // x.element_size()), triton.next_power_of_2(n_red))
         _reduce_mid_kernel[(outer, triton.cdiv(inner, block_i))](
             x, out, n_red, inner, n_red * inner, inner,
-            OP=code, BLOCK_R=block_r, BLOCK_I=block_i, num_warps=t["num_warps_col"],
+            OP=code, BLOCK_R=block_r, BLOCK_I=block_i, EVICT=t["EVICT_COL"], num_warps=t["num_warps_col"],
         )
     return out
 

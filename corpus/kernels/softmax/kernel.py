@@ -1,14 +1,25 @@
-"""Row softmax over the last dimension, for rows of any width.
+"""Row softmax and log-softmax over the last dimension, for rows of any width.
 
-Two paths, chosen by the launcher from the row width N:
+This file is the one source of the softmax kernels: corpus/kernels/log_softmax/kernel.py carries the
+same code below its TUNABLES (a test keeps the two identical), because the harness evaluates a
+kernel as source text from a temporary folder, so one library file cannot import another.
+
+Three paths, chosen by the launcher from the row width N:
 - fused (N <= MAX_FUSED_N): the row (or several narrow rows) sits in registers: one read, one write,
   max, exp and sum in fp32. Bytes moved: 2 * rows * N * element size, the minimum.
-- looped (wider rows, e.g. 65536 fp32 = 256 KiB, more than registers or shared memory hold):
-  a persistent grid of NUM_SMS * PROGRAMS_PER_SM programs walks rows; pass 1 reads the row once with
-  an online (running max, rescaled sum) update per lane, pass 2 reads it again from the end backwards
-  (the most recently read blocks are the likeliest to still be in L2) and writes exp(x - max) / sum.
-  On the H200 (round 1, 4096 x 65536 fp32) the second read still mostly misses L2: 2.7 TB/s counted
-  as one read + one write, i.e. about three passes at the copy rate.
+- WIDE_STRATEGY "coop" (wider rows, e.g. 65536 fp32 = 256 KiB, more than one program's registers or
+  shared memory hold): SPLIT = cdiv(N, COOP_CHUNK) programs share a row, each holding its chunk in
+  registers. Each writes its chunk's (max, sum of exp) to a workspace, bumps the row's counter and
+  polls it until all SPLIT chunks are in, then merges the partials and writes its chunk from registers:
+  one read and one write, the minimum. The grid is persistent with a multiple of SPLIT programs, so the
+  programs of one row run in the same round; should a peer not be resident (or, in the interpreter,
+  programs run one after another), a program stops polling after max_spin polls and reads the whole
+  row itself, so it never waits forever.
+- WIDE_STRATEGY "looped": a persistent grid of NUM_SMS * PROGRAMS_PER_SM programs walks rows; pass 1
+  reads the row with an online (running max, rescaled sum) update per lane, pass 2 re-reads it from
+  the end backwards (L2-warm when it hits) and writes. EVICT_LOOP adds L2 eviction hints (keep pass 1's
+  reads, stream pass 2's reads and the writes). On the H200 (4096 x 65536 fp32) without hints the
+  second read mostly misses L2: 63% of the copy rate counted as one read + one write.
 """
 
 import torch
@@ -19,13 +30,20 @@ from torch import nn
 TUNABLES = {
     "MAX_FUSED_N": 16384,  # widest row kept whole in registers
     "ELEMS_PER_THREAD": 32,  # fused path: sets num_warps from the tile size
+    "WIDE_STRATEGY": "coop",  # rows wider than MAX_FUSED_N: "looped" (two passes) or "coop" (split row)
     "BLOCK_LOOP": 2048,  # looped path: elements per step
     "num_warps_loop": 8,
     "PROGRAMS_PER_SM": 4,  # looped path: persistent programs per SM
+    "EVICT_LOOP": False,  # looped path: L2 eviction hints
+    "COOP_CHUNK": 16384,  # coop path: elements of a row per program, held in registers (power of 2)
+    "num_warps_coop": 16,
+    "COOP_PROGRAMS_PER_SM": 2,  # coop path: persistent programs per SM (all must be resident to not poll out)
 }
 LOG_SOFTMAX = False  # the same kernels serve log_softmax (x - max - log(sum))
 
+# ---- shared softmax code: corpus/kernels/{softmax,log_softmax}/kernel.py keep this part identical ----
 _NEG = tl.constexpr(-3.0e38)  # finite stand-in for -inf on masked lanes: exp(_NEG - m) == 0 without inf - inf
+_MAX_SPIN_GPU = 50_000  # coop path: polls (~1 us each) before a program computes its row's stats itself
 
 
 @triton.jit
@@ -49,24 +67,32 @@ def _softmax_fused_kernel(
 
 
 @triton.jit
+def _row_online_stats(x_row, n_cols, BLOCK: tl.constexpr, EVICT: tl.constexpr):
+    """(max, sum of exp(x - max)) of one row, read in BLOCK steps with a per-lane online update."""
+    cols = tl.arange(0, BLOCK)
+    m_lane = tl.full([BLOCK], _NEG, tl.float32)
+    s_lane = tl.zeros([BLOCK], tl.float32)
+    for start in range(0, n_cols, BLOCK):
+        x = tl.load(x_row + start + cols, mask=start + cols < n_cols, other=_NEG, eviction_policy=EVICT)
+        x = x.to(tl.float32)
+        m_new = tl.maximum(m_lane, x)
+        s_lane = s_lane * tl.exp(m_lane - m_new) + tl.exp(x - m_new)
+        m_lane = m_new
+    m = tl.max(m_lane, axis=0)
+    s = tl.sum(s_lane * tl.exp(m_lane - m), axis=0)
+    return m, s
+
+
+@triton.jit
 def _softmax_looped_kernel(
     x_ptr, y_ptr, n_rows, n_cols, stride_x, stride_y,
-    BLOCK: tl.constexpr, LOG: tl.constexpr,
+    BLOCK: tl.constexpr, LOG: tl.constexpr, EVICT_KEEP: tl.constexpr, EVICT_STREAM: tl.constexpr,
 ):
     cols = tl.arange(0, BLOCK)
     for row in range(tl.program_id(0), n_rows, tl.num_programs(0)):
         x_row = x_ptr + tl.cast(row, tl.int64) * stride_x
         y_row = y_ptr + tl.cast(row, tl.int64) * stride_y
-        # pass 1: per-lane running max and sum of exp relative to it
-        m_lane = tl.full([BLOCK], _NEG, tl.float32)
-        s_lane = tl.zeros([BLOCK], tl.float32)
-        for start in range(0, n_cols, BLOCK):
-            x = tl.load(x_row + start + cols, mask=start + cols < n_cols, other=_NEG).to(tl.float32)
-            m_new = tl.maximum(m_lane, x)
-            s_lane = s_lane * tl.exp(m_lane - m_new) + tl.exp(x - m_new)
-            m_lane = m_new
-        m = tl.max(m_lane, axis=0)
-        s = tl.sum(s_lane * tl.exp(m_lane - m), axis=0)
+        m, s = _row_online_stats(x_row, n_cols, BLOCK, EVICT_KEEP)  # pass 1
         log_s = tl.log(s)
         inv_s = 1.0 / s
         # pass 2: newest blocks first, while they are still in L2
@@ -74,12 +100,53 @@ def _softmax_looped_kernel(
         for i in range(last + 1):
             start = (last - i) * BLOCK
             mask = start + cols < n_cols
-            x = tl.load(x_row + start + cols, mask=mask, other=_NEG).to(tl.float32)
+            x = tl.load(x_row + start + cols, mask=mask, other=_NEG, eviction_policy=EVICT_STREAM)
+            x = x.to(tl.float32)
             if LOG:
                 y = x - m - log_s
             else:
                 y = tl.exp(x - m) * inv_s
-            tl.store(y_row + start + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
+            tl.store(y_row + start + cols, y.to(y_ptr.dtype.element_ty), mask=mask, eviction_policy=EVICT_STREAM)
+
+
+@triton.jit
+def _softmax_coop_kernel(
+    x_ptr, y_ptr, part_ptr, count_ptr, n_rows, n_cols, stride_x, stride_y, max_spin,
+    SPLIT: tl.constexpr, SPLIT_P2: tl.constexpr, CHUNK: tl.constexpr, LOG: tl.constexpr,
+):
+    offs = tl.arange(0, CHUNK)
+    parts = tl.arange(0, SPLIT_P2)
+    for task in range(tl.program_id(0), n_rows * SPLIT, tl.num_programs(0)):
+        row = task // SPLIT
+        cols = (task % SPLIT) * CHUNK + offs
+        mask = cols < n_cols
+        x_row = x_ptr + tl.cast(row, tl.int64) * stride_x
+        x = tl.load(x_row + cols, mask=mask, other=_NEG).to(tl.float32)
+        m_c = tl.max(x, axis=0)
+        s_c = tl.sum(tl.where(mask, tl.exp(x - m_c), 0.0), axis=0)
+        # publish this chunk's partial, then wait for the row's other chunks
+        tl.store(part_ptr + 2 * task, m_c)
+        tl.store(part_ptr + 2 * task + 1, s_c)
+        tl.debug_barrier()
+        done = tl.atomic_add(count_ptr + row, 1) + 1  # acq_rel: the partial is visible before the count
+        spins = tl.full([], 0, tl.int32)
+        while (done < SPLIT) & (spins < max_spin):
+            done = tl.atomic_add(count_ptr + row, 0)
+            spins += 1
+        if done >= SPLIT:
+            pmask = parts < SPLIT
+            p_m = tl.load(part_ptr + 2 * (row * SPLIT + parts), mask=pmask, other=_NEG, volatile=True)
+            p_s = tl.load(part_ptr + 2 * (row * SPLIT + parts) + 1, mask=pmask, other=0.0, volatile=True)
+            m = tl.max(p_m, axis=0)
+            s = tl.sum(p_s * tl.exp(p_m - m), axis=0)
+        else:  # a peer is not running: read the whole row (correct, slower; never a hang)
+            m, s = _row_online_stats(x_row, n_cols, 1024, "")
+        if LOG:
+            y = x - m - tl.log(s)
+        else:
+            y = tl.exp(x - m) * (1.0 / s)
+        y_row = y_ptr + tl.cast(row, tl.int64) * stride_y
+        tl.store(y_row + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
 
 
 def _num_sms(device: torch.device) -> int:
@@ -107,13 +174,35 @@ def softmax_rows(x: torch.Tensor, log: bool = LOG_SOFTMAX) -> torch.Tensor:
             x2, y, n_rows, n_cols, x2.stride(0), y.stride(0),
             ROWS=rows, BLOCK=block, LOG=log, num_warps=warps,
         )
-    else:
+    elif t["WIDE_STRATEGY"] == "coop":
+        chunk = min(t["COOP_CHUNK"], triton.next_power_of_2(n_cols))
+        split = triton.cdiv(n_cols, chunk)
+        per_round = max(1, _num_sms(x.device) * t["COOP_PROGRAMS_PER_SM"] // split)  # rows per round
+        grid = (min(n_rows, per_round) * split,)  # a multiple of split: a row's programs share a round
+        part = torch.empty((n_rows * split * 2,), dtype=torch.float32, device=x.device)
+        count = torch.zeros((n_rows,), dtype=torch.int32, device=x.device)
+        max_spin = _MAX_SPIN_GPU if x.is_cuda else 0  # the interpreter runs programs one after another
+        _softmax_coop_kernel[grid](
+            x2, y, part, count, n_rows, n_cols, x2.stride(0), y.stride(0), max_spin,
+            SPLIT=split, SPLIT_P2=triton.next_power_of_2(split), CHUNK=chunk, LOG=log,
+            num_warps=t["num_warps_coop"],
+        )
+    elif t["WIDE_STRATEGY"] == "looped":
         grid = (min(n_rows, _num_sms(x.device) * t["PROGRAMS_PER_SM"]),)
+        keep, stream = ("evict_last", "evict_first") if t["EVICT_LOOP"] else ("", "")
         _softmax_looped_kernel[grid](
             x2, y, n_rows, n_cols, x2.stride(0), y.stride(0),
-            BLOCK=t["BLOCK_LOOP"], LOG=log, num_warps=t["num_warps_loop"],
+            BLOCK=t["BLOCK_LOOP"], LOG=log, EVICT_KEEP=keep, EVICT_STREAM=stream,
+            num_warps=t["num_warps_loop"],
         )
+    else:
+        raise ValueError(f"softmax: TUNABLES['WIDE_STRATEGY'] = {t['WIDE_STRATEGY']!r}, expected 'coop' or 'looped'")
     return y.reshape(shape)
+
+
+def log_softmax_rows(x: torch.Tensor) -> torch.Tensor:
+    return softmax_rows(x, log=True)
+# ---- end of the shared softmax code ----
 
 
 class ModelNew(nn.Module):

@@ -63,3 +63,29 @@ def test_each_policy_drives_a_session(kb, tmp_path, policy):
     kinds = [n.kind for n in store.nodes()]
     store.close()
     assert kinds[:2] == ["draft", "draft"] and "expand" in kinds[2:]
+
+
+def test_time_budget_counts_over_a_resume(kb, tmp_path):
+    """The time budget is the session's: a resumed run gets what earlier runs left, not a fresh budget."""
+    import time
+
+    from agent_client.runner import resume_session
+    from agent_client.session.store import SessionStore
+
+    first = session(tmp_path, kb, [Reply(text="thinking")], "tb", budget=1000, time_budget_s=1.5)
+    assert first.stop_reason == "time"
+    folder = client_settings(tmp_path).sessions_dir / "tb"
+    store = SessionStore.open(folder)
+    spent = store.spent_s()
+    store.close()
+    assert spent >= 1.5  # the first run's wall time is on record
+    nodes_before = first.nodes
+    server = FakeModelServer([Reply(text="thinking")]).start()
+    try:
+        settings = client_settings(tmp_path, server.url, retry_attempts=0)
+        t0 = time.monotonic()
+        again = resume_session("tb", settings, console=Console(file=io.StringIO()), live=False, kb=kb, report=False)
+    finally:
+        server.stop()
+    assert again.stop_reason == "time" and again.nodes == nodes_before  # nothing new was asked for
+    assert time.monotonic() - t0 < 1.5

@@ -71,3 +71,18 @@ def sidecar_reasons(family: str) -> list[str]:
     if len(family_specs(family)) < 2:
         reasons.append(f"{family}: fewer than 2 specs")
     return reasons
+
+
+def with_tunables(source: str, overrides: dict) -> str:
+    """kernel.py source with its TUNABLES literal updated (what a tuner does)."""
+    tree = ast.parse(source)
+    node = next(n for n in tree.body if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "TUNABLES")
+    lines = source.splitlines(keepends=True)
+    merged = {**ast.literal_eval(node.value), **overrides}
+    return "".join(lines[: node.lineno - 1] + [f"TUNABLES = {merged!r}\n"] + lines[node.end_lineno:])
+
+
+def evaluate_tiny_with(family: str, spec: Path, tmp_path: Path, overrides: dict) -> Verdict:
+    """evaluate_tiny with some TUNABLES overridden (a non-default strategy)."""
+    source = with_tunables((KERNELS / family / "kernel.py").read_text(), overrides)
+    return evaluate(tiny_copy(spec, tmp_path), source, backend="triton", device="cpu", config=CPU_CONFIG)

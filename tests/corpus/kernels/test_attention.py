@@ -54,6 +54,14 @@ def test_tma_path_passes_spec(spec: Path, tmp_path: Path):
     assert verdict.status is Status.passed, verdict.reasons
 
 
+@pytest.mark.parametrize("spec", [s for s in SPECS if s.stem == "attention_bf16_d64"], ids=lambda p: p.stem)
+def test_warp_specialize_falls_back_on_cpu(spec: Path, tmp_path: Path):
+    # Warp specialisation is a GPU compile-time choice; the interpreter runs the same loop without it.
+    source = with_tunables((FAMILY / "kernel.py").read_text(), {"WARP_SPECIALIZE": True, "TMA": True})
+    verdict = evaluate(tiny_copy(spec, tmp_path), source, backend="triton", device="cpu", config=CPU_CONFIG)
+    assert verdict.status is Status.passed, verdict.reasons
+
+
 def test_sidecar_lists_every_tunable_and_its_value():
     sidecar = yaml.safe_load((FAMILY / "kernel.yaml").read_text())
     assert sidecar["op_family"] == FAMILY.name and sidecar["backend"] == "triton"

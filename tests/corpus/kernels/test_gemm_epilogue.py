@@ -56,6 +56,45 @@ def test_persistent_tma_path_passes_spec(spec: Path, tmp_path: Path):
     assert verdict.status is Status.passed, verdict.reasons
 
 
+@pytest.mark.parametrize("overrides", [
+    {"EPILOGUE_SUBTILE": 2},  # two (BLOCK_M, BLOCK_N/2) epilogue halves, masked pointer residual/store
+    {"TMA_EPILOGUE": True},  # residual and output by TMA (the ragged variant's 72-byte rows fall back)
+    {"TMA_EPILOGUE": True, "EPILOGUE_SUBTILE": 2, "FLATTEN": True},
+    {"TMA_EPILOGUE": True, "WARP_SPECIALIZE": True},  # GPU-only choice: the interpreter runs without it
+], ids=lambda o: "-".join(o))
+@pytest.mark.parametrize("spec", [SPECS[0], SPECS[-1]], ids=lambda p: p.stem)  # bf16 store, fp32 row sum
+def test_persistent_epilogue_strategies_pass_spec(spec: Path, overrides: dict, tmp_path: Path):
+    tunables = {"PERSISTENT_TMA": True, "FP32_PERSISTENT_TMA": True}
+    for name, value in overrides.items():
+        tunables.update({name: value, f"FP32_{name}": value})
+    source = with_tunables((FAMILY / "kernel.py").read_text(), tunables)
+    verdict = evaluate(tiny_copy(spec, tmp_path), source, backend="triton", device="cpu", config=CPU_CONFIG)
+    assert verdict.status is Status.passed, verdict.reasons
+
+
+@pytest.mark.parametrize("dtype, m, n, prefix", [
+    (torch.bfloat16, 256, 32, "TALL_"),  # M >= 8 N: the tall-and-skinny keys
+    (torch.bfloat16, 64, 32, ""),  # square-ish
+    (torch.float32, 256, 32, "FP32_"),  # fp32 keys at every shape
+])
+def test_config_follows_shape_and_dtype(dtype, m, n, prefix):
+    kernel = import_file(FAMILY / "kernel.py", "test_gemm_kernel_config")
+    assert kernel._config(dtype, m, n) == {name: kernel.TUNABLES[prefix + name] for name in kernel._STRATEGY}
+
+
+def test_tall_keys_drive_a_tall_problem():
+    # Small TALL_ tiles on a 256 x 32 -> 32 problem: persistent, TMA epilogue, split epilogue.
+    kernel = import_file(FAMILY / "kernel.py", "test_gemm_kernel_tall")
+    kernel.TUNABLES.update({"TALL_BLOCK_M": 32, "TALL_BLOCK_N": 32, "TALL_BLOCK_K": 16, "TALL_PERSISTENT_TMA": True,
+                            "TALL_TMA_EPILOGUE": True, "TALL_EPILOGUE_SUBTILE": 2})
+    torch.manual_seed(0)
+    x, w, b, r = torch.randn(256, 32), torch.randn(32, 32), torch.randn(32), torch.randn(256, 32)
+    x, w, b, r = (t.to(torch.bfloat16) for t in (x, w, b, r))
+    out = kernel.gemm_epilogue(x, w, b, r, 0.5, "gelu")
+    expected = torch.nn.functional.gelu(x.double() @ w.double().T + b.double()) * 0.5 + r.double()
+    torch.testing.assert_close(out.double(), expected, atol=3e-2, rtol=2e-2)
+
+
 def test_plain_tf32_is_refused():
     kernel = import_file(FAMILY / "kernel.py", "test_gemm_kernel_tf32")
     kernel.TUNABLES["FP32_PRECISION"] = "tf32"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from library_check import KERNELS, evaluate_tiny, family_specs, sidecar_reasons
+from library_check import KERNELS, evaluate_tiny, evaluate_tiny_with, family_specs, sidecar_reasons
 
 from harness import Status
 from harness.spec import import_file
@@ -23,6 +23,13 @@ FAMILY = "pointwise"
 @pytest.mark.parametrize("spec", family_specs(FAMILY), ids=lambda p: p.stem)
 def test_kernel_passes_spec(spec: Path, tmp_path: Path):
     verdict = evaluate_tiny(FAMILY, spec, tmp_path)
+    assert verdict.status is Status.passed, verdict.reasons
+
+
+@pytest.mark.parametrize("fast", [0, 1], ids=["original", "fewer_transcendentals"])
+@pytest.mark.parametrize("spec", family_specs(FAMILY), ids=lambda p: p.stem)
+def test_each_formula_set_passes_spec(spec: Path, fast: int, tmp_path: Path):
+    verdict = evaluate_tiny_with(FAMILY, spec, tmp_path, {"FAST": fast})
     assert verdict.status is Status.passed, verdict.reasons
 
 
@@ -45,10 +52,13 @@ TORCH = {
 }
 
 
+@pytest.mark.parametrize("fast", [0, 1], ids=["original", "fewer_transcendentals"])
 @pytest.mark.parametrize("op", OPS, ids=lambda op: op[0])
-def test_each_op_matches_torch(op):
+def test_each_op_matches_torch(op, fast):
     x = torch.linspace(-30.0, 30.0, 1999)  # both tails: overflow-prone exp, softplus threshold
-    out = kernel().pointwise_chain(x, [op])
+    k = kernel()
+    k.TUNABLES["FAST"] = fast
+    out = k.pointwise_chain(x, [op])
     torch.testing.assert_close(out, TORCH[op[0]](x, *op[1:]), atol=1e-5, rtol=1e-5)
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
-from library_check import CPU_CONFIG, tiny_copy, tunables_literal
+from library_check import CPU_CONFIG, evaluate_tiny_with, tiny_copy, tunables_literal
 
 from harness import Status, evaluate
 from harness.spec import import_file
@@ -32,6 +32,34 @@ def test_kernel_passes_spec(spec: Path, tmp_path: Path):
     verdict = evaluate(tiny_copy(spec, tmp_path), (FAMILY / "kernel.py").read_text(), backend="triton",
                        device="cpu", config=CPU_CONFIG)
     assert verdict.status is Status.passed, verdict.reasons
+
+
+@pytest.mark.parametrize("overrides", [
+    {"LAYOUT": "tile"},  # the original per-plane tiles
+    {"LAYOUT": "flat", "PAIR": 0, "XBLOCK": 256},  # one scalar load per window column; many programs
+    {"LAYOUT": "flat", "PAIR": 1, "XBLOCK": 4096},  # pair loads; one program covers several planes
+], ids=lambda o: "-".join(f"{k}{v}" for k, v in o.items()))
+@pytest.mark.parametrize("spec", SPECS, ids=lambda p: p.stem)
+def test_each_layout_passes_spec(spec: Path, overrides: dict, tmp_path: Path):
+    verdict = evaluate_tiny_with("pool2d", spec, tmp_path, overrides)
+    assert verdict.status is Status.passed, verdict.reasons
+
+
+@pytest.mark.parametrize("case", [
+    ("max", 3, 2, 1, (1, 2, 9, 11)),  # odd W: the last pair is half outside the row
+    ("avg", 3, 2, 0, (1, 2, 10, 13)),  # no padding, k3 at stride 2
+    ("max", 2, 2, 1, (1, 1, 7, 8)),  # padding 1 with an even kernel: pairs start at column -1 ... -2
+    ("avg", 4, 2, 2, (2, 1, 9, 12)),  # wide window: two pairs plus a half pair
+], ids=lambda c: f"{c[0]}-k{c[1]}s{c[2]}p{c[3]}")
+def test_pair_loads_match_torch(case):
+    kind, k, s, p, shape = case
+    kernel = import_file(FAMILY / "kernel.py", "test_pool2d_pairs")
+    x = torch.randn(shape)
+    x[0, 0, 1, 2] = float("nan")  # NaN propagates in max, as in PyTorch
+    pool = torch.nn.functional.max_pool2d if kind == "max" else torch.nn.functional.avg_pool2d
+    for overrides in ({"LAYOUT": "flat", "PAIR": 1}, {"LAYOUT": "flat", "PAIR": 0}, {"LAYOUT": "tile"}):
+        kernel.TUNABLES.update(overrides)
+        torch.testing.assert_close(kernel.pool2d(x, kind, k, s, p), pool(x, k, s, p), equal_nan=True)
 
 
 def test_sidecar_lists_every_tunable_and_its_value():
