@@ -37,13 +37,16 @@ torch.compile: where it is already near 100%, no kernel can win by much.
 """
 
 
-def latest_rows(files: list[Path]) -> list[tuple[dict, dict, Path]]:
-    """(row, file payload, file) per (family, spec), newest file first wins."""
+def latest_rows(files: list[Path], drop: frozenset[tuple[str, str]] = frozenset()) -> list[tuple[dict, dict, Path]]:
+    """(row, file payload, file) per (family, spec), newest file first wins; (file stem, spec) in drop are
+    skipped (a row measuring a configuration that was reverted afterwards)."""
     loaded = [(json.loads(f.read_text()), f) for f in files]
     loaded.sort(key=lambda pf: pf[0].get("date", ""), reverse=True)
     seen: dict[tuple[str, str], tuple[dict, dict, Path]] = {}
     for payload, f in loaded:
         for row in payload.get("rows", []):
+            if (f.stem, row["spec"]) in drop:
+                continue
             seen.setdefault((row["family"], row["spec"]), (row, payload, f))
     return [seen[k] for k in sorted(seen)]
 
@@ -87,12 +90,15 @@ def main() -> int:
     p.add_argument("files", nargs="*", type=Path, help="results files (default: library-h200-*.json)")
     p.add_argument("--doc", type=Path, default=REPO / "docs" / "LIBRARY.md")
     p.add_argument("--update-sidecars", action="store_true", help="write measurements into kernel.yaml")
+    p.add_argument("--drop", action="append", default=[], metavar="FILE_STEM:SPEC",
+                   help="skip this row (it measured a configuration reverted since); repeatable")
     args = p.parse_args()
     files = args.files or sorted((REPO / "benchmarks" / "results").glob("library-h200-*.json"))
     if not files:
         print("library_table: no results files (run benchmarks/gpu/library_mem.sh on the GPU box)", file=sys.stderr)
         return 1
-    picked = latest_rows(files)
+    drop = frozenset(tuple(d.split(":", 1)) for d in args.drop)
+    picked = latest_rows(files, drop)
     table = markdown_table([row for row, _, _ in picked])
     write_doc(args.doc, table)
     print(table)

@@ -33,6 +33,9 @@ TUNABLES = {
     "COOP_CHUNK": 16384,  # coop: values of a channel per program, held in registers (power of 2)
     "num_warps_coop": 16,
     "COOP_PROGRAMS_PER_SM": 1,  # coop: persistent programs per SM (all must be resident to not poll out)
+    "EVICT_APPLY": False,  # two_kernel: evict_first on the apply kernel's x loads and y stores, so y does not
+    #                        push out the channels the stats kernel left in L2
+    "EVICT_STATS": False,  # two_kernel: evict_last on the stats kernel's loads (its last channels stay in L2)
 }
 _MAX_SPIN_GPU = 50_000  # coop: polls (~1 us each) before a program computes its channel's stats itself
 
@@ -40,7 +43,7 @@ _MAX_SPIN_GPU = 50_000  # coop: polls (~1 us each) before a program computes its
 @triton.jit
 def _batchnorm_stats_kernel(
     x_ptr, cnt_ptr, mean_ptr, m2_ptr, n_batch, n_channels, hw,
-    SPLIT: tl.constexpr, BLOCK: tl.constexpr,
+    SPLIT: tl.constexpr, BLOCK: tl.constexpr, EVICT: tl.constexpr,
 ):
     pid = tl.program_id(0)
     c = n_channels - 1 - pid // SPLIT  # last channel first (see the module docstring)
@@ -53,7 +56,7 @@ def _batchnorm_stats_kernel(
         plane = x_ptr + (tl.cast(n, tl.int64) * n_channels + c) * hw
         for start in range(0, hw, BLOCK):
             mask = start + offs < hw
-            x = tl.load(plane + start + offs, mask=mask, other=0.0).to(tl.float32)
+            x = tl.load(plane + start + offs, mask=mask, other=0.0, eviction_policy=EVICT).to(tl.float32)
             n_b = tl.sum(mask.to(tl.float32), axis=0)
             mean_b = tl.sum(x, axis=0) / n_b
             d = tl.where(mask, x - mean_b, 0.0)
@@ -73,7 +76,7 @@ def _batchnorm_stats_kernel(
 def _batchnorm_apply_kernel(
     x_ptr, w_ptr, b_ptr, y_ptr, cnt_ptr, mean_ptr, m2_ptr, run_mean_ptr, run_var_ptr, batches_ptr,
     n_batch, n_channels, hw, blocks_per_plane, eps, momentum,
-    SPLIT: tl.constexpr, BLOCK: tl.constexpr, UPDATE_RUNNING: tl.constexpr,
+    SPLIT: tl.constexpr, BLOCK: tl.constexpr, UPDATE_RUNNING: tl.constexpr, EVICT: tl.constexpr,
 ):
     pid = tl.program_id(0)
     per_channel = n_batch * blocks_per_plane
@@ -99,8 +102,8 @@ def _batchnorm_apply_kernel(
     offs = blk * BLOCK + tl.arange(0, BLOCK)
     mask = offs < hw
     base = (tl.cast(n, tl.int64) * n_channels + c) * hw
-    x = tl.load(x_ptr + base + offs, mask=mask, other=0.0).to(tl.float32)
-    tl.store(y_ptr + base + offs, (x * scale + shift).to(y_ptr.dtype.element_ty), mask=mask)
+    x = tl.load(x_ptr + base + offs, mask=mask, other=0.0, eviction_policy=EVICT).to(tl.float32)
+    tl.store(y_ptr + base + offs, (x * scale + shift).to(y_ptr.dtype.element_ty), mask=mask, eviction_policy=EVICT)
     if UPDATE_RUNNING:  # noqa: SIM102 - a constexpr branch around a runtime one
         if rem == 0:
             rm = tl.load(run_mean_ptr + c).to(tl.float32)
@@ -238,7 +241,8 @@ def batch_norm_train(x, weight, bias, running_mean, running_var, num_batches_tra
     parts = torch.empty((3, c * split), dtype=torch.float32, device=x.device)
     _batchnorm_stats_kernel[(c * split,)](
         x, parts[0], parts[1], parts[2], n, c, hw,
-        SPLIT=split, BLOCK=t["BLOCK_STATS"], num_warps=t["num_warps_stats"],
+        SPLIT=split, BLOCK=t["BLOCK_STATS"], EVICT="evict_last" if t["EVICT_STATS"] else "",
+        num_warps=t["num_warps_stats"],
     )
     y = torch.empty_like(x)
     block = min(triton.next_power_of_2(hw), t["MAX_BLOCK_APPLY"])
@@ -249,7 +253,7 @@ def batch_norm_train(x, weight, bias, running_mean, running_var, num_batches_tra
         running_mean if update else parts, running_var if update else parts,
         num_batches_tracked if update else parts,
         n, c, hw, blocks_per_plane, eps, momentum,
-        SPLIT=split, BLOCK=block, UPDATE_RUNNING=update,
+        SPLIT=split, BLOCK=block, UPDATE_RUNNING=update, EVICT="evict_first" if t["EVICT_APPLY"] else "",
         num_warps=max(1, min(t["num_warps_apply"], block // 256)),
     )
     return y

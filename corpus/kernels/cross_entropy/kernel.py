@@ -16,6 +16,10 @@ TUNABLES = {
     "BLOCK": 2048,  # logits per loop step (capped at the row width)
     "num_warps": 4,
     "BLOCK_MEAN": 1024,
+    # "block": per loop step a block max and a block sum (two cross-warp reductions per step, one exp per
+    # logit); "lane": per-lane running (max, sum) with one exp per logit (exp(-|x - m|): whichever of the
+    # new logit or the old sum needs scaling) and no cross-lane reduction until the row ends
+    "ONLINE": "block",
 }
 IGNORE_INDEX = -100
 
@@ -48,6 +52,35 @@ def _cross_entropy_rows_kernel(
 
 
 @triton.jit
+def _cross_entropy_rows_lane_kernel(
+    x_ptr, t_ptr, loss_ptr, n_cols, stride_x, ignore_index,
+    BLOCK: tl.constexpr,
+):
+    row = tl.program_id(0).to(tl.int64)
+    x_row = x_ptr + row * stride_x
+    cols = tl.arange(0, BLOCK)
+    # Per lane: m the running max (finite _NEG until a logit arrives), s the sum of exp(x - m).
+    # d = x - m; d > 0: s = s * exp(-d) + 1, m = x; else s += exp(d). One exp per logit either way.
+    # Masked lanes read -inf: d = -inf, exp -> 0, nothing changes (m stays finite, so no inf - inf).
+    m = tl.full([BLOCK], _NEG, tl.float32)
+    s = tl.zeros([BLOCK], tl.float32)
+    for start in range(0, n_cols, BLOCK):
+        x = tl.load(x_row + start + cols, mask=start + cols < n_cols, other=float("-inf")).to(tl.float32)
+        d = x - m
+        e = tl.exp(-tl.abs(d))
+        up = d > 0
+        s = tl.where(up, s * e + 1.0, s + e)
+        m = tl.where(up, x, m)
+    m_row = tl.max(m, axis=0)
+    lse = m_row + tl.log(tl.sum(s * tl.exp(m - m_row), axis=0))
+    target = tl.load(t_ptr + row)
+    valid = target != ignore_index
+    safe = tl.where(valid, target, 0)
+    x_t = tl.load(x_row + safe).to(tl.float32)
+    tl.store(loss_ptr + row, tl.where(valid, lse - x_t, 0.0))
+
+
+@triton.jit
 def _mean_kernel(loss_ptr, t_ptr, out_ptr, n_rows, ignore_index, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     acc = tl.zeros([BLOCK], tl.float32)
@@ -72,7 +105,10 @@ def cross_entropy(logits: torch.Tensor, targets: torch.Tensor, ignore_index: int
     n_rows, n_cols = x.shape
     losses = torch.empty(n_rows, dtype=torch.float32, device=x.device)
     block = min(TUNABLES["BLOCK"], triton.next_power_of_2(n_cols))
-    _cross_entropy_rows_kernel[(n_rows,)](
+    if TUNABLES["ONLINE"] not in ("block", "lane"):
+        raise ValueError(f"cross entropy: TUNABLES['ONLINE'] is {TUNABLES['ONLINE']!r}, not 'block' or 'lane'")
+    rows_kernel = _cross_entropy_rows_lane_kernel if TUNABLES["ONLINE"] == "lane" else _cross_entropy_rows_kernel
+    rows_kernel[(n_rows,)](
         x, t, losses, n_cols, x.stride(0), ignore_index, BLOCK=block,
         num_warps=max(1, min(TUNABLES["num_warps"], block // 256)),
     )

@@ -30,7 +30,7 @@ TUNABLES = {
     "BLOCK_M": 128,
     "BLOCK_N": 256,
     "BLOCK_K": 64,
-    "GROUP_M": 16,
+    "GROUP_M": 4,
     "num_warps": 8,
     "num_stages": 3,
     "PERSISTENT_TMA": True,  # True: the persistent kernel fed by TMA descriptors (Hopper and later)
@@ -38,6 +38,7 @@ TUNABLES = {
     "EPILOGUE_SUBTILE": 2,  # persistent kernel only: 2 = epilogue on two BLOCK_N/2 halves (fewer live registers)
     "FLATTEN": False,  # persistent kernel only: flatten tile and K loops so loads for the next tile prefetch
     "WARP_SPECIALIZE": False,  # persistent kernel only: compiler warp specialisation of the tile loop (GPU only)
+    "PROGRAMS_PER_SM": 1,  # persistent kernel only: 2 = two programs per SM, one's epilogue overlapping the other's MMAs
     # bf16/fp16, tall and skinny (M >= 8 N, e.g. 32768 x 2048 -> 512): the same keys with a TALL_ prefix
     "TALL_BLOCK_M": 128,
     "TALL_BLOCK_N": 256,
@@ -50,6 +51,7 @@ TUNABLES = {
     "TALL_EPILOGUE_SUBTILE": 2,
     "TALL_FLATTEN": False,
     "TALL_WARP_SPECIALIZE": False,
+    "TALL_PROGRAMS_PER_SM": 1,
     # fp32 inputs, every shape: the same keys with an FP32_ prefix
     "FP32_BLOCK_M": 128,
     "FP32_BLOCK_N": 128,
@@ -62,6 +64,7 @@ TUNABLES = {
     "FP32_EPILOGUE_SUBTILE": 1,
     "FP32_FLATTEN": False,
     "FP32_WARP_SPECIALIZE": False,
+    "FP32_PROGRAMS_PER_SM": 1,
     # "tf32x3" (default): each fp32 operand split into a TF32 high part and a TF32 remainder, three
     # tensor-core products (the remainder x remainder term dropped): relative error near fp32 FMA's
     # (benchmarks/gpu/gemm_precision.py measures it against fp64), 3.6x faster than "ieee" on the H200.
@@ -221,7 +224,7 @@ def _gemm_epilogue_tma_kernel(
 
 
 _STRATEGY = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_warps", "num_stages", "PERSISTENT_TMA",
-             "TMA_EPILOGUE", "EPILOGUE_SUBTILE", "FLATTEN", "WARP_SPECIALIZE")
+             "TMA_EPILOGUE", "EPILOGUE_SUBTILE", "FLATTEN", "WARP_SPECIALIZE", "PROGRAMS_PER_SM")
 
 
 def _config(dtype: torch.dtype, M: int, N: int) -> dict:
@@ -296,7 +299,7 @@ def gemm_epilogue(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | No
     b = bias if bias is not None else y  # never read when HAS_BIAS is False
     n_tiles = triton.cdiv(M, cfg["BLOCK_M"]) * triton.cdiv(N, cfg["BLOCK_N"])
     if cfg["PERSISTENT_TMA"] and _tma_ok(x2, weight):
-        n_programs = min(n_tiles, _num_sms(x.device))
+        n_programs = min(n_tiles, _num_sms(x.device) * int(cfg["PROGRAMS_PER_SM"]))
         x_desc = TensorDescriptor.from_tensor(x2, [cfg["BLOCK_M"], cfg["BLOCK_K"]])
         w_desc = TensorDescriptor.from_tensor(weight, [cfg["BLOCK_N"], cfg["BLOCK_K"]])
         if cfg["EPILOGUE_SUBTILE"] not in (1, 2):

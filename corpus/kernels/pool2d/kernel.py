@@ -15,6 +15,11 @@ Two layouts (TUNABLES["LAYOUT"]):
   div/mod that recovers (plane, oh, ow) compiles to multiply-shift. With PAIR and stride 2 along W, the
   window's columns are loaded as aligned (even, odd) pairs, a 2-element vector load split in registers,
   instead of one scalar load per column.
+  With VEC = V in (2, 4) (stride 2 along W, window columns within 2 of the output's own pair), groups of
+  V adjacent outputs of one output row are the unit: per window row one aligned 2V-element vector load
+  (columns 2*ow0 .. 2*ow0 + 2V - 1), split into even and odd columns in registers, plus one scalar load
+  per column the block lacks (e.g. column 2*ow0 - 1 for k3 p1), shifted in by split/join. XBLOCK still
+  counts outputs (XBLOCK / V groups per program).
 - "tile": the original layout, one program per BLOCK_H x BLOCK_W tile of one (n, c) plane.
 """
 
@@ -27,6 +32,7 @@ TUNABLES = {
     "LAYOUT": "flat",  # "flat": 1-D over all outputs; "tile": BLOCK_H x BLOCK_W tiles of one plane
     "XBLOCK": 1024,  # flat: outputs per program
     "PAIR": 1,  # flat, stride 2 along W: load window columns as aligned (even, odd) pairs
+    "VEC": 1,  # flat, stride 2 along W: 2 or 4 = each thread's V adjacent outputs from one aligned 2V-wide load
     "num_warps_flat": 8,
     "BLOCK_H": 8,  # tile: output rows per program
     "BLOCK_W": 64,  # tile: output columns per program
@@ -134,6 +140,84 @@ def _pool2d_flat_kernel(
     tl.store(y_ptr + offs, acc.to(y_ptr.dtype.element_ty), mask=mask)
 
 
+@triton.jit
+def _shift_in(a, h, RBLOCK: tl.constexpr, V: tl.constexpr, RIGHT: tl.constexpr):
+    # a (RBLOCK, V) = [a0 .. a(V-1)] along axis 1, h (RBLOCK,):
+    # RIGHT: [h, a0, .., a(V-2)]; else [a1, .., a(V-1), h]. V is 2 or 4; split/join stay in registers.
+    if V == 2:
+        a0, a1 = tl.split(a)
+        if RIGHT:
+            out = tl.join(h, a0)
+        else:
+            out = tl.join(a1, h)
+    else:
+        p, q = tl.split(tl.reshape(a, (RBLOCK, 2, 2)))  # p = (a0, a2), q = (a1, a3)
+        if RIGHT:
+            a1, _a3 = tl.split(q)
+            out = tl.reshape(tl.join(tl.join(h, a1), p), (RBLOCK, 4))  # (h, a1) x (a0, a2) -> h a0 a1 a2
+        else:
+            a0, a2 = tl.split(p)
+            out = tl.reshape(tl.join(q, tl.join(a2, h)), (RBLOCK, 4))  # (a1, a3) x (a2, h) -> a1 a2 a3 h
+    return out
+
+
+@triton.jit
+def _pool2d_vec_kernel(
+    x_ptr, y_ptr, total_groups,
+    H: tl.constexpr, W: tl.constexpr, OH: tl.constexpr, OW: tl.constexpr, GW: tl.constexpr,
+    KH: tl.constexpr, KW: tl.constexpr, SH: tl.constexpr, PH: tl.constexpr, PW: tl.constexpr,
+    IS_MAX: tl.constexpr, V: tl.constexpr, RBLOCK: tl.constexpr, INT64: tl.constexpr,
+):
+    # Stride 2 along W. Group index = (plane * OH + oh) * GW + gw; a group is outputs ow0 .. ow0 + V - 1,
+    # ow0 = gw * V, of one output row (the last group of a row may be partial: masked).
+    if INT64:
+        g = tl.program_id(0).to(tl.int64) * RBLOCK + tl.arange(0, RBLOCK)
+    else:
+        g = tl.program_id(0) * RBLOCK + tl.arange(0, RBLOCK)
+    gmask = g < total_groups
+    gw = g % GW  # constexpr divisors: multiply-shift
+    t = g // GW  # plane * OH + oh
+    oh = t % OH
+    plane = t // OH
+    ow = (gw * V)[:, None] + tl.arange(0, V)[None, :]
+    out_mask = gmask[:, None] & (ow < OW)
+    c0 = gw * (2 * V)  # first input column of the aligned block: 2 * ow0
+    lane = tl.arange(0, 2 * V)
+    base = x_ptr + plane * (H * W)
+    fill: tl.constexpr = float("-inf") if IS_MAX else 0.0
+    acc = tl.full((RBLOCK, V), fill, dtype=tl.float32)
+    for kh in tl.static_range(KH):
+        ih = oh * SH - PH + kh
+        row_ok = gmask & (ih >= 0) & (ih < H)
+        row = base + ih * W
+        cols = c0[:, None] + lane[None, :]
+        v = tl.load(row[:, None] + cols, mask=row_ok[:, None] & (cols < W), other=fill).to(tl.float32)
+        even, odd = tl.split(tl.reshape(v, (RBLOCK, V, 2)))  # columns 2*ow and 2*ow + 1
+        for kw in tl.static_range(KW):
+            # window column 2*ow + kw - PW = 2*(ow + m) + r, e = kw - PW + 2 >= 0 (host checks |m| <= 1)
+            e: tl.constexpr = kw - PW + 2
+            r: tl.constexpr = e % 2
+            m: tl.constexpr = e // 2 - 1
+            if r == 0:
+                src = even
+            else:
+                src = odd
+            if m == 0:
+                col = src
+            elif m < 0:  # output ow0's column is 2*ow0 - 2 + r, left of the block
+                hc = c0 - 2 + r
+                h = tl.load(row + hc, mask=row_ok & (hc >= 0), other=fill).to(tl.float32)
+                col = _shift_in(src, h, RBLOCK, V, True)
+            else:  # the last output's column is 2*ow0 + 2V + r, right of the block
+                hc = c0 + 2 * V + r
+                h = tl.load(row + hc, mask=row_ok & (hc < W), other=fill).to(tl.float32)
+                col = _shift_in(src, h, RBLOCK, V, False)
+            acc = _fold(acc, col, IS_MAX)
+    if not IS_MAX:
+        acc = acc * (1.0 / (KH * KW))
+    tl.store(y_ptr + t[:, None] * OW + ow, acc.to(y_ptr.dtype.element_ty), mask=out_mask)
+
+
 def _pair(v: int | tuple[int, int]) -> tuple[int, int]:
     return (v, v) if isinstance(v, int) else (int(v[0]), int(v[1]))
 
@@ -156,6 +240,22 @@ def pool2d(x: torch.Tensor, kind: str, kernel_size, stride=None, padding=0) -> t
     if y.numel() == 0:
         return y
     t = TUNABLES
+    vec = int(t.get("VEC", 1))
+    if vec not in (1, 2, 4):
+        raise ValueError(f"pool2d: TUNABLES['VEC'] is {vec}, not 1, 2 or 4")
+    # VEC path: stride 2 along W and every window column within one pair of the output's own pair
+    if t["LAYOUT"] == "flat" and vec > 1 and sw == 2 and pw <= 2 and kw - 1 - pw <= 3:
+        x = x.contiguous()
+        gw = triton.cdiv(ow, vec)
+        groups = n * c * oh * gw
+        rblock = max(1, min(t["XBLOCK"] // vec, triton.next_power_of_2(groups)))
+        _pool2d_vec_kernel[(triton.cdiv(groups, rblock),)](
+            x, y, groups,
+            H=h, W=w, OH=oh, OW=ow, GW=gw, KH=kh, KW=kw, SH=sh, PH=ph, PW=pw, IS_MAX=kind == "max",
+            V=vec, RBLOCK=rblock, INT64=max(x.numel(), y.numel()) + rblock * 2 * vec >= 2**31,
+            num_warps=t["num_warps_flat"],
+        )
+        return y
     if t["LAYOUT"] == "flat":
         x = x.contiguous()
         pair = bool(t["PAIR"]) and sw == 2

@@ -30,11 +30,12 @@ from torch import nn
 TUNABLES = {
     "MAX_FUSED_N": 16384,  # widest row kept whole in registers
     "ELEMS_PER_THREAD": 32,  # fused path: sets num_warps from the tile size
-    "WIDE_STRATEGY": "coop",  # rows wider than MAX_FUSED_N: "looped" (two passes) or "coop" (split row)
-    "BLOCK_LOOP": 2048,  # looped path: elements per step
-    "num_warps_loop": 8,
-    "PROGRAMS_PER_SM": 4,  # looped path: persistent programs per SM
-    "EVICT_LOOP": False,  # looped path: L2 eviction hints
+    "WIDE_STRATEGY": "looped",  # rows wider than MAX_FUSED_N: "looped" (two passes) or "coop" (split row)
+    "BLOCK_LOOP": 16384,  # looped path: elements per step
+    "num_warps_loop": 32,
+    "PROGRAMS_PER_SM": 1,  # looped path: persistent programs per SM (rows in flight fit in L2)
+    "EVICT_LOOP": True,  # looped path: L2 eviction hints
+    "ONE_EXP": True,  # looped path, pass 1: one exp per element in the online update instead of two
     "COOP_CHUNK": 16384,  # coop path: elements of a row per program, held in registers (power of 2)
     "num_warps_coop": 16,
     "COOP_PROGRAMS_PER_SM": 2,  # coop path: persistent programs per SM (all must be resident to not poll out)
@@ -67,17 +68,26 @@ def _softmax_fused_kernel(
 
 
 @triton.jit
-def _row_online_stats(x_row, n_cols, BLOCK: tl.constexpr, EVICT: tl.constexpr):
-    """(max, sum of exp(x - max)) of one row, read in BLOCK steps with a per-lane online update."""
+def _row_online_stats(x_row, n_cols, BLOCK: tl.constexpr, EVICT: tl.constexpr, ONE_EXP: tl.constexpr):
+    """(max, sum of exp(x - max)) of one row, read in BLOCK steps with a per-lane online update.
+
+    ONE_EXP: of exp(m_old - m_new) and exp(x - m_new) one is exp(0) = 1, so one exp(-|x - m_old|) does.
+    Lanes whose running max stays _NEG contribute exp(_NEG - m) = 0 to the final sum either way."""
     cols = tl.arange(0, BLOCK)
     m_lane = tl.full([BLOCK], _NEG, tl.float32)
     s_lane = tl.zeros([BLOCK], tl.float32)
     for start in range(0, n_cols, BLOCK):
         x = tl.load(x_row + start + cols, mask=start + cols < n_cols, other=_NEG, eviction_policy=EVICT)
         x = x.to(tl.float32)
-        m_new = tl.maximum(m_lane, x)
-        s_lane = s_lane * tl.exp(m_lane - m_new) + tl.exp(x - m_new)
-        m_lane = m_new
+        if ONE_EXP:
+            d = x - m_lane
+            e = tl.exp(-tl.abs(d))
+            s_lane = tl.where(d > 0, s_lane * e + 1.0, s_lane + e)
+            m_lane = tl.maximum(m_lane, x)
+        else:
+            m_new = tl.maximum(m_lane, x)
+            s_lane = s_lane * tl.exp(m_lane - m_new) + tl.exp(x - m_new)
+            m_lane = m_new
     m = tl.max(m_lane, axis=0)
     s = tl.sum(s_lane * tl.exp(m_lane - m), axis=0)
     return m, s
@@ -87,12 +97,13 @@ def _row_online_stats(x_row, n_cols, BLOCK: tl.constexpr, EVICT: tl.constexpr):
 def _softmax_looped_kernel(
     x_ptr, y_ptr, n_rows, n_cols, stride_x, stride_y,
     BLOCK: tl.constexpr, LOG: tl.constexpr, EVICT_KEEP: tl.constexpr, EVICT_STREAM: tl.constexpr,
+    ONE_EXP: tl.constexpr,
 ):
     cols = tl.arange(0, BLOCK)
     for row in range(tl.program_id(0), n_rows, tl.num_programs(0)):
         x_row = x_ptr + tl.cast(row, tl.int64) * stride_x
         y_row = y_ptr + tl.cast(row, tl.int64) * stride_y
-        m, s = _row_online_stats(x_row, n_cols, BLOCK, EVICT_KEEP)  # pass 1
+        m, s = _row_online_stats(x_row, n_cols, BLOCK, EVICT_KEEP, ONE_EXP)  # pass 1
         log_s = tl.log(s)
         inv_s = 1.0 / s
         # pass 2: newest blocks first, while they are still in L2
@@ -140,7 +151,7 @@ def _softmax_coop_kernel(
             m = tl.max(p_m, axis=0)
             s = tl.sum(p_s * tl.exp(p_m - m), axis=0)
         else:  # a peer is not running: read the whole row (correct, slower; never a hang)
-            m, s = _row_online_stats(x_row, n_cols, 1024, "")
+            m, s = _row_online_stats(x_row, n_cols, 1024, "", False)
         if LOG:
             y = x - m - tl.log(s)
         else:
@@ -192,7 +203,7 @@ def softmax_rows(x: torch.Tensor, log: bool = LOG_SOFTMAX) -> torch.Tensor:
         keep, stream = ("evict_last", "evict_first") if t["EVICT_LOOP"] else ("", "")
         _softmax_looped_kernel[grid](
             x2, y, n_rows, n_cols, x2.stride(0), y.stride(0),
-            BLOCK=t["BLOCK_LOOP"], LOG=log, EVICT_KEEP=keep, EVICT_STREAM=stream,
+            BLOCK=t["BLOCK_LOOP"], LOG=log, EVICT_KEEP=keep, EVICT_STREAM=stream, ONE_EXP=t["ONE_EXP"],
             num_warps=t["num_warps_loop"],
         )
     else:

@@ -54,7 +54,8 @@ def test_running_stats_follow_batchnorm2d():
 @pytest.mark.parametrize("overrides", [
     {"STRATEGY": "coop"},  # one kernel: channels split across programs that merge partial stats
     {"STRATEGY": "coop", "COOP_CHUNK": 4096, "COOP_PROGRAMS_PER_SM": 3, "num_warps_coop": 4},  # many rounds
-], ids=["coop", "coop_small_chunks"])
+    {"STRATEGY": "two_kernel", "EVICT_APPLY": True, "EVICT_STATS": True},  # L2 eviction hints
+], ids=["coop", "coop_small_chunks", "two_kernel_evict"])
 @pytest.mark.parametrize("spec", family_specs(FAMILY), ids=lambda p: p.stem)
 def test_coop_strategy_passes_spec(spec: Path, tmp_path: Path, overrides: dict):
     verdict = evaluate_tiny_with(FAMILY, spec, tmp_path, overrides)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from library_check import KERNELS, evaluate_tiny, family_specs, sidecar_reasons
+from library_check import KERNELS, evaluate_tiny, evaluate_tiny_with, family_specs, sidecar_reasons
 
 from harness import Status
 from harness.spec import import_file
@@ -43,3 +43,22 @@ def test_ignored_rows_leave_the_mean():
 def test_float_targets_are_rejected():
     with pytest.raises(ValueError, match="targets"):
         kernel().cross_entropy(torch.randn(3, 5), torch.rand(3, 5))
+
+
+@pytest.mark.parametrize("spec", family_specs(FAMILY), ids=lambda p: p.stem)
+def test_lane_online_passes_spec(spec: Path, tmp_path: Path):
+    verdict = evaluate_tiny_with(FAMILY, spec, tmp_path, {"ONLINE": "lane", "BLOCK": 1024})
+    assert verdict.status is Status.passed, verdict.reasons
+
+
+def test_lane_online_matches_torch_on_edges():
+    k = kernel()
+    k.TUNABLES.update({"ONLINE": "lane", "BLOCK": 64})
+    torch.manual_seed(0)
+    x = torch.randn(5, 150) * 8.0  # partial last block; large logits make the rescaling matter
+    x[1] = torch.linspace(-30.0, 30.0, 150)  # rising: the max changes at every step
+    x[2, 100:] = -1.0e4
+    t = torch.tensor([3, 149, -100, 0, 77])
+    torch.testing.assert_close(k.cross_entropy(x, t), torch.nn.functional.cross_entropy(x, t))
+    x[3, 5] = float("nan")
+    assert torch.isnan(k.cross_entropy(x, t))

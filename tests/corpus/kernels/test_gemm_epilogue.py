@@ -61,6 +61,7 @@ def test_persistent_tma_path_passes_spec(spec: Path, tmp_path: Path):
     {"TMA_EPILOGUE": True},  # residual and output by TMA (the ragged variant's 72-byte rows fall back)
     {"TMA_EPILOGUE": True, "EPILOGUE_SUBTILE": 2, "FLATTEN": True},
     {"TMA_EPILOGUE": True, "WARP_SPECIALIZE": True},  # GPU-only choice: the interpreter runs without it
+    {"TMA_EPILOGUE": True, "EPILOGUE_SUBTILE": 2, "PROGRAMS_PER_SM": 2},  # two persistent programs per SM
 ], ids=lambda o: "-".join(o))
 @pytest.mark.parametrize("spec", [SPECS[0], SPECS[-1]], ids=lambda p: p.stem)  # bf16 store, fp32 row sum
 def test_persistent_epilogue_strategies_pass_spec(spec: Path, overrides: dict, tmp_path: Path):
@@ -82,11 +83,13 @@ def test_config_follows_shape_and_dtype(dtype, m, n, prefix):
     assert kernel._config(dtype, m, n) == {name: kernel.TUNABLES[prefix + name] for name in kernel._STRATEGY}
 
 
-def test_tall_keys_drive_a_tall_problem():
+@pytest.mark.parametrize("programs_per_sm", [1, 2, 3])  # 3: more programs than the 8 tiles (min caps it)
+def test_tall_keys_drive_a_tall_problem(programs_per_sm):
     # Small TALL_ tiles on a 256 x 32 -> 32 problem: persistent, TMA epilogue, split epilogue.
     kernel = import_file(FAMILY / "kernel.py", "test_gemm_kernel_tall")
     kernel.TUNABLES.update({"TALL_BLOCK_M": 32, "TALL_BLOCK_N": 32, "TALL_BLOCK_K": 16, "TALL_PERSISTENT_TMA": True,
-                            "TALL_TMA_EPILOGUE": True, "TALL_EPILOGUE_SUBTILE": 2})
+                            "TALL_TMA_EPILOGUE": True, "TALL_EPILOGUE_SUBTILE": 2,
+                            "TALL_PROGRAMS_PER_SM": programs_per_sm})
     torch.manual_seed(0)
     x, w, b, r = torch.randn(256, 32), torch.randn(32, 32), torch.randn(32), torch.randn(256, 32)
     x, w, b, r = (t.to(torch.bfloat16) for t in (x, w, b, r))

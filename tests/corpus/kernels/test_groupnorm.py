@@ -42,8 +42,28 @@ def test_indivisible_channels_are_named():
     {"GROUP_STRATEGY": "coop"},  # large groups split across programs that merge partial stats
     {"GROUP_STRATEGY": "coop", "COOP_ALL": True, "COOP_CHUNK": 4096, "COOP_PROGRAMS_PER_SM": 3},  # every group split
     {"num_warps_fused": 4},  # fused path with an explicit warp count
-], ids=["coop", "coop_all_small_chunks", "fused_warps"])
+    {"FUSED_LAYOUT": "2d", "GROUPS_PER_PROG": 1, "EVICT_FUSED": True},  # [C/G, HW] tile, one group
+    {"FUSED_LAYOUT": "2d", "GROUPS_PER_PROG": 4},  # several groups per program (a partial last program)
+    {"GROUP_STRATEGY": "looped", "MAX_FUSED_N": 64, "BLOCK_LOOP": 32, "EVICT_LOOP": True},  # hinted two passes
+], ids=["coop", "coop_all_small_chunks", "fused_warps", "fused_2d", "fused_2d_gpp4", "looped_evict"])
 @pytest.mark.parametrize("spec", family_specs(FAMILY), ids=lambda p: p.stem)
 def test_strategies_pass_spec(spec: Path, tmp_path: Path, overrides: dict):
     verdict = evaluate_tiny_with(FAMILY, spec, tmp_path, overrides)
     assert verdict.status is Status.passed, verdict.reasons
+
+
+@pytest.mark.parametrize("overrides", [
+    {"FUSED_LAYOUT": "2d", "GROUPS_PER_PROG": 2},
+    {"FUSED_LAYOUT": "2d", "GROUPS_PER_PROG": 4, "EVICT_FUSED": True},
+    {"GROUP_STRATEGY": "looped", "MAX_FUSED_N": 16, "BLOCK_LOOP": 16, "EVICT_LOOP": True},
+], ids=["2d_gpp2", "2d_gpp4_evict", "looped_evict"])
+def test_odd_shapes_match_torch(overrides: dict, monkeypatch):
+    """Channels per group and HW that are not powers of 2 (padded, masked tiles) and a partial last program."""
+    k = kernel()
+    for key, value in overrides.items():
+        monkeypatch.setitem(k.TUNABLES, key, value)
+    torch.manual_seed(0)
+    x = torch.randn(3, 9, 5, 7) * 2.0 + 0.5
+    w, b = torch.randn(9), torch.randn(9)
+    got = k.group_norm(x, 3, w, b, 1e-5)
+    torch.testing.assert_close(got, torch.nn.functional.group_norm(x, 3, w, b, 1e-5), atol=1e-4, rtol=1e-4)

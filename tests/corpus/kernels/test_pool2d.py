@@ -38,6 +38,8 @@ def test_kernel_passes_spec(spec: Path, tmp_path: Path):
     {"LAYOUT": "tile"},  # the original per-plane tiles
     {"LAYOUT": "flat", "PAIR": 0, "XBLOCK": 256},  # one scalar load per window column; many programs
     {"LAYOUT": "flat", "PAIR": 1, "XBLOCK": 4096},  # pair loads; one program covers several planes
+    {"LAYOUT": "flat", "VEC": 4, "XBLOCK": 1024},  # 4 outputs per group, one 8-wide load per window row
+    {"LAYOUT": "flat", "VEC": 2, "XBLOCK": 64},  # 2 outputs per group, groups span rows and planes
 ], ids=lambda o: "-".join(f"{k}{v}" for k, v in o.items()))
 @pytest.mark.parametrize("spec", SPECS, ids=lambda p: p.stem)
 def test_each_layout_passes_spec(spec: Path, overrides: dict, tmp_path: Path):
@@ -50,6 +52,8 @@ def test_each_layout_passes_spec(spec: Path, overrides: dict, tmp_path: Path):
     ("avg", 3, 2, 0, (1, 2, 10, 13)),  # no padding, k3 at stride 2
     ("max", 2, 2, 1, (1, 1, 7, 8)),  # padding 1 with an even kernel: pairs start at column -1 ... -2
     ("avg", 4, 2, 2, (2, 1, 9, 12)),  # wide window: two pairs plus a half pair
+    ("max", 4, 2, 1, (2, 2, 9, 14)),  # VEC: a halo column right of the block (window reaches 2*ow + 2)
+    ("max", 5, 2, 2, (2, 2, 11, 17)),  # VEC: halos on both sides
 ], ids=lambda c: f"{c[0]}-k{c[1]}s{c[2]}p{c[3]}")
 def test_pair_loads_match_torch(case):
     kind, k, s, p, shape = case
@@ -57,7 +61,8 @@ def test_pair_loads_match_torch(case):
     x = torch.randn(shape)
     x[0, 0, 1, 2] = float("nan")  # NaN propagates in max, as in PyTorch
     pool = torch.nn.functional.max_pool2d if kind == "max" else torch.nn.functional.avg_pool2d
-    for overrides in ({"LAYOUT": "flat", "PAIR": 1}, {"LAYOUT": "flat", "PAIR": 0}, {"LAYOUT": "tile"}):
+    for overrides in ({"LAYOUT": "flat", "PAIR": 1}, {"LAYOUT": "flat", "PAIR": 0}, {"LAYOUT": "tile"},
+                      {"LAYOUT": "flat", "VEC": 2, "XBLOCK": 32}, {"LAYOUT": "flat", "VEC": 4, "XBLOCK": 16}):
         kernel.TUNABLES.update(overrides)
         torch.testing.assert_close(kernel.pool2d(x, kind, k, s, p), pool(x, k, s, p), equal_nan=True)
 

@@ -52,8 +52,20 @@ def test_fused_and_looped_paths_agree_on_large_logits(cols: int):
     {"WIDE_STRATEGY": "coop"},  # split rows: programs publish partials, the last one merges, the rest read the row themselves
     {"WIDE_STRATEGY": "coop", "COOP_CHUNK": 4096, "COOP_PROGRAMS_PER_SM": 3, "num_warps_coop": 4},  # several rounds of the persistent grid, ragged last chunk
     {"WIDE_STRATEGY": "looped", "EVICT_LOOP": True},  # the old path with L2 eviction hints
-], ids=["coop", "coop_small_chunks", "looped_evict"])
+    {"WIDE_STRATEGY": "looped", "ONE_EXP": True, "BLOCK_LOOP": 1024},  # one exp per element in pass 1
+], ids=["coop", "coop_small_chunks", "looped_evict", "looped_one_exp"])
 @pytest.mark.parametrize("spec", family_specs(FAMILY), ids=lambda p: p.stem)
 def test_wide_row_strategies_pass_spec(spec: Path, tmp_path: Path, overrides: dict):
     verdict = evaluate_tiny_with(FAMILY, spec, tmp_path, overrides)
     assert verdict.status is Status.passed, verdict.reasons
+
+
+def test_one_exp_online_update_matches_torch(monkeypatch):
+    """ONE_EXP: rising and falling rows, large logits, a ragged last block (masked lanes after real ones)."""
+    kernel = import_file(KERNELS / FAMILY / "kernel.py", "test_softmax_one_exp")
+    for key, value in {"WIDE_STRATEGY": "looped", "ONE_EXP": True, "MAX_FUSED_N": 256, "BLOCK_LOOP": 512}.items():
+        monkeypatch.setitem(kernel.TUNABLES, key, value)
+    torch.manual_seed(0)
+    ramp = torch.linspace(-50.0, 50.0, 1300)
+    x = torch.stack([torch.randn(1300) * 60.0, ramp, ramp.flip(0), torch.full((1300,), -7.0)])
+    torch.testing.assert_close(kernel.softmax_rows(x), torch.softmax(x.double(), dim=-1).float(), atol=1e-5, rtol=1e-4)
