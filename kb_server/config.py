@@ -44,6 +44,9 @@ class KBSettings(BaseSettings):
     # A filtered dense search over-fetches unfiltered neighbours and filters them in memory, up to
     # this many (chromadb's own `where` pre-filter costs ~0.6 s at 100k chunks); beyond it, `where`.
     dense_overfetch_max: int = Field(default=1000, ge=1)
+    # After a write, a store of at most this many chunks rebuilds BM25 inside the next search (~0.1 s at
+    # 1000 chunks); a larger one keeps serving the previous index while a background thread rebuilds.
+    lexical_inline_rebuild_max_chunks: int = Field(default=1000, ge=0)
 
     @field_validator("home", "corpus_dir", mode="after")
     @classmethod

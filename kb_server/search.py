@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from kb_server.schemas import Hit, SearchFilters
@@ -18,6 +19,21 @@ if TYPE_CHECKING:
 
 Mode = Literal["hybrid", "dense", "lexical"]
 MODES: tuple[str, ...] = ("hybrid", "dense", "lexical")
+
+
+@dataclass(frozen=True)
+class SearchRequest:
+    """One search of a batch (Store.search_many): the arguments of Store.search."""
+
+    query: str
+    k: int = 8
+    filters: SearchFilters | None = None
+    mode: Mode = "hybrid"
+
+    @property
+    def dense(self) -> bool:
+        """Whether this search needs the query's vector."""
+        return self.mode in ("hybrid", "dense")
 
 
 def fuse_rrf(rankings: Sequence[Sequence[str]], rrf_k: int = 60) -> list[tuple[str, float]]:

@@ -9,15 +9,26 @@ per kernel, the whole KernelRecord as JSON in its metadata) and `<prefix>_docume
 registry: document id -> file hash; chromadb needs a vector per record, so these carry a 1-d
 placeholder). A generation token in the registry changes on every write; the BM25 index is rebuilt
 from the chunk collection whenever its generation differs, so several processes stay consistent.
+
+BM25 staleness window: a search that finds the generation changed keeps ranking with the index it has
+while a new one is built in a background thread (outside every lock searches take), then swapped in
+atomically; a store of at most `lexical_inline_rebuild_max_chunks` chunks rebuilds in that search
+instead (well under a second). Until the swap, which takes about one rebuild (~20 s at 100k chunks on
+2 cores), BM25 does not find new chunks and filtered dense searches may miss them (they filter by the
+index's metadata); unfiltered dense search finds them at once, and deleted chunks are never returned
+(hits are read back from chromadb). No write is lost: chromadb holds it before it is acknowledged.
+`refresh_lexical()` brings the index up to date synchronously.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import threading
+import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from urllib.parse import urlparse
@@ -32,7 +43,9 @@ from kb_server.facts import AcceleratorFacts, load_all_facts
 from kb_server.kernel_store import KernelCollection
 from kb_server.lexical import LexicalIndex
 from kb_server.schemas import Chunk, Hit, KernelRecord, SearchFilters
-from kb_server.search import MODES, Mode, fuse_rrf
+from kb_server.search import MODES, Mode, SearchRequest, fuse_rrf
+
+log = logging.getLogger("kb_server")
 
 _GENERATION_ID = "__kkb_generation__"  # reserved record in the documents collection
 _PLACEHOLDER = [1.0]  # the documents collection's vector: it is never searched by similarity
@@ -131,8 +144,10 @@ class Store(KernelCollection):
     def __init__(self, settings: KBSettings, embedder: Embedder | None = None):
         self.settings = settings
         self._embedder = embedder
-        self._lock = threading.RLock()
-        self._lexical: LexicalIndex | None = None
+        self._lexical: LexicalIndex | None = None  # replaced whole, never changed in place
+        self._build_lock = threading.Lock()  # one BM25 build at a time (searches with an index never wait)
+        self._rebuild_lock = threading.Lock()  # guards _rebuild_thread
+        self._rebuild_thread: threading.Thread | None = None
         self.client = connect(settings)
         prefix = settings.collection_prefix
         self._chunks = self.client.get_or_create_collection(
@@ -160,10 +175,9 @@ class Store(KernelCollection):
         return str(got["metadatas"][0]["token"]) if got["ids"] else "empty"
 
     def _bump_generation(self) -> None:
+        # the BM25 index in memory stays: searches rank with it until its successor is built
         self._documents.upsert(ids=[_GENERATION_ID], embeddings=[_PLACEHOLDER], documents=[""],
                                metadatas=[{"token": uuid.uuid4().hex, "type": "state"}])
-        with self._lock:
-            self._lexical = None
 
     # ---------------------------------------------------------------- documents
     def document_hashes(self) -> dict[str, str]:
@@ -274,15 +288,71 @@ class Store(KernelCollection):
 
     # ---------------------------------------------------------------- lexical index
     def lexical_index(self) -> LexicalIndex:
-        """The BM25 index of the current generation: in memory, else from disk, else rebuilt."""
+        """The BM25 index to rank with: the current generation's when it is in memory or on disk.
+
+        When the chunks changed since the index in memory was built, a small store rebuilds here; a
+        larger one returns that (stale) index at once and rebuilds in a background thread (see the
+        module docstring). With no index in memory yet, it is loaded or built here.
+        """
         generation = self.generation()
-        with self._lock:
-            if self._lexical is not None and self._lexical.generation == generation:
-                return self._lexical
+        current = self._lexical
+        if current is not None and current.generation == generation:
+            return current
+        if current is None or len(current) <= self.settings.lexical_inline_rebuild_max_chunks:
+            return self._build_lexical(generation)
+        self._rebuild_in_background()
+        return current
+
+    def refresh_lexical(self) -> None:
+        """Bring the BM25 index up to date now, waiting for it (ingest calls this so searches start warm)."""
+        self._build_lexical(self.generation())
+
+    def wait_for_lexical(self, timeout: float | None = None) -> bool:
+        """Wait for a background rebuild to finish; False if one is still running after `timeout` s."""
+        with self._rebuild_lock:
+            thread = self._rebuild_thread
+        if thread is not None:
+            thread.join(timeout)
+            return not thread.is_alive()
+        return True
+
+    @property
+    def lexical_rebuilding(self) -> bool:
+        """Whether a background BM25 rebuild is running."""
+        with self._rebuild_lock:
+            return self._rebuild_thread is not None and self._rebuild_thread.is_alive()
+
+    def _rebuild_in_background(self) -> None:
+        with self._rebuild_lock:
+            if self._rebuild_thread is not None and self._rebuild_thread.is_alive():
+                return  # it re-reads the generation when done, so this write is covered too
+            self._rebuild_thread = threading.Thread(target=self._rebuild_until_current, name="kkb-bm25-rebuild",
+                                                    daemon=True)
+            self._rebuild_thread.start()
+
+    def _rebuild_until_current(self) -> None:
+        try:
+            while True:
+                generation = self.generation()
+                current = self._lexical
+                if current is not None and current.generation == generation:
+                    return
+                self._build_lexical(generation)
+        except Exception:  # searches keep the previous index; the next one tries again
+            log.exception("rebuilding the BM25 index in the background failed")
+
+    def _build_lexical(self, generation: str) -> LexicalIndex:
+        """The index of `generation` (read before the chunks, so it never claims more than it holds):
+        from memory, from disk, or built from the chunk collection; then persisted and swapped in."""
+        with self._build_lock:
+            current = self._lexical
+            if current is not None and current.generation == generation:
+                return current
             cached = LexicalIndex.load(self._lexical_path)
             if cached is not None and cached.generation == generation:
                 self._lexical = cached
                 return cached
+            t0 = time.perf_counter()
             ids: list[str] = []
             texts: list[str] = []
             metas: list[dict] = []
@@ -292,38 +362,86 @@ class Store(KernelCollection):
                     ids.append(i)
                     texts.append(index_text(json.loads(meta["heading_path"]), doc))
                     metas.append(meta)
-            self._lexical = LexicalIndex.build(generation, ids, texts, metas)
-            self._lexical.save(self._lexical_path)
-            return self._lexical
-
-    def refresh_lexical(self) -> None:
-        """Build and persist the BM25 index now (ingest calls this so searches start warm)."""
-        self.lexical_index()
+            index = LexicalIndex.build(generation, ids, texts, metas)
+            index.save(self._lexical_path)
+            self._lexical = index  # one assignment: searches see the old index or the new one, never a mix
+            log.info("BM25 index rebuilt: %d chunks in %.1f s", len(ids), time.perf_counter() - t0)
+            return index
 
     # ---------------------------------------------------------------- search
+    def check_search(self, request: SearchRequest) -> None:
+        """Raise ValueError naming the bad argument of a search."""
+        if request.mode not in MODES:
+            raise ValueError(f"search mode {request.mode!r} is not one of {', '.join(MODES)}")
+        if not 1 <= request.k <= self.settings.max_k:
+            raise ValueError(f"k={request.k} must be between 1 and {self.settings.max_k}")
+        if not request.query.strip():
+            raise ValueError("the search query is empty")
+
     def search(self, query: str, k: int = 8, filters: SearchFilters | None = None,
                mode: Mode = "hybrid") -> list[Hit]:
         """The best `k` chunks for `query`: dense, lexical (BM25), or both fused by reciprocal rank."""
-        if mode not in MODES:
-            raise ValueError(f"search mode {mode!r} is not one of {', '.join(MODES)}")
-        if not 1 <= k <= self.settings.max_k:
-            raise ValueError(f"k={k} must be between 1 and {self.settings.max_k}")
-        if not query.strip():
-            raise ValueError("the search query is empty")
-        depth = max(self.settings.candidates_per_retriever, k)
-        filtered = chunk_where(filters) is not None
-        index = self.lexical_index() if (mode != "dense" or filtered) else None
-        dense: dict[str, float] = {}
-        if mode in ("hybrid", "dense"):
-            dense = self._dense(self.embedder.encode_query(query), depth, filters, index)
-        lexical: dict[str, float] = dict(index.top(query, depth, filters)) if mode != "dense" else {}
-        fused = fuse_rrf([list(dense), list(lexical)], self.settings.rrf_k)[:k]
+        return self.search_many([SearchRequest(query, k, filters, mode)])[0]
+
+    def embed_queries(self, requests: Sequence[SearchRequest]) -> list[np.ndarray | None]:
+        """The query vector of each request that needs one (None for lexical ones), in one model call."""
+        dense = [r.query for r in requests if r.dense]
+        vectors = iter(self.embedder.encode_queries(dense) if dense else [])
+        return [next(vectors) if r.dense else None for r in requests]
+
+    def search_many(self, requests: Sequence[SearchRequest],
+                    vectors: Sequence[np.ndarray | None] | Callable[[], Sequence[np.ndarray | None]] | None = None,
+                    ) -> list[list[Hit]]:
+        """Several searches at once, each with the hits it gets alone (Store.search is a batch of one).
+
+        The batch shares one generation check, one embedding forward, one chromadb query for the
+        unfiltered dense searches and one read of the winners' text. `vectors` (as from embed_queries)
+        skips the embedding; a callable is called for them after the BM25 rankings are made, so a
+        caller can run the model in another thread meanwhile (SearchBatcher does).
+        """
+        for request in requests:
+            self.check_search(request)
+        if not requests:
+            return []
+        needs_index = any(r.mode != "dense" or chunk_where(r.filters) is not None for r in requests)
+        index = self.lexical_index() if needs_index else None
+        depths = [max(self.settings.candidates_per_retriever, r.k) for r in requests]
+        lexical = [dict(index.top(r.query, depth, r.filters)) if r.mode != "dense" else {}
+                   for r, depth in zip(requests, depths)]
+        if vectors is None:
+            vectors = self.embed_queries(requests)
+        elif callable(vectors):
+            vectors = vectors()
+        dense = self._dense_many(requests, vectors, depths, index)
+        fused = [fuse_rrf([list(near), list(lex)], self.settings.rrf_k)[: r.k]
+                 for r, near, lex in zip(requests, dense, lexical)]
+        winners = list(dict.fromkeys(i for ranked in fused for i, _ in ranked))
         chunks: dict[str, Chunk] = {}
-        if fused:  # one read for the winners' text and metadata
-            got = self._chunks.get(ids=[i for i, _ in fused], include=["documents", "metadatas"])
+        if winners:  # one read for every winner's text and metadata
+            got = self._chunks.get(ids=winners, include=["documents", "metadatas"])
             chunks = {i: _chunk_from(i, d, m) for i, d, m in zip(got["ids"], got["documents"], got["metadatas"])}
-        return [Hit(chunk=chunks[i], score=score, dense_score=dense.get(i), lexical_score=lexical.get(i))
-                for i, score in fused if i in chunks]
+        return [[Hit(chunk=chunks[i], score=score, dense_score=near.get(i), lexical_score=lex.get(i))
+                 for i, score in ranked if i in chunks]
+                for ranked, near, lex in zip(fused, dense, lexical)]
+
+    def _dense_many(self, requests: Sequence[SearchRequest], vectors: Sequence[np.ndarray | None],
+                    depths: list[int], index: LexicalIndex | None) -> list[dict[str, float]]:
+        """Each request's dense ranking ({} for lexical ones); the unfiltered ones of equal depth share one query."""
+        out: list[dict[str, float]] = [{} for _ in requests]
+        plain: dict[int, list[int]] = {}  # depth -> positions of unfiltered dense requests
+        for pos, (request, vector, depth) in enumerate(zip(requests, vectors, depths)):
+            if not request.dense:
+                continue
+            if index is None or index.mask(request.filters) is None:
+                plain.setdefault(depth, []).append(pos)
+            else:
+                out[pos] = self._dense(vector, depth, request.filters, index)
+        for depth, positions in plain.items():
+            res = self._chunks.query(query_embeddings=[vectors[p] for p in positions], n_results=depth,
+                                     include=["distances"])
+            for p, ids, distances in zip(positions, res["ids"], res["distances"]):
+                out[p] = {i: 1.0 - float(d) for i, d in zip(ids, distances)}
+        return out
 
     def _dense(self, vector: np.ndarray, depth: int, filters: SearchFilters | None,
                index: LexicalIndex | None) -> dict[str, float]:

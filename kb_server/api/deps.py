@@ -1,5 +1,5 @@
-"""Dependencies of the routes, as Annotated aliases: SettingsDep, StoreDep, FactsDep, WriteLockDep,
-and the two guards ReadAccess / WriteAccess (bearer token, KKB_API_KEY).
+"""Dependencies of the routes, as Annotated aliases: SettingsDep, StoreDep, SearcherDep, FactsDep,
+WriteLockDep, and the two guards ReadAccess / WriteAccess (bearer token, KKB_API_KEY).
 
 Writes need the token; with no token configured the server takes writes only when bound to loopback.
 Reads are open unless `read_requires_key` is set.
@@ -15,7 +15,7 @@ from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.concurrency import run_in_threadpool
 
-from kb_server.api.batching import BatchingEmbedder
+from kb_server.api.batching import BatchingEmbedder, SearchBatcher
 from kb_server.api.errors import Problem
 from kb_server.api.settings import ServerSettings
 from kb_server.facts import AcceleratorFacts
@@ -51,6 +51,19 @@ def open_store(app) -> Store:
                 settings = state.settings
                 state.store = Store(settings, embedder=BatchingEmbedder(settings.model, settings.embed_batch_size))
     return state.store
+
+
+async def get_searcher(request: Request) -> SearchBatcher:
+    """The batcher of the app's store: concurrent /v1/search requests share model calls and chromadb queries."""
+    store = await get_store(request)
+    state = request.app.state
+    searcher = getattr(state, "searcher", None)
+    if searcher is None or searcher.store is not store:
+        with state.store_open_lock:  # held for microseconds: no await inside
+            searcher = getattr(state, "searcher", None)
+            if searcher is None or searcher.store is not store:
+                state.searcher = searcher = SearchBatcher(store)
+    return searcher
 
 
 async def get_write_lock(request: Request) -> threading.Lock:
@@ -97,6 +110,7 @@ async def require_write(request: Request,
 SettingsDep = Annotated[ServerSettings, Depends(get_settings)]
 FactsDep = Annotated[dict[str, AcceleratorFacts], Depends(get_facts)]
 StoreDep = Annotated[Store, Depends(get_store)]
+SearcherDep = Annotated[SearchBatcher, Depends(get_searcher)]
 WriteLockDep = Annotated[threading.Lock, Depends(get_write_lock)]
 ReadAccess = Depends(require_read)
 WriteAccess = Depends(require_write)

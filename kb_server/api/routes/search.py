@@ -6,7 +6,7 @@ import time
 
 from fastapi import APIRouter, Response
 
-from kb_server.api.deps import ReadAccess, SettingsDep, StoreDep
+from kb_server.api.deps import ReadAccess, SearcherDep, SettingsDep
 from kb_server.api.errors import Problem
 from kb_server.api.models import SearchQuery, SearchResults
 
@@ -14,8 +14,12 @@ router = APIRouter(prefix="/v1", tags=["search"], dependencies=[ReadAccess])
 
 
 @router.post("/search", response_model=SearchResults)
-def search(body: SearchQuery, store: StoreDep, settings: SettingsDep, response: Response) -> SearchResults:
-    """Hybrid search; the Server-Timing header says how long the store took (ms)."""
+def search(body: SearchQuery, searcher: SearcherDep, settings: SettingsDep) -> Response:
+    """Hybrid search; the Server-Timing header says how long the store took (ms), batch wait included.
+
+    Concurrent searches are batched (SearchBatcher): each gets the hits it would get alone. The body is
+    serialised once by pydantic (the response model documents it; FastAPI does not validate it again).
+    """
     if len(body.query) > settings.max_query_chars:
         raise Problem(422, f"query is {len(body.query)} characters; the limit is {settings.max_query_chars}",
                       field="query")
@@ -24,6 +28,7 @@ def search(body: SearchQuery, store: StoreDep, settings: SettingsDep, response: 
     if not body.query.strip():
         raise Problem(422, "query is blank", field="query")
     t0 = time.perf_counter()
-    hits = store.search(body.query, k=body.k, filters=body.filters, mode=body.mode)
-    response.headers["Server-Timing"] = f"store;dur={(time.perf_counter() - t0) * 1000:.2f}"
-    return SearchResults(query=body.query, k=body.k, hits=hits)
+    hits = searcher.search(body.query, k=body.k, filters=body.filters, mode=body.mode)
+    timing = f"store;dur={(time.perf_counter() - t0) * 1000:.2f}"
+    return Response(SearchResults(query=body.query, k=body.k, hits=hits).model_dump_json(),
+                    media_type="application/json", headers={"Server-Timing": timing})
