@@ -9,6 +9,9 @@ Usage: report = ingest_paths(store, [Path("corpus")], IngestOptions(prune=True))
 3. Embed the chunks the store lacks, then write them through Store.upsert_documents, which adds
    new chunks before deleting stale ones and rolls back on failure: the previous state stays whole.
 4. With prune, delete documents under the given paths whose files are gone.
+A document's id comes from its file's path relative to the corpus or upload folder, else its absolute
+path (document_id): the same file ingested through two folders is one document, two folders' README.md
+are two; a file stored under an id of the older rule (relative to the folder given) is re-keyed.
 """
 
 from __future__ import annotations
@@ -55,16 +58,33 @@ class IngestReport:
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (path, why)
 
 
+def document_id(path: Path, kind: str, anchors: tuple[Path, ...] = ()) -> str:
+    """A document's id: its path relative to the first anchor holding it (the corpus folder, the upload
+    folder: ids that survive moving the repo), else its absolute path. Never relative to the folder named
+    on the command line, so one file reached through two folders is one document, and two files with
+    the same relative path under two folders (two vendors' README.md) are two."""
+    path = path.resolve()
+    for anchor in anchors:
+        anchor = anchor.resolve()
+        if anchor in path.parents:
+            return _hash_id(kind, path.relative_to(anchor).as_posix())
+    return _hash_id(kind, path.as_posix())
+
+
+def _hash_id(kind: str, name: str) -> str:
+    return hashlib.sha256(f"{kind}:{name}".encode()).hexdigest()[:32]
+
+
 @dataclass(frozen=True)
 class _File:
     path: Path
     root: Path
     kind: str  # "doc" | "kernel"
+    anchors: tuple[Path, ...] = ()
 
     @property
     def document_id(self) -> str:
-        rel = self.path.relative_to(self.root).as_posix() if self.path != self.root else self.path.name
-        return hashlib.sha256(f"{self.kind}:{rel}".encode()).hexdigest()[:32]
+        return document_id(self.path, self.kind, self.anchors)
 
     @property
     def display(self) -> str:
@@ -81,7 +101,7 @@ def file_hash(f: _File) -> str:
     return digest.hexdigest()
 
 
-def discover(paths: list[Path], report: IngestReport) -> list[_File]:
+def discover(paths: list[Path], report: IngestReport, anchors: tuple[Path, ...] = ()) -> list[_File]:
     files: list[_File] = []
     for given in paths:
         given = given.resolve()
@@ -94,9 +114,9 @@ def discover(paths: list[Path], report: IngestReport) -> list[_File]:
                 continue
             suffix = p.suffix.lower()
             if suffix in DOC_SUFFIXES:
-                files.append(_File(p, root, "doc"))
+                files.append(_File(p, root, "doc", anchors))
             elif suffix in KERNEL_SUFFIXES and sidecar_for(p) is not None:
-                files.append(_File(p, root, "kernel"))
+                files.append(_File(p, root, "kernel", anchors))
             elif suffix not in _QUIET_SUFFIXES | KERNEL_SUFFIXES:
                 report.skipped.append((str(p), f"unsupported file type {suffix or '(none)'}"))
     return files
@@ -149,7 +169,7 @@ def ingest_paths(store: Store, paths: list[Path], options: IngestOptions = Inges
                  progress: Callable[[str, int], Callable[[int], None]] | None = None) -> IngestReport:
     """Ingest files under `paths` into `store`. `progress(label, total)` returns an advance(n) callback."""
     report = IngestReport()
-    files = discover(paths, report)
+    files = discover(paths, report, id_anchors(store.settings))
     known = store.document_hashes()
     vendor = options.vendor or _infer_vendor(store, options.accelerator)
     settings = store.settings
@@ -184,11 +204,25 @@ def ingest_paths(store: Store, paths: list[Path], options: IngestOptions = Inges
     report.chunks_written = len(todo)
     for f, record, digest in kernels:
         report.kernels.append(store.register_kernel_file(f.document_id, record, digest, str(f.path)))
+    _drop_renamed(store, {str(f.path): f.document_id for f in files})
     if options.prune:
         report.deleted = _prune(store, paths, {f.document_id for f in files})
     if docs or report.deleted:
         store.refresh_lexical()  # so the next search (maybe in another process) starts warm
     return report
+
+
+def id_anchors(settings) -> tuple[Path, ...]:
+    """The folders document ids are relative to: the corpus, then the server's uploads."""
+    return (Path(settings.corpus_dir), Path(settings.home) / "uploads")
+
+
+def _drop_renamed(store: Store, ids_by_source: dict[str, str]) -> None:
+    """A file stored earlier under another id (by an older id rule) keeps only its current record."""
+    for old_id, source in store.document_sources().items():
+        new_id = ids_by_source.get(source)
+        if new_id is not None and new_id != old_id:
+            store.delete_document(old_id)
 
 
 def _prune(store: Store, paths: list[Path], seen: set[str]) -> list[str]:

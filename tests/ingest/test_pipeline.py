@@ -141,3 +141,40 @@ def test_failed_ingest_leaves_the_previous_state_whole_and_searchable(tmp_path, 
     report = ingest_paths(store, [tmp_path / "docs"])
     assert len(report.written) == 6
     assert any("blip4" in t for t in texts(store, "blip4"))
+
+
+def test_same_relative_path_under_two_folders_is_two_documents(tmp_path, store):
+    """Two teams' docs folders both holding doc0.md: the second ingest must not replace the first."""
+    a, b = tmp_path / "vendor_a", tmp_path / "vendor_b"
+    write_corpus(a, n=1)
+    (b).mkdir()
+    (b / "doc0.md").write_text(DOC.format(title="Other chip", acc="h100", vendor="nvidia",
+                                          body="Marker token plimb appears only in vendor b."))
+    ingest_paths(store, [a])
+    ingest_paths(store, [b])
+    assert len(store.document_hashes()) == 2
+    assert any("zorb0" in t for t in texts(store, "zorb0")) and any("plimb" in t for t in texts(store, "plimb"))
+
+
+def test_one_file_through_two_folders_is_one_document(tmp_path, store):
+    write_corpus(tmp_path / "docs" / "nvidia", n=2)
+    ingest_paths(store, [tmp_path / "docs"])
+    again = ingest_paths(store, [tmp_path / "docs" / "nvidia"])
+    assert again.unchanged == 2 and again.written == []
+    assert len(store.document_hashes()) == 2
+
+
+def test_a_file_stored_under_an_older_id_keeps_one_record(tmp_path, store):
+    """Stores written with the old rule (ids relative to the folder named on the command line)."""
+    from ingest.pipeline import _hash_id
+
+    paths = write_corpus(tmp_path / "docs", n=1)
+    ingest_paths(store, [tmp_path / "docs"])
+    [(new_id, source)] = store.document_sources().items()
+    old = store._documents.get(ids=[new_id], include=["metadatas", "embeddings", "documents"])
+    old_id = _hash_id("doc", "doc0.md")
+    store._documents.upsert(ids=[old_id], embeddings=old["embeddings"], documents=old["documents"],
+                            metadatas=[{**old["metadatas"][0], "file_hash": "stale"}])
+    assert set(store.document_sources()) == {new_id, old_id} and source == str(paths["doc0"])
+    ingest_paths(store, [tmp_path / "docs"])
+    assert set(store.document_sources()) == {new_id}

@@ -17,7 +17,7 @@ from typing import Annotated
 from fastapi import APIRouter, File, Form, UploadFile
 
 from ingest.frontmatter import DocKind, Vendor
-from ingest.pipeline import IngestOptions, _File, ingest_paths  # _File: the pipeline's document id rule
+from ingest.pipeline import IngestOptions, document_id, id_anchors, ingest_paths
 from kb_server.api import uploads
 from kb_server.api.deps import ReadAccess, SettingsDep, StoreDep, WriteAccess, WriteLockDep
 from kb_server.api.errors import Problem
@@ -60,10 +60,10 @@ def add_document(
             _discard(path, store)
             why = "; ".join(reason for _, reason in report.skipped)
             raise Problem(422, f"file {file.filename!r} could not be ingested: {why}", field="file")
-        document_id = upload_document_id(path)
-    if document_id not in store.document_hashes():
+        doc_id = upload_document_id(path, store.settings)
+    if doc_id not in store.document_hashes():
         raise Problem(422, f"file {file.filename!r} holds no text to index", field="file")
-    return DocumentCreated(document_id=document_id, file_hash=file_hash, chunks=report.chunks_written,
+    return DocumentCreated(document_id=doc_id, file_hash=file_hash, chunks=report.chunks_written,
                            unchanged=report.unchanged > 0)
 
 
@@ -79,9 +79,9 @@ def delete_document(document_id: str, store: StoreDep, settings: SettingsDep, lo
                 path.unlink(missing_ok=True)
 
 
-def upload_document_id(path: Path) -> str:
-    """The id the ingest pipeline gives a stored upload (a hash of its name, itself a content hash)."""
-    return _File(path, path.parent, "doc").document_id
+def upload_document_id(path: Path, settings) -> str:
+    """The id the ingest pipeline gives a stored upload (its name under the uploads folder, a content hash)."""
+    return document_id(path, "doc", id_anchors(settings))
 
 
 def _discard(path: Path, store) -> None:
@@ -107,4 +107,4 @@ def recover_uploads(store, home: Path) -> list[Path]:
     """At start-up: drop what interrupted uploads left (temporaries; chunks and files of uploads
     whose registry entry was never written, i.e. that were never acknowledged)."""
     return uploads.sweep(uploads.uploads_dir(home), set(store.document_hashes().values()),
-                         on_orphan=lambda path: store.delete_document(upload_document_id(path)))
+                         on_orphan=lambda path: store.delete_document(upload_document_id(path, store.settings)))
