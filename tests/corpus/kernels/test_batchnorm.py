@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from library_check import KERNELS, evaluate_tiny, evaluate_tiny_with, family_specs, sidecar_reasons
+from library_check import KERNELS, evaluate_tiny, family_specs, sidecar_reasons
 
 from harness import Status
 from harness.spec import import_file
@@ -51,12 +51,3 @@ def test_running_stats_follow_batchnorm2d():
     torch.testing.assert_close(new.running_var, ref.running_var, atol=1e-6, rtol=1e-5)
     assert int(new.num_batches_tracked) == int(ref.num_batches_tracked) == 2
 
-@pytest.mark.parametrize("overrides", [
-    {"STRATEGY": "coop"},  # one kernel: channels split across programs that merge partial stats
-    {"STRATEGY": "coop", "COOP_CHUNK": 4096, "COOP_PROGRAMS_PER_SM": 3, "num_warps_coop": 4},  # many rounds
-    {"STRATEGY": "two_kernel", "EVICT_APPLY": True, "EVICT_STATS": True},  # L2 eviction hints
-], ids=["coop", "coop_small_chunks", "two_kernel_evict"])
-@pytest.mark.parametrize("spec", family_specs(FAMILY), ids=lambda p: p.stem)
-def test_coop_strategy_passes_spec(spec: Path, tmp_path: Path, overrides: dict):
-    verdict = evaluate_tiny_with(FAMILY, spec, tmp_path, overrides)
-    assert verdict.status is Status.passed, verdict.reasons

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from library_check import KERNELS, evaluate_tiny, evaluate_tiny_with, family_specs, sidecar_reasons
+from library_check import KERNELS, evaluate_tiny, family_specs, sidecar_reasons
 
 from harness import Status
 from harness.spec import import_file
@@ -44,11 +44,3 @@ def test_constant_rows_give_the_bias():
     w, b = torch.randn(50), torch.randn(50)
     torch.testing.assert_close(kernel().layer_norm_rows(x, w, b, 1e-5), b.expand(3, 50))
 
-@pytest.mark.parametrize("overrides", [
-    {"num_warps_fused": 4, "ROWS_FUSED": 1},  # one row per program, fixed warps
-    {"num_warps_fused": 8, "ROWS_FUSED": 2},  # two rows per program: a ragged last program on odd row counts
-], ids=["warps4_rows1", "warps8_rows2"])
-@pytest.mark.parametrize("spec", family_specs(FAMILY), ids=lambda p: p.stem)
-def test_fused_overrides_pass_spec(spec: Path, tmp_path: Path, overrides: dict):
-    verdict = evaluate_tiny_with(FAMILY, spec, tmp_path, overrides)
-    assert verdict.status is Status.passed, verdict.reasons

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
-from library_check import CPU_CONFIG, evaluate_tiny_with, tiny_copy, tunables_literal
+from library_check import CPU_CONFIG, tiny_copy, tunables_literal
 
 from harness import Status, evaluate
 from harness.spec import import_file
@@ -33,18 +33,6 @@ def test_kernel_passes_spec(spec: Path, tmp_path: Path):
                        device="cpu", config=CPU_CONFIG)
     assert verdict.status is Status.passed, verdict.reasons
 
-
-@pytest.mark.parametrize("overrides", [
-    {"LAYOUT": "tile"},  # the original per-plane tiles
-    {"LAYOUT": "flat", "PAIR": 0, "XBLOCK": 256},  # one scalar load per window column; many programs
-    {"LAYOUT": "flat", "PAIR": 1, "XBLOCK": 4096},  # pair loads; one program covers several planes
-    {"LAYOUT": "flat", "VEC": 4, "XBLOCK": 1024},  # 4 outputs per group, one 8-wide load per window row
-    {"LAYOUT": "flat", "VEC": 2, "XBLOCK": 64},  # 2 outputs per group, groups span rows and planes
-], ids=lambda o: "-".join(f"{k}{v}" for k, v in o.items()))
-@pytest.mark.parametrize("spec", SPECS, ids=lambda p: p.stem)
-def test_each_layout_passes_spec(spec: Path, overrides: dict, tmp_path: Path):
-    verdict = evaluate_tiny_with("pool2d", spec, tmp_path, overrides)
-    assert verdict.status is Status.passed, verdict.reasons
 
 
 @pytest.mark.parametrize("case", [
