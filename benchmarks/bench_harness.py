@@ -95,6 +95,20 @@ def section_timing(device: str, quick: bool) -> dict:
     return rows
 
 
+WINDOWS_MS = ((5, "0-5ms"), (25, "5-25ms"), (150, "25-150ms"), (400, "150-400ms"), (float("inf"), ">400ms"))
+
+
+def window_means(steps_ms: list[float]) -> dict[str, float]:
+    """Mean time per call in windows of elapsed time since the first call (the clock settling)."""
+    windows: dict[str, list[float]] = {}
+    elapsed = 0.0
+    for step in steps_ms:
+        elapsed += step
+        label = next(name for bound, name in WINDOWS_MS if elapsed <= bound)
+        windows.setdefault(label, []).append(step)
+    return {label: statistics.mean(v) for label, v in windows.items()}
+
+
 def _matmul_method(device: str, config: EvalConfig) -> dict:
     """Why the warm-up is time-based: the harness with and without it against do_bench on the bf16
     matmul, and the per-call time of 400 ms of back-to-back matmuls in windows (the clock settling)."""
@@ -103,7 +117,7 @@ def _matmul_method(device: str, config: EvalConfig) -> dict:
     import triton.testing
 
     fn, inputs = _ops(device, False)["matmul_bf16"]
-    make_args = lambda: [t.clone() for t in inputs]  # noqa: E731
+    make_args = lambda: [t.clone() for t in inputs]
     out = {}
     for label, overrides in [("warmup_ms_0", {"warmup_ms": 0.0}), ("warmup_ms_25", {"warmup_ms": 25.0}),
                              ("warmup_ms_25_min_timed_100", {"warmup_ms": 25.0, "min_timed_ms": 100.0})]:
@@ -120,14 +134,7 @@ def _matmul_method(device: str, config: EvalConfig) -> dict:
         fn(*inputs)
         ev[i + 1].record()
     torch.cuda.synchronize()
-    t = [ev[i].elapsed_time(ev[i + 1]) for i in range(n)]
-    cum, windows = 0.0, {}
-    for step in t:
-        cum += step
-        key = next(w for w in ("0-5ms", "5-25ms", "25-150ms", "150-400ms", ">400ms")
-                   if cum <= {"0-5ms": 5, "5-25ms": 25, "25-150ms": 150, "150-400ms": 400}.get(w, 1e18))
-        windows.setdefault(key, []).append(step)
-    out["back_to_back_mean_ms_by_window"] = {k: statistics.mean(v) for k, v in windows.items()}
+    out["back_to_back_mean_ms_by_window"] = window_means([ev[i].elapsed_time(ev[i + 1]) for i in range(n)])
     print(f"timing matmul_bf16 method: {json.dumps(out)}", flush=True)
     return out
 

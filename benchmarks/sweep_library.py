@@ -75,7 +75,7 @@ def sweep(grids: list[dict], budget_s: float, compile_ref: bool) -> dict:
             print(f"[sweep] {family}/{name}: setup failed: {exc}", flush=True)
             continue
         nbytes = _nbytes(inputs, expected)
-        bench = lambda f: do_bench(f, warmup=25, rep=100, return_mode="median")  # noqa: E731
+        bench = lambda f: do_bench(f, warmup=25, rep=100, return_mode="median")
         if name not in refs:
             refs[name] = {"eager_ms": bench(lambda: ref(*inputs))}
             if compile_ref:

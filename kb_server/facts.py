@@ -27,7 +27,7 @@ class Fact(BaseModel):
     note: str | None = None  # e.g. "dense, without sparsity", "per SM"
 
     @model_validator(mode="after")
-    def _measured_needs_date_and_method(self) -> "Fact":
+    def _measured_needs_date_and_method(self) -> Fact:
         if self.source == "measured" and (self.measured_on is None or not self.method):
             raise ValueError("a measured fact needs measured_on (a date) and method")
         return self

@@ -10,7 +10,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "scripts"))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from library_table import latest_rows  # noqa: E402
+from library_table import latest_rows
 
 
 def _results(path: Path, date: str, latency: float) -> Path:
