@@ -66,6 +66,13 @@ PRIORITY = ("softmax_wide_rows", "log_softmax_vocab", "cross_entropy_vocab_fp32"
             "cumsum_rows_fp32", "pointwise_gelu_scale_clamp")
 
 
+def tunables_of(data: dict) -> dict[str, dict]:
+    """spec -> TUNABLES overrides, from {spec: {...}} or a sweep file, whose "best" maps spec -> {"config": {...},
+    "latency_ms": ...} (the config alone is the override: the other fields are no TUNABLES)."""
+    entries = data.get("best", data)
+    return {spec: entry["config"] if isinstance(entry.get("config"), dict) else entry for spec, entry in entries.items()}
+
+
 def library_tasks(families: list[str], tiny: bool, tunables: dict[str, dict], only: set[str]) -> list[Task]:
     tasks, tiny_dir = [], Path(tempfile.mkdtemp(prefix="kkb_tiny_specs_")) if tiny else None
     for family in families:
@@ -239,8 +246,7 @@ def run(args) -> int:
         else [f for f in args.families.split(",") if f]
     overrides = {}
     if args.tunables:
-        data = json.loads(Path(args.tunables).read_text())
-        overrides = data.get("best", data)
+        overrides = tunables_of(json.loads(Path(args.tunables).read_text()))
     tasks = library_tasks(families, args.tiny, overrides, set(args.specs.split(",")) if args.specs else set())
     cpu = device.startswith("cpu")
     if cpu:

@@ -9,7 +9,11 @@ the channel of element i of a group is g * (C / G) + i // HW, which picks its we
   them (Chan) and writes its chunk from registers: one read, one write. The persistent grid is a
   multiple of SPLIT, so a group's programs share a round; a program that polls max_spin times without
   seeing its peers (not resident, or the interpreter running programs one by one) reads the whole
-  group itself, so nothing waits forever.
+  group itself, so nothing waits forever. A chunk is ROWS x RUN: runs of RUN contiguous values inside one
+  channel plane, so weight and bias are loaded per row. At most 64 warps per SM, and maxnreg keeps that
+  many programs really resident. COOP_PREFETCH issues the next chunk's load before polling (1) or before
+  reducing (2); COOP_SYNC "tagged" publishes each chunk's (mean, M2) as one 64-bit word that doubles as its
+  ready flag (no counter, no release fence waiting on the previous chunk's y stores).
 - GROUP_STRATEGY "looped" (larger groups, e.g. 16 channels x 64 x 64 = 65536): a persistent grid walks
   groups; pass 1 merges per-block (count, mean, M2) with Chan's formula, pass 2 re-reads the group from
   its end backwards (L2-warm when it hits) and writes y. On the H200 (32 x 512 x 64 x 64 fp32) 56% of
@@ -33,9 +37,13 @@ TUNABLES = {
     "num_warps_fused": 4,  # fused path: 0 = from ELEMS_PER_THREAD
     "GROUP_STRATEGY": "coop",  # groups larger than MAX_FUSED_N: "looped" (two passes) or "coop" (split)
     "COOP_ALL": False,  # coop path also for groups that fit in registers (more, smaller programs)
-    "COOP_CHUNK": 4096,  # coop path: elements of a group per program, held in registers (power of 2)
-    "num_warps_coop": 4,
-    "COOP_PROGRAMS_PER_SM": 4,  # coop path: persistent programs per SM (all must be resident to not poll out)
+    "COOP_CHUNK": 8192,  # coop path: elements of a group per program, held in registers (power of 2)
+    "num_warps_coop": 8,
+    "COOP_PROGRAMS_PER_SM": 2,  # coop path: persistent programs per SM (all must be resident to not poll out)
+    "COOP_PREFETCH": 1,  # coop path: load the next chunk 0 = when its turn comes, 1 = while polling for the
+    #                      current one's peers, 2 = before reducing the current one (DRAM stays busy)
+    "COOP_SYNC": "tagged",  # coop path: "counter" (partials, then a per-group counter polled) or "tagged"
+    #                          (each chunk's (mean, M2) in one 64-bit word that is its own ready flag)
     "FUSED_LAYOUT": "2d",  # fused path: "flat" (1-D, channel = i // HW per element) or "2d" ([C/G, HW] tile,
     #                          weight/bias loaded once per channel, no integer division)
     "GROUPS_PER_PROG": 1,  # fused "2d": groups per program (power of 2), a [G, C/G, HW] tile
@@ -138,49 +146,142 @@ def _group_stats(x_grp, group_size, BLOCK: tl.constexpr, EVICT: tl.constexpr):
 
 
 @triton.jit
+def _coop_chunk(task, SPLIT: tl.constexpr, n_groups_total, group_size, hw, runs, rows_per_group,
+                ROWS: tl.constexpr, RUN: tl.constexpr):
+    """Offsets, mask and in-group channel of chunk `task` (mask all off past the last task): ROWS runs of
+    RUN contiguous values of group task // SPLIT, a channel plane being runs = cdiv(HW, RUN) runs.
+    A run never crosses a plane, so weight and bias are per row, not per element."""
+    r = (task % SPLIT) * ROWS + tl.arange(0, ROWS)
+    p = r // runs
+    cols = ((r - p * runs) * RUN)[:, None] + tl.arange(0, RUN)[None, :]
+    mask = (r < tl.where(task < SPLIT * n_groups_total, rows_per_group, 0))[:, None] & (cols < hw)
+    offs = tl.cast(task // SPLIT, tl.int64) * group_size + (p * hw)[:, None] + cols
+    return offs, mask, p
+
+
+@triton.jit
+def _coop_load(x_ptr, task, SPLIT: tl.constexpr, n_groups_total, group_size, hw, runs, rows_per_group,
+               ROWS: tl.constexpr, RUN: tl.constexpr):
+    """Chunk `task` in x's dtype (zeros past the last task: a program's prefetch after its last one)."""
+    offs, mask, _ = _coop_chunk(task, SPLIT, n_groups_total, group_size, hw, runs, rows_per_group, ROWS, RUN)
+    return tl.load(x_ptr + offs, mask=mask, other=0.0)
+
+
+@triton.jit
+def _chunk_counts(parts, rows_per_unit, runs, last_run, ROWS: tl.constexpr, RUN: tl.constexpr):
+    """Values in chunks `parts` of a unit (group): ROWS runs each, a plane's last run only last_run long."""
+    first = parts * ROWS
+    end = tl.minimum(first + ROWS, rows_per_unit)
+    n_rows = tl.maximum(end - first, 0)
+    plane_ends = tl.where(n_rows > 0, end // runs - first // runs, 0)  # rows r with r % runs == runs - 1
+    return (n_rows * RUN - plane_ends * (RUN - last_run)).to(tl.float32)
+
+
+@triton.jit
+def _publish_tagged(slot_ptr, mean_c, m2_c):
+    """(mean, M2) as one 64-bit word (M2's sign bit clear): a reader sees all of it or the -1 fill, so no
+    counter and no release fence (which would first wait for this program's outstanding y stores)."""
+    lo = mean_c.to(tl.int32, bitcast=True).to(tl.int64) & 0xFFFFFFFF
+    hi = (m2_c.to(tl.int32, bitcast=True) & 0x7FFFFFFF).to(tl.int64)
+    tl.atomic_xchg(slot_ptr, (hi << 32) | lo, sem="relaxed")
+
+
+@triton.jit
+def _wait_tagged(slots_ptr, parts, max_spin, SPLIT: tl.constexpr):
+    """The unit's SPLIT (mean, M2) words, polled until all are published or max_spin polls; and whether all were."""
+    pmask = parts < SPLIT
+    words = tl.load(slots_ptr + parts, mask=pmask, other=0, volatile=True)
+    spins = 0
+    while (tl.min(words, axis=0) < 0) & (spins < max_spin):
+        words = tl.load(slots_ptr + parts, mask=pmask, other=0, volatile=True)
+        spins += 1
+    p_mean = (words & 0xFFFFFFFF).to(tl.int32).to(tl.float32, bitcast=True)
+    p_m2 = (words >> 32).to(tl.int32).to(tl.float32, bitcast=True)
+    return tl.min(words, axis=0) >= 0, p_mean, p_m2
+
+
+@triton.jit
+def _wait_counted(part_ptr, count_ptr, done, slots, n_tasks, max_spin, SPLIT: tl.constexpr, SPLIT_P2: tl.constexpr):
+    """Polls the unit's counter until SPLIT chunks are in (or max_spin polls); their (count, mean, M2) rows."""
+    spins = tl.full([], 0, tl.int32)
+    while (done < SPLIT) & (spins < max_spin):
+        # acquire only: no fence, so a poll does not wait for the prefetch; the warp just stalls on L2
+        done = tl.atomic_add(count_ptr, 0, sem="acquire")
+        spins += 1
+    pmask = tl.arange(0, SPLIT_P2) < SPLIT
+    p_n = tl.load(part_ptr + slots, mask=pmask, other=0.0, volatile=True)
+    p_mean = tl.load(part_ptr + n_tasks + slots, mask=pmask, other=0.0, volatile=True)
+    p_m2 = tl.load(part_ptr + 2 * n_tasks + slots, mask=pmask, other=0.0, volatile=True)
+    return done >= SPLIT, p_n, p_mean, p_m2
+
+
+@triton.jit
+def _merge(p_n, p_mean, p_m2, group_size):
+    """Chan's merge of partial (count, mean, M2)s: no sum-of-squares cancellation."""
+    mean = tl.sum(p_n * p_mean, axis=0) / group_size
+    dm = p_mean - mean
+    return mean, tl.sum(p_m2 + p_n * dm * dm, axis=0)
+
+
+@triton.jit
 def _groupnorm_coop_kernel(
     x_ptr, w_ptr, b_ptr, y_ptr, part_ptr, count_ptr, n_groups_total, group_size, hw, channels_per_group,
-    n_groups, eps, max_spin,
-    SPLIT: tl.constexpr, SPLIT_P2: tl.constexpr, CHUNK: tl.constexpr,
+    n_groups, runs, eps, max_spin,
+    SPLIT: tl.constexpr, SPLIT_P2: tl.constexpr, ROWS: tl.constexpr, RUN: tl.constexpr,
+    PREFETCH: tl.constexpr, TAGGED: tl.constexpr,
 ):
-    offs = tl.arange(0, CHUNK)
+    n_tasks = n_groups_total * SPLIT
+    rows_per_group = channels_per_group * runs
+    step = tl.num_programs(0)
     parts = tl.arange(0, SPLIT_P2)
-    for task in range(tl.program_id(0), n_groups_total * SPLIT, tl.num_programs(0)):
+    if PREFETCH > 0:
+        x_next = _coop_load(x_ptr, tl.program_id(0), SPLIT, n_groups_total, group_size, hw, runs, rows_per_group,
+                            ROWS, RUN)
+    for task in range(tl.program_id(0), n_tasks, step):
         grp = task // SPLIT
-        idx = (task % SPLIT) * CHUNK + offs
-        mask = idx < group_size
-        x_grp = x_ptr + tl.cast(grp, tl.int64) * group_size
-        x = tl.load(x_grp + idx, mask=mask, other=0.0).to(tl.float32)
-        n_c = tl.sum(mask.to(tl.float32), axis=0)
-        mean_c = tl.sum(x, axis=0) / tl.maximum(n_c, 1.0)
+        if PREFETCH > 0:
+            x_raw = x_next
+        else:
+            x_raw = _coop_load(x_ptr, task, SPLIT, n_groups_total, group_size, hw, runs, rows_per_group, ROWS, RUN)
+        if PREFETCH == 2:  # the next chunk's load goes out before this one is even reduced
+            x_next = _coop_load(x_ptr, task + step, SPLIT, n_groups_total, group_size, hw, runs, rows_per_group,
+                                ROWS, RUN)
+        _, mask, _ = _coop_chunk(task, SPLIT, n_groups_total, group_size, hw, runs, rows_per_group, ROWS, RUN)
+        x = x_raw.to(tl.float32)
+        n_c = tl.sum(tl.sum(mask.to(tl.float32), axis=1), axis=0)
+        mean_c = tl.sum(tl.sum(x, axis=1), axis=0) / tl.maximum(n_c, 1.0)
         d = tl.where(mask, x - mean_c, 0.0)
-        # publish this chunk's (count, mean, M2), then wait for the group's other chunks
-        tl.store(part_ptr + 3 * task, n_c)
-        tl.store(part_ptr + 3 * task + 1, mean_c)
-        tl.store(part_ptr + 3 * task + 2, tl.sum(d * d, axis=0))
-        tl.debug_barrier()
-        done = tl.atomic_add(count_ptr + grp, 1) + 1  # acq_rel: the partial is visible before the count
-        spins = tl.full([], 0, tl.int32)
-        while (done < SPLIT) & (spins < max_spin):
-            done = tl.atomic_add(count_ptr + grp, 0)
-            spins += 1
-        if done >= SPLIT:
-            pmask = parts < SPLIT
-            base = 3 * (grp * SPLIT + parts)
-            p_n = tl.load(part_ptr + base, mask=pmask, other=0.0, volatile=True)
-            p_mean = tl.load(part_ptr + base + 1, mask=pmask, other=0.0, volatile=True)
-            p_m2 = tl.load(part_ptr + base + 2, mask=pmask, other=0.0, volatile=True)
-            mean = tl.sum(p_n * p_mean, axis=0) / group_size
-            dm = p_mean - mean
-            m2 = tl.sum(p_m2 + p_n * dm * dm, axis=0)
+        m2_c = tl.sum(tl.sum(d * d, axis=1), axis=0)
+        # publish this chunk's statistics; wait for the group's other chunks
+        if TAGGED:
+            _publish_tagged(part_ptr + task, mean_c, m2_c)
+        else:
+            tl.store(part_ptr + task, n_c)
+            tl.store(part_ptr + n_tasks + task, mean_c)
+            tl.store(part_ptr + 2 * n_tasks + task, m2_c)
+            tl.debug_barrier()
+            done = tl.atomic_add(count_ptr + grp, 1) + 1  # acq_rel: the partial is visible before the count
+        if PREFETCH == 1:  # the next chunk's load is in flight while this program polls (x is read-only)
+            x_next = _coop_load(x_ptr, task + step, SPLIT, n_groups_total, group_size, hw, runs, rows_per_group,
+                                ROWS, RUN)
+        if TAGGED:
+            ready, p_mean, p_m2 = _wait_tagged(part_ptr + grp * SPLIT, parts, max_spin, SPLIT)
+            p_n = _chunk_counts(parts, rows_per_group, runs, hw - (runs - 1) * RUN, ROWS, RUN)
+        else:
+            ready, p_n, p_mean, p_m2 = _wait_counted(part_ptr, count_ptr + grp, done, grp * SPLIT + parts, n_tasks,
+                                                     max_spin, SPLIT, SPLIT_P2)
+        if ready:
+            mean, m2 = _merge(p_n, p_mean, p_m2, group_size)
         else:  # a peer is not running: read the whole group (correct, slower; never a hang)
-            mean, m2 = _group_stats(x_grp, group_size, 2048, "")
+            mean, m2 = _group_stats(x_ptr + tl.cast(grp, tl.int64) * group_size, group_size, 2048, "")
         rstd = tl.rsqrt(m2 / group_size + eps)
-        ch = (grp % n_groups) * channels_per_group + idx // hw
-        w = tl.load(w_ptr + ch, mask=mask, other=0.0).to(tl.float32)
-        b = tl.load(b_ptr + ch, mask=mask, other=0.0).to(tl.float32)
-        y = (x - mean) * (rstd * w) + b
-        tl.store(y_ptr + tl.cast(grp, tl.int64) * group_size + idx, y.to(y_ptr.dtype.element_ty), mask=mask)
+        offs, mask, p = _coop_chunk(task, SPLIT, n_groups_total, group_size, hw, runs, rows_per_group, ROWS, RUN)
+        ch = (grp % n_groups) * channels_per_group + p  # one channel per row
+        row_ok = p < channels_per_group
+        scale = rstd * tl.load(w_ptr + ch, mask=row_ok, other=0.0).to(tl.float32)
+        shift = tl.load(b_ptr + ch, mask=row_ok, other=0.0).to(tl.float32) - mean * scale
+        y = x * scale[:, None] + shift[:, None]
+        tl.store(y_ptr + offs, y.to(y_ptr.dtype.element_ty), mask=mask)
 
 
 def _num_sms(device: torch.device) -> int:
@@ -192,6 +293,58 @@ def _num_sms(device: torch.device) -> int:
 def _fits_2d(cpg: int, hw: int, max_fused: int) -> bool:
     """The padded [C/G, HW] tile stays within twice the flat path's register budget."""
     return triton.next_power_of_2(cpg) * triton.next_power_of_2(hw) <= 2 * triton.next_power_of_2(max_fused)
+
+
+def _run_length(hw: int, chunk: int) -> int:
+    """Contiguous values per tile row: the power of 2 (at least 64 where the chunk allows) that wastes the
+    fewest masked lanes when a plane is cut into runs, the longer on a tie (3136 = 49 x 64 -> 64)."""
+    top = min(chunk, triton.next_power_of_2(hw))
+    candidates = [top >> k for k in range(top.bit_length()) if top >> k >= min(64, top)]
+    return min(candidates, key=lambda run: (triton.cdiv(hw, run) * run, -run))
+
+
+def _coop_launch(n_tasks_per_unit: int, n_units: int, num_warps: int, programs_per_sm: int, device) -> tuple:
+    """(grid, maxnreg) of a persistent coop launch whose rounds are whole units (groups) and co-resident.
+
+    At most 64 warps and 32 programs per SM; maxnreg caps registers so that many programs really fit
+    (64K registers per SM), so all programs of a round run at once (a peer that never starts would make
+    the others poll out). Rounds are evened out so the last one is not a sliver.
+    """
+    per_sm = max(1, min(programs_per_sm, 64 // num_warps, 32))
+    per_round = max(1, _num_sms(device) * per_sm // n_tasks_per_unit)
+    rounds = triton.cdiv(n_units, per_round)
+    grid = (triton.cdiv(n_units, rounds) * n_tasks_per_unit,)
+    regs = 65536 // (per_sm * num_warps * 32)
+    return grid, (255 if regs > 255 else regs // 8 * 8)
+
+
+def _group_norm_coop(x, w, b, y, num_groups: int, eps: float):
+    n, c = x.shape[0], x.shape[1]
+    hw = x.numel() // (n * c)
+    cpg = c // num_groups
+    group_size = cpg * hw
+    total = n * num_groups
+    t = TUNABLES
+    if t["COOP_SYNC"] not in ("counter", "tagged"):
+        raise ValueError(f"groupnorm: TUNABLES['COOP_SYNC'] = {t['COOP_SYNC']!r}, expected 'counter' or 'tagged'")
+    chunk = min(t["COOP_CHUNK"], triton.next_power_of_2(group_size))
+    run = _run_length(hw, chunk)
+    runs = triton.cdiv(hw, run)
+    rows = chunk // run
+    split = triton.cdiv(cpg * runs, rows)
+    grid, maxnreg = _coop_launch(split, total, t["num_warps_coop"], t["COOP_PROGRAMS_PER_SM"], x.device)
+    tagged = t["COOP_SYNC"] == "tagged"
+    if tagged:  # one (mean, M2) word per chunk, -1 until published
+        part = torch.full((total * split,), -1, dtype=torch.int64, device=x.device)
+    else:  # counts, means, M2s
+        part = torch.empty((3 * total * split,), dtype=torch.float32, device=x.device)
+    count = part if tagged else torch.zeros((total,), dtype=torch.int32, device=x.device)  # tagged: no counter
+    max_spin = _MAX_SPIN_GPU if x.is_cuda else 0  # the interpreter runs programs one after another
+    _groupnorm_coop_kernel[grid](
+        x, w, b, y, part, count, total, group_size, hw, cpg, num_groups, runs, eps, max_spin,
+        SPLIT=split, SPLIT_P2=triton.next_power_of_2(split), ROWS=rows, RUN=run,
+        PREFETCH=t["COOP_PREFETCH"], TAGGED=tagged, num_warps=t["num_warps_coop"], maxnreg=maxnreg,
+    )
 
 
 def group_norm(x: torch.Tensor, num_groups: int, weight: torch.Tensor, bias: torch.Tensor, eps: float):
@@ -212,17 +365,7 @@ def group_norm(x: torch.Tensor, num_groups: int, weight: torch.Tensor, bias: tor
     if t["GROUP_STRATEGY"] not in ("coop", "looped"):
         raise ValueError(f"groupnorm: TUNABLES['GROUP_STRATEGY'] = {t['GROUP_STRATEGY']!r}, expected 'coop' or 'looped'")
     if (t["GROUP_STRATEGY"] == "coop" and not fits) or (t["COOP_ALL"] and fits):
-        chunk = min(t["COOP_CHUNK"], triton.next_power_of_2(group_size))
-        split = triton.cdiv(group_size, chunk)
-        per_round = max(1, _num_sms(x.device) * t["COOP_PROGRAMS_PER_SM"] // split)  # groups per round
-        grid = (min(total, per_round) * split,)  # a multiple of split: a group's programs share a round
-        part = torch.empty((total * split * 3,), dtype=torch.float32, device=x.device)
-        count = torch.zeros((total,), dtype=torch.int32, device=x.device)
-        max_spin = _MAX_SPIN_GPU if x.is_cuda else 0  # the interpreter runs programs one after another
-        _groupnorm_coop_kernel[grid](
-            x, w, b, y, part, count, total, group_size, hw, cpg, num_groups, eps, max_spin,
-            SPLIT=split, SPLIT_P2=triton.next_power_of_2(split), CHUNK=chunk, num_warps=t["num_warps_coop"],
-        )
+        _group_norm_coop(x, w, b, y, num_groups, eps)
     elif fits and t["FUSED_LAYOUT"] == "2d" and _fits_2d(cpg, hw, t["MAX_FUSED_N"]):
         gpp = t["GROUPS_PER_PROG"]
         _groupnorm_fused2d_kernel[(triton.cdiv(total, gpp),)](

@@ -21,14 +21,34 @@ A chain of transcendental ops (silu, mish, softplus, gelu_tanh, sigmoid, tanh) i
 - 2: 1 plus the hardware's tanh.approx.f32 (one SFU op, relative error <= 2^-10.7) for silu, sigmoid,
   gelu_tanh and tanh, and lg2.approx.f32 for softplus; only for 16-bit inputs on a GPU, whose tolerance
   is bf16's (fp32 inputs and the CPU interpreter use 1).
+- 3: one SFU op per transcendental op at most, the rest on the FMA pipe (8x the SFU's rate), for 16-bit
+  inputs (fp32 inputs use 1; the CPU interpreter runs the same forms with an exp-based tanh):
+  silu and gelu_tanh as h + h tanh(z), sigmoid as 0.5 + 0.5 tanh(x/2); mish = y (1 + t) S(t), t = tanh(y/2),
+  S(t) = (3 - t) / (t^2 - 2t + 5) as a degree-5 polynomial (relative error 1.3e-4); softplus =
+  max(x, 0) + w q(w), w = 2^(-|x| log2 e), q(w) = log1p(w) / w of degree 4 (5.7e-5). An interval
+  analysis of the chain (`_input_ranges`) then drops the SFU where the input is bounded: tanh of an input
+  in [-1, 1] (after sigmoid or tanh) is x P(x^2) of degree 3 (8.2e-5), sigmoid of an input in [-2, 2]
+  likewise, and relu of an input >= 0 is dropped. The error near saturation is tanh.approx's: where
+  1 + t is tiny (silu, mish of x << 0) the result's error is about |x| 2^-12 absolute.
+
+Instruction budget per element (the H200's issue rate is 1 warp instruction per clock per scheduler, the
+SFU's is 1/8 of that): the 7-op chain silu, mish, softplus, gelu_tanh, sigmoid, tanh, relu in bf16 takes
+(SASS for sm_90, BLOCK 1024, 4 warps) 8 SFU ops and 43.5 instructions with FAST 2 (SFU-bound: 64 clocks
+per 32 elements per scheduler, the measured 0.54 ms), and 5 SFU ops and about 40 instructions with FAST 3
+(about 40 clocks predicted). Loads and stores are 16-byte vectors (8 bf16 per thread per access); the
+bf16 <-> fp32 conversions cost 2 instructions per element, addressing about 2 at 8 elements per thread
+(BLOCK / (32 num_warps)), 1 at 16. Packed f16x2/bf16x2 SFU instructions do not help on sm_90:
+ptxas splits each into two scalar MUFU ops. Triton's fp32 `/` is already div.full.f32 (one MUFU.RCP).
 """
+
+import math
 
 import torch
 import triton
 import triton.language as tl
 from torch import nn
 
-TUNABLES = {"BLOCK": 1024, "num_warps": 4, "FAST": 2}
+TUNABLES = {"BLOCK": 1024, "num_warps": 4, "FAST": 3}
 CHAIN = None  # None: take the chain from ModelNew's init inputs; else a list like [("relu",), ("mul", 2.0)]
 BIAS_SHAPE = None  # with CHAIN set: the shape of the bias parameter, or None
 
@@ -37,7 +57,10 @@ _OP_CODES = {
     "relu": 1, "gelu": 2, "gelu_tanh": 3, "silu": 4, "mish": 5, "softplus": 6, "hardswish": 7,
     "leaky_relu": 8, "clamp": 9, "mul": 10, "add": 11, "bias": 12, "sigmoid": 13, "tanh": 14,
 }
+# FAST 3 only, chosen by `_bounded_codes`: the same ops on an input known to lie in a small interval
+_TANH_UNIT, _SIGMOID_SMALL, _NOP = 15, 16, 0  # tanh on [-1, 1], sigmoid on [-2, 2], relu on [0, inf)
 _N_ARGS = {"leaky_relu": 1, "clamp": 2, "mul": 1, "add": 1}
+_NAMES = {code: name for name, code in _OP_CODES.items()}
 
 
 @triton.jit
@@ -63,6 +86,13 @@ def _tanh_hw(z):
 def _log2_hw(z):
     return tl.inline_asm_elementwise("lg2.approx.f32 $0, $1;", "=f,f", [z], dtype=tl.float32, is_pure=True,
                                      pack=1)
+
+
+@triton.jit
+def _exp2_hw(z):
+    # one SFU op, subnormal results flushed to 0: no range fix-up around it, whatever Triton's tl.exp2 emits
+    return tl.inline_asm_elementwise("ex2.approx.ftz.f32 $0, $1;", "=f,f", [z], dtype=tl.float32,
+                                     is_pure=True, pack=1)
 
 
 @triton.jit
@@ -109,11 +139,78 @@ def _apply_fast(x, bias, a, b, OP: tl.constexpr, HW: tl.constexpr):
 
 
 @triton.jit
-def _apply_any(x, bias, a, b, OP: tl.constexpr, FAST: tl.constexpr):
+def _tanh_any(z, HW: tl.constexpr):
+    if HW:
+        return _tanh_hw(z)
+    else:
+        return _tanh(z)
+
+
+@triton.jit
+def _half_plus_half_tanh(h, z, HW: tl.constexpr):
+    # h (1 + tanh z): silu and gelu_tanh in one multiply-add after the SFU op
+    return h + h * _tanh_any(z, HW)
+
+
+@triton.jit
+def _tanh_unit(x):
+    # tanh on [-1, 1] = x P(x^2), P of degree 3 (relative error 8.2e-5): no SFU op
+    v = x * x
+    p = ((-0.026629677 * v + 0.118897557) * v - 0.330654323) * v + 0.99991858
+    return x * p
+
+
+@triton.jit
+def _mish_fma(y, HW: tl.constexpr):
+    # tanh(softplus(y)) = (1 + t) S(t), t = tanh(y/2), S(t) = (3 - t) / (t^2 - 2t + 5) on [-1, 1] as a
+    # degree-5 polynomial (relative error 1.3e-4): one SFU op, no division
+    t = _tanh_any(0.5 * y, HW)
+    s = ((((0.00877022464 * t + 0.00529803988) * t - 0.0486100651) * t - 0.105438471) * t
+         + 0.0398398414) * t + 0.60007447
+    return (y + y * t) * s
+
+
+@triton.jit
+def _softplus_fma(x, HW: tl.constexpr):
+    # max(x, 0) + log1p(w), w = e^-|x| in (0, 1]; log1p(w) = w q(w), q of degree 4 (relative error 5.7e-5)
+    if HW:
+        w = _exp2_hw(-1.4426950408889634 * tl.abs(x))
+    else:
+        w = tl.exp2(-1.4426950408889634 * tl.abs(x))
+    q = (((0.0413472988 * w - 0.157427222) * w + 0.306300968) * w - 0.496977836) * w + 0.999943256
+    return tl.maximum(x, 0.0) + w * q
+
+
+@triton.jit
+def _apply_bounded(x, bias, a, b, OP: tl.constexpr, HW: tl.constexpr):
+    """FAST 3: at most one SFU op per transcendental op, none where the input is bounded."""
+    if OP == 3:
+        x = _half_plus_half_tanh(0.5 * x, x * (0.7978845608028654 + 0.0356774081363001 * x * x), HW)
+    elif OP == 4:
+        x = _half_plus_half_tanh(0.5 * x, 0.5 * x, HW)
+    elif OP == 5:
+        x = _mish_fma(x, HW)
+    elif OP == 6:
+        x = _softplus_fma(x, HW)
+    elif OP == 13:
+        x = 0.5 + 0.5 * _tanh_any(0.5 * x, HW)
+    elif OP == 15:  # _TANH_UNIT
+        x = _tanh_unit(x)
+    elif OP == 16:  # _SIGMOID_SMALL
+        x = 0.5 + 0.5 * _tanh_unit(0.5 * x)
+    else:
+        x = _apply_fast(x, bias, a, b, OP, HW)
+    return x
+
+
+@triton.jit
+def _apply_any(x, bias, a, b, OP: tl.constexpr, FAST: tl.constexpr, HW: tl.constexpr):
     if FAST == 0:
         x = _apply(x, bias, a, b, OP)
+    elif FAST == 3:
+        x = _apply_bounded(x, bias, a, b, OP, HW)
     else:
-        x = _apply_fast(x, bias, a, b, OP, FAST == 2)
+        x = _apply_fast(x, bias, a, b, OP, HW)
     return x
 
 
@@ -157,7 +254,7 @@ def _pointwise_kernel(
     OP0: tl.constexpr, OP1: tl.constexpr, OP2: tl.constexpr, OP3: tl.constexpr,
     OP4: tl.constexpr, OP5: tl.constexpr, OP6: tl.constexpr, OP7: tl.constexpr,
     HAS_BIAS: tl.constexpr, BIAS_INNER: tl.constexpr, BIAS_NUMEL: tl.constexpr, BLOCK: tl.constexpr,
-    FAST: tl.constexpr,
+    FAST: tl.constexpr, HW: tl.constexpr,
 ):
     start = tl.program_id(0).to(tl.int64) * BLOCK
     offs = start + tl.arange(0, BLOCK)
@@ -169,14 +266,14 @@ def _pointwise_kernel(
     else:
         bias = 0.0
     # each slot's two scalar arguments live in params[2*slot], params[2*slot + 1]
-    x = _apply_any(x, bias, tl.load(params_ptr + 0), tl.load(params_ptr + 1), OP0, FAST)
-    x = _apply_any(x, bias, tl.load(params_ptr + 2), tl.load(params_ptr + 3), OP1, FAST)
-    x = _apply_any(x, bias, tl.load(params_ptr + 4), tl.load(params_ptr + 5), OP2, FAST)
-    x = _apply_any(x, bias, tl.load(params_ptr + 6), tl.load(params_ptr + 7), OP3, FAST)
-    x = _apply_any(x, bias, tl.load(params_ptr + 8), tl.load(params_ptr + 9), OP4, FAST)
-    x = _apply_any(x, bias, tl.load(params_ptr + 10), tl.load(params_ptr + 11), OP5, FAST)
-    x = _apply_any(x, bias, tl.load(params_ptr + 12), tl.load(params_ptr + 13), OP6, FAST)
-    x = _apply_any(x, bias, tl.load(params_ptr + 14), tl.load(params_ptr + 15), OP7, FAST)
+    x = _apply_any(x, bias, tl.load(params_ptr + 0), tl.load(params_ptr + 1), OP0, FAST, HW)
+    x = _apply_any(x, bias, tl.load(params_ptr + 2), tl.load(params_ptr + 3), OP1, FAST, HW)
+    x = _apply_any(x, bias, tl.load(params_ptr + 4), tl.load(params_ptr + 5), OP2, FAST, HW)
+    x = _apply_any(x, bias, tl.load(params_ptr + 6), tl.load(params_ptr + 7), OP3, FAST, HW)
+    x = _apply_any(x, bias, tl.load(params_ptr + 8), tl.load(params_ptr + 9), OP4, FAST, HW)
+    x = _apply_any(x, bias, tl.load(params_ptr + 10), tl.load(params_ptr + 11), OP5, FAST, HW)
+    x = _apply_any(x, bias, tl.load(params_ptr + 12), tl.load(params_ptr + 13), OP6, FAST, HW)
+    x = _apply_any(x, bias, tl.load(params_ptr + 14), tl.load(params_ptr + 15), OP7, FAST, HW)
     tl.store(y_ptr + offs, x.to(y_ptr.dtype.element_ty), mask=mask)
 
 
@@ -196,8 +293,60 @@ def _encode(chain) -> tuple[list[int], list[float]]:
     return codes, params
 
 
-def _launch(x: torch.Tensor, codes: list[int], params: torch.Tensor, bias: torch.Tensor | None,
-            bias_inner: int) -> torch.Tensor:
+# the least value of each op that dips below 0 (at x = -0.75, -0.75, -1.28, -1.19, -1.5); each is <= max(x, 0)
+_DIP = {"gelu": -0.1701, "gelu_tanh": -0.1701, "silu": -0.2785, "mish": -0.3089, "hardswish": -0.375}
+
+
+def _next_range(code: int, a: float, b: float, lo: float, hi: float) -> tuple[float, float]:
+    """Bounds of an op's output given bounds [lo, hi] of its input (op arguments a, b); unknown: +-inf."""
+    name = _NAMES[code]
+    if name == "relu":
+        return max(lo, 0.0), max(hi, 0.0)
+    if name in _DIP:
+        return (0.0 if lo >= 0.0 else _DIP[name]), max(hi, 0.0)
+    if name == "softplus":
+        return 0.0, max(hi, 0.0) + math.log(2.0)
+    if name == "tanh":  # monotone; math.tanh saturates where math.exp would overflow
+        return math.tanh(lo), math.tanh(hi)
+    if name == "sigmoid":
+        return 0.5 + 0.5 * math.tanh(0.5 * lo), 0.5 + 0.5 * math.tanh(0.5 * hi)
+    if name == "clamp":
+        return min(max(lo, a), b), min(max(hi, a), b)
+    if name == "add":
+        return lo + a, hi + a
+    if name == "mul" and a != 0.0:
+        return min(lo * a, hi * a), max(lo * a, hi * a)
+    if name == "mul":
+        return 0.0, 0.0
+    return -math.inf, math.inf
+
+
+def _input_ranges(codes: list[int], params: list[float]) -> list[tuple[float, float]]:
+    """[lo, hi] of each slot's input, from an unbounded x."""
+    ranges, lo, hi = [], -math.inf, math.inf
+    for slot, code in enumerate(codes):
+        ranges.append((lo, hi))
+        if code:
+            lo, hi = _next_range(code, params[2 * slot], params[2 * slot + 1], lo, hi)
+    return ranges
+
+
+def _bounded_codes(codes: list[int], params: list[float]) -> list[int]:
+    """FAST 3: tanh, sigmoid and relu on a bounded input get their SFU-free forms."""
+    out = list(codes)
+    for slot, (lo, hi) in enumerate(_input_ranges(codes, params)):
+        if codes[slot] == _OP_CODES["tanh"] and -1.0 <= lo and hi <= 1.0:
+            out[slot] = _TANH_UNIT
+        elif codes[slot] == _OP_CODES["sigmoid"] and -2.0 <= lo and hi <= 2.0:
+            out[slot] = _SIGMOID_SMALL
+        elif codes[slot] == _OP_CODES["relu"] and lo >= 0.0:
+            out[slot] = _NOP
+    return out
+
+
+def _launch(x: torch.Tensor, codes: list[int], bounded: list[int], params: torch.Tensor,
+            bias: torch.Tensor | None, bias_inner: int) -> torch.Tensor:
+    """Run the chain `codes` (FAST 3: `bounded`, its `_bounded_codes`) on x."""
     has_bias = _OP_CODES["bias"] in codes
     if has_bias and bias is None:
         raise ValueError("pointwise chain has a 'bias' op but no bias tensor was given")
@@ -207,12 +356,17 @@ def _launch(x: torch.Tensor, codes: list[int], params: torch.Tensor, bias: torch
     b = bias.contiguous() if has_bias else params  # any pointer will do when HAS_BIAS is False
     block = TUNABLES["BLOCK"]
     fast = TUNABLES["FAST"]
-    if fast == 2 and not (x.is_cuda and x.dtype in (torch.bfloat16, torch.float16)):
-        fast = 1  # hardware approximations: GPU only (no inline asm in the interpreter), 16-bit tolerance
+    if fast >= 2 and x.dtype not in (torch.bfloat16, torch.float16):
+        fast = 1  # the approximations are sized for a 16-bit output's tolerance
+    hw = fast >= 2 and x.is_cuda  # inline asm: GPU only, not the interpreter
+    if fast == 2 and not hw:
+        fast = 1
+    if fast == 3:
+        codes = bounded
     _pointwise_kernel[(triton.cdiv(n, block),)](
         x, y, b, params, n, *codes,
         HAS_BIAS=has_bias, BIAS_INNER=bias_inner, BIAS_NUMEL=b.numel() if has_bias else 1,
-        BLOCK=block, FAST=fast, num_warps=TUNABLES["num_warps"],
+        BLOCK=block, FAST=fast, HW=hw, num_warps=TUNABLES["num_warps"],
     )
     return y
 
@@ -220,7 +374,8 @@ def _launch(x: torch.Tensor, codes: list[int], params: torch.Tensor, bias: torch
 def pointwise_chain(x: torch.Tensor, chain, bias: torch.Tensor | None = None, bias_inner: int = 1):
     """Apply `chain` (e.g. [("gelu",), ("mul", 2.0)]) to x in one pass."""
     codes, values = _encode(chain)
-    return _launch(x, codes, torch.tensor(values, dtype=torch.float32, device=x.device), bias, bias_inner)
+    params = torch.tensor(values, dtype=torch.float32, device=x.device)
+    return _launch(x, codes, _bounded_codes(codes, values), params, bias, bias_inner)
 
 
 class ModelNew(nn.Module):
@@ -231,6 +386,7 @@ class ModelNew(nn.Module):
         shape = BIAS_SHAPE if CHAIN is not None else bias_shape
         self.bias = nn.Parameter(torch.randn(shape)) if shape is not None else None
         self._codes, self._values = _encode(self.ops)  # fails early on an unknown op
+        self._bounded = _bounded_codes(self._codes, self._values)
         self._params = {}  # device -> fp32 op arguments (not a buffer: model.to(bf16) must not round them)
 
     def forward(self, x):
@@ -241,4 +397,4 @@ class ModelNew(nn.Module):
         params = self._params.get(x.device)
         if params is None:  # once per device: no host-to-device copy per call
             params = self._params[x.device] = torch.tensor(self._values, dtype=torch.float32, device=x.device)
-        return _launch(x, self._codes, params, self.bias, inner)
+        return _launch(x, self._codes, self._bounded, params, self.bias, inner)

@@ -7,6 +7,17 @@ The input is viewed as (outer, R, inner) with R the reduced dimension; the outpu
 - inner > 1 (a middle dimension): each program owns BLOCK_I contiguous output columns of one outer
   index and walks R in BLOCK_R steps; every load is a [BLOCK_R, BLOCK_I] tile of contiguous runs.
 min/argmin run as max/argmax of -x (exact). Accumulation is fp32; bytes moved ~ one read of x.
+
+Options (TUNABLES; COL_STRATEGY "auto" picks "vec" for misaligned inner rows, the rest are off by default):
+- ALIGN_ROW (last-dim path): rows whose length leaves them misaligned (4099 fp32) are walked in blocks
+  from the 16-byte boundary at or before each row's start: the first block and the tail are masked, the
+  blocks between load unmasked 128-bit vectors.
+- COL_STRATEGY "vec" (middle-dim path): the inner length and the reduced stride enter as VEC * n (VEC the
+  widest 16-byte-or-less vector dividing inner), so Triton can prove 16-byte alignment (inner = 1000 fp32
+  is not a multiple of 16 elements, which is all it checks by itself); whole BLOCK_R tiles skip the R mask;
+  SPLIT_R > 1 splits R across programs that write fp32 partials, which a second small kernel combines
+  in split order (first index on ties kept).
+- STAGES: loads of this many loop steps in flight (tl.range num_stages) in the two options' loops.
 """
 
 import torch
@@ -23,6 +34,15 @@ TUNABLES = {
     "num_warps_col": 4,
     "MIN_PROGRAMS": 1024,  # middle-dim path: shrink BLOCK_I (down to 32) until the grid has this many
     "EVICT_COL": "",  # middle-dim path: load eviction policy ("" or "evict_first": x is read once)
+    "ALIGN_ROW": False,  # last-dim path: unmasked 16-byte-aligned blocks on misaligned rows
+    # middle-dim path: "tile", "vec" (provably aligned vectors, optional R split), or "auto": "vec" where a
+    # row of the inner dimension is not a whole number of 16-byte vectors (Triton cannot prove alignment
+    # then, so "tile" loads are scalar), else "tile"
+    "COL_STRATEGY": "auto",
+    "VEC_BLOCK_I": 256,  # "vec": output columns per program (shrunk while the grid is small)
+    "VEC_BLOCK_R_COL": 8,  # "vec": reduced rows per step for 4-byte data (x2 for 2-byte)
+    "SPLIT_R": 4,  # "vec": programs sharing one output tile's R range (partials combined by a second kernel)
+    "STAGES": 1,  # ALIGN_ROW / "vec": loop steps whose loads are in flight at once (tl.range num_stages)
 }
 _OPS = {"sum": 0, "mean": 1, "max": 2, "min": 3, "argmax": 4, "argmin": 5}
 _NEG = tl.constexpr(float("-inf"))
@@ -117,6 +137,144 @@ def _reduce_mid_kernel(
         tl.store(out, v.to(out_ptr.dtype.element_ty), mask=col_mask)
 
 
+@triton.jit
+def _reduce_last_aligned_kernel(
+    x_ptr, out_ptr, n_rows, n_red,
+    OP: tl.constexpr, ROWS: tl.constexpr, BLOCK_R: tl.constexpr, VEC: tl.constexpr, STAGES: tl.constexpr,
+):
+    """Contiguous rows of n_red. Block k of a row covers positions col0 + k * BLOCK_R + [0, BLOCK_R), with
+    col0 in (-VEC, 0] putting block starts on 16-byte boundaries; blocks 1 .. n_red // BLOCK_R - 1 lie
+    inside every row and load unmasked. Blocks run in position order: strict > keeps the first index."""
+    rows = tl.program_id(0).to(tl.int64) * ROWS + tl.arange(0, ROWS)
+    row_mask = rows < n_rows
+    row_start = tl.minimum(rows, n_rows - 1) * n_red  # rows past the end re-read the last row, stored nowhere
+    base = row_start // VEC * VEC
+    col0 = (base - row_start).to(tl.int32)
+    cols = tl.arange(0, BLOCK_R)
+    fill = 0.0 if OP <= 1 else (_NEG if OP == 2 or OP == 4 else -_NEG)  # masked loads: min ops negate x
+    acc = tl.full([ROWS, BLOCK_R], 0.0 if OP <= 1 else _NEG, tl.float32)
+    idx = tl.zeros([ROWS, BLOCK_R], tl.int32)
+    n_inside = tl.maximum(n_red // BLOCK_R, 1)
+    n_blocks = (n_red + VEC - 2) // BLOCK_R + 1
+    # block 0 (masked), the inside blocks, the tail blocks (masked)
+    r = col0[:, None] + cols[None, :]
+    x = tl.load(x_ptr + base[:, None] + cols[None, :], mask=(r >= 0) & (r < n_red), other=fill)
+    acc, idx = _step(acc, idx, x.to(tl.float32), r, OP)
+    for k in tl.range(1, n_inside, num_stages=STAGES):
+        xk = tl.load(x_ptr + base[:, None] + k * BLOCK_R + cols[None, :])
+        acc, idx = _step(acc, idx, xk.to(tl.float32), r + k * BLOCK_R, OP)
+    for k in range(n_inside, n_blocks):
+        rk = r + k * BLOCK_R
+        xk = tl.load(x_ptr + base[:, None] + k * BLOCK_R + cols[None, :], mask=rk < n_red, other=fill)
+        acc, idx = _step(acc, idx, xk.to(tl.float32), rk, OP)
+    v, i = _finish(acc, idx, n_red, OP, 1)
+    if OP >= 4:
+        tl.store(out_ptr + rows, i.to(tl.int64), mask=row_mask)
+    else:
+        tl.store(out_ptr + rows, v.to(out_ptr.dtype.element_ty), mask=row_mask)
+
+
+@triton.jit
+def _reduce_mid_vec_kernel(
+    x_ptr, out_ptr, part_v_ptr, part_i_ptr, n_red, n_inner_vecs, r_chunk,
+    OP: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_I: tl.constexpr, VEC: tl.constexpr, SPLIT: tl.constexpr,
+    STAGES: tl.constexpr, EVICT: tl.constexpr,
+):
+    """Program (o, column tile, split s) reduces rows [s * r_chunk, (s + 1) * r_chunk) of its tile; with
+    SPLIT == 1 it writes the result, else its raw (sum, or max of the possibly negated x, and index)."""
+    n_inner = n_inner_vecs * VEC  # a visible multiple of VEC: strides and the column mask stay vector-wide
+    o = tl.program_id(0).to(tl.int64)
+    cols = tl.program_id(1) * BLOCK_I + tl.arange(0, BLOCK_I)
+    col_mask = cols < n_inner
+    split = tl.program_id(2)
+    r_lo = split * r_chunk
+    r_hi = tl.minimum(r_lo + r_chunk, n_red)
+    rr = tl.arange(0, BLOCK_R)
+    fill = 0.0 if OP <= 1 else (_NEG if OP == 2 or OP == 4 else -_NEG)  # masked loads: min ops negate x
+    acc = tl.full([BLOCK_R, BLOCK_I], 0.0 if OP <= 1 else _NEG, tl.float32)
+    idx = tl.zeros([BLOCK_R, BLOCK_I], tl.int32)
+    base = x_ptr + o * n_red * n_inner + cols[None, :]
+    n_whole = (r_hi - r_lo) // BLOCK_R
+    for k in tl.range(0, n_whole, num_stages=STAGES):
+        rk = r_lo + k * BLOCK_R + rr
+        xk = tl.load(base + rk[:, None].to(tl.int64) * n_inner, mask=col_mask[None, :], other=fill,
+                     eviction_policy=EVICT)
+        acc, idx = _step(acc, idx, xk.to(tl.float32), rk[:, None] + tl.zeros([BLOCK_R, BLOCK_I], tl.int32), OP)
+    r = r_lo + n_whole * BLOCK_R + rr
+    mask = (r < r_hi)[:, None] & col_mask[None, :]
+    x = tl.load(base + r[:, None].to(tl.int64) * n_inner, mask=mask, other=fill, eviction_policy=EVICT)
+    acc, idx = _step(acc, idx, x.to(tl.float32), r[:, None] + tl.zeros([BLOCK_R, BLOCK_I], tl.int32), OP)
+    if SPLIT == 1:
+        v, i = _finish(acc, idx, n_red, OP, 0)
+        out = out_ptr + o * n_inner + cols
+        if OP >= 4:
+            tl.store(out, i.to(tl.int64), mask=col_mask)
+        else:
+            tl.store(out, v.to(out_ptr.dtype.element_ty), mask=col_mask)
+    else:
+        v, i = _finish(acc, idx, n_red, 0 if OP <= 1 else 2, 0)
+        part = (split * tl.num_programs(0) + o) * n_inner + cols
+        tl.store(part_v_ptr + part, v, mask=col_mask)
+        tl.store(part_i_ptr + part, i, mask=col_mask)
+
+
+@triton.jit
+def _reduce_combine_kernel(part_v_ptr, part_i_ptr, out_ptr, n_out, n_red, OP: tl.constexpr, SPLIT: tl.constexpr,
+                           BLOCK: tl.constexpr):
+    """Fold the SPLIT raw partials of each output in split order (strict >: the earlier split wins ties)."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n_out
+    acc = tl.load(part_v_ptr + offs, mask=mask, other=0.0)
+    idx = tl.load(part_i_ptr + offs, mask=mask, other=0)
+    for s in range(1, SPLIT):
+        v = tl.load(part_v_ptr + s * n_out + offs, mask=mask, other=0.0)
+        if OP <= 1:
+            acc += v
+        else:
+            better = v > acc
+            acc = tl.where(better, v, acc)
+            idx = tl.where(better, tl.load(part_i_ptr + s * n_out + offs, mask=mask, other=0), idx)
+    if OP == 1:
+        acc = acc / n_red
+    if OP == 3:
+        acc = -acc
+    if OP >= 4:
+        tl.store(out_ptr + offs, idx.to(tl.int64), mask=mask)
+    else:
+        tl.store(out_ptr + offs, acc.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+def _reduce_mid_vec(x: torch.Tensor, out: torch.Tensor, code: int, outer: int, n_red: int, inner: int):
+    """The "vec" middle-dim path: tile sizes as the "tile" path, R split into SPLIT_R chunks of whole tiles."""
+    t = TUNABLES
+    vec = 16 // x.element_size()
+    while inner % vec:
+        vec //= 2
+    block_r = min(t["VEC_BLOCK_R_COL"] * max(1, 4 // x.element_size()), triton.next_power_of_2(n_red))
+    r_tiles = triton.cdiv(n_red, block_r)
+    split = min(t["SPLIT_R"], r_tiles)
+    r_chunk = triton.cdiv(r_tiles, split) * block_r
+    split = triton.cdiv(n_red, r_chunk)  # no empty chunk
+    block_i = min(t["VEC_BLOCK_I"], triton.next_power_of_2(inner))
+    while block_i > 32 and outer * triton.cdiv(inner, block_i) * split < t["MIN_PROGRAMS"]:
+        block_i //= 2
+    if split > 1:
+        part_v = torch.empty((split, outer, inner), dtype=torch.float32, device=x.device)
+        part_i = torch.empty((split, outer, inner), dtype=torch.int32, device=x.device)
+    else:
+        part_v = part_i = out  # not touched
+    _reduce_mid_vec_kernel[(outer, triton.cdiv(inner, block_i), split)](
+        x, out, part_v, part_i, n_red, inner // vec, r_chunk,
+        OP=code, BLOCK_R=block_r, BLOCK_I=block_i, VEC=vec, SPLIT=split, STAGES=t["STAGES"],
+        EVICT=t["EVICT_COL"], num_warps=t["num_warps_col"],
+    )
+    if split > 1:
+        n_out = outer * inner
+        _reduce_combine_kernel[(triton.cdiv(n_out, 1024),)](
+            part_v, part_i, out, n_out, n_red, OP=code, SPLIT=split, BLOCK=1024, num_warps=4,
+        )
+
+
 def reduce_dim(x: torch.Tensor, op: str, dim: int) -> torch.Tensor:
     if op not in _OPS:
         raise ValueError(f"reduction op {op!r} is unknown; known: {sorted(_OPS)}")
@@ -136,9 +294,21 @@ def reduce_dim(x: torch.Tensor, op: str, dim: int) -> torch.Tensor:
         block_r = min(t["BLOCK_R_ROW"], triton.next_power_of_2(n_red))
         rows = max(1, t["ROW_TILE"] // block_r)
         rows = min(rows, triton.next_power_of_2(outer))
-        _reduce_last_kernel[(triton.cdiv(outer, rows),)](
-            x, out, outer, n_red, n_red, OP=code, ROWS=rows, BLOCK_R=block_r, num_warps=t["num_warps_row"],
-        )
+        grid = (triton.cdiv(outer, rows),)
+        if t["ALIGN_ROW"]:
+            _reduce_last_aligned_kernel[grid](
+                x, out, outer, n_red, OP=code, ROWS=rows, BLOCK_R=max(block_r, 16 // x.element_size()),
+                VEC=16 // x.element_size(), STAGES=t["STAGES"], num_warps=t["num_warps_row"],
+            )
+        else:
+            _reduce_last_kernel[grid](
+                x, out, outer, n_red, n_red, OP=code, ROWS=rows, BLOCK_R=block_r, num_warps=t["num_warps_row"],
+            )
+    elif t["COL_STRATEGY"] not in ("auto", "tile", "vec"):
+        raise ValueError(f"reduction: TUNABLES['COL_STRATEGY'] = {t['COL_STRATEGY']!r}, expected 'auto', 'tile' "
+                         "or 'vec'")
+    elif t["COL_STRATEGY"] == "vec" or (t["COL_STRATEGY"] == "auto" and (inner * x.element_size()) % 16):
+        _reduce_mid_vec(x, out, code, outer, n_red, inner)
     else:
         block_i = min(t["BLOCK_I"], triton.next_power_of_2(inner))
         while block_i > 32 and outer * triton.cdiv(inner, block_i) < t["MIN_PROGRAMS"]:

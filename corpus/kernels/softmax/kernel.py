@@ -8,13 +8,16 @@ Three paths, chosen by the launcher from the row width N:
 - fused (N <= MAX_FUSED_N): the row (or several narrow rows) sits in registers: one read, one write,
   max, exp and sum in fp32. Bytes moved: 2 * rows * N * element size, the minimum.
 - WIDE_STRATEGY "coop" (wider rows, e.g. 65536 fp32 = 256 KiB, more than one program's registers or
-  shared memory hold): SPLIT = cdiv(N, COOP_CHUNK) programs share a row, each holding its chunk in
-  registers. Each writes its chunk's (max, sum of exp) to a workspace, bumps the row's counter and
-  polls it until all SPLIT chunks are in, then merges the partials and writes its chunk from registers:
-  one read and one write, the minimum. The grid is persistent with a multiple of SPLIT programs, so the
-  programs of one row run in the same round; should a peer not be resident (or, in the interpreter,
-  programs run one after another), a program stops polling after max_spin polls and reads the whole
-  row itself, so it never waits forever.
+  shared memory hold): SPLIT = cdiv(N, COOP_CHUNK) programs share a row, each holding its chunk (an
+  equal share of the row's 16-byte-aligned body, so vector loads on any width; the < 16 bytes before and
+  after the body go to the first and last chunk) in registers. Each publishes its chunk's (max, sum of
+  exp), waits for the row's other chunks, merges them (log-sum-exp) and writes its chunk from registers:
+  one read and one write, the minimum. The persistent grid is a multiple of SPLIT, so the programs of a
+  row share a round, and maxnreg keeps a round's programs co-resident; should a peer not be resident (or,
+  in the interpreter, programs run one after another), a program stops polling after max_spin polls and
+  reads the whole row itself, so it never waits forever. COOP_PREFETCH issues the next chunk's load
+  before polling (1) or before reducing (2); COOP_SYNC "tagged" publishes a chunk's (max, sum) as one
+  64-bit word that is its own ready flag ("counter": two stores, a fence and a per-row counter).
 - WIDE_STRATEGY "looped": a persistent grid of NUM_SMS * PROGRAMS_PER_SM programs walks rows; pass 1
   reads the row with an online (running max, rescaled sum) update per lane, pass 2 re-reads it from
   the end backwards (L2-warm when it hits) and writes. EVICT_LOOP adds L2 eviction hints (keep pass 1's
@@ -34,17 +37,25 @@ TUNABLES = {
     "BLOCK_LOOP": 16384,  # looped path: elements per step
     "num_warps_loop": 32,
     "PROGRAMS_PER_SM": 1,  # looped path: persistent programs per SM (rows in flight fit in L2)
-    "EVICT_LOOP": True,  # looped path: L2 eviction hints
+    "EVICT_LOOP": True,  # looped path: L2 eviction hints (True: keep pass 1, stream pass 2; "stream": pass 2 only)
     "ONE_EXP": True,  # looped path, pass 1: one exp per element in the online update instead of two
+    "ALIGN_LOOP": False,  # looped path: 16-byte-aligned unmasked body per row (vector loads on any width)
+    "LOOP_STAGES": 1,  # looped path with ALIGN_LOOP: loads of this many body blocks in flight (tl.range)
     "COOP_CHUNK": 16384,  # coop path: elements of a row per program, held in registers (power of 2)
     "num_warps_coop": 16,
     "COOP_PROGRAMS_PER_SM": 2,  # coop path: persistent programs per SM (all must be resident to not poll out)
+    "COOP_PREFETCH": 0,  # coop path: load the next chunk 0 = when its turn comes, 1 = while polling for the
+    #                      current one's peers, 2 = before reducing the current one (DRAM stays busy)
+    "COOP_SYNC": "counter",  # coop path: "counter" (partials, then a per-row counter polled) or "tagged"
+    #                          (each chunk's (max, sum) in one 64-bit word that is its own ready flag)
 }
 LOG_SOFTMAX = False  # the same kernels serve log_softmax (x - max - log(sum))
 
 # ---- shared softmax code: corpus/kernels/{softmax,log_softmax}/kernel.py keep this part identical ----
 _NEG = tl.constexpr(-3.0e38)  # finite stand-in for -inf on masked lanes: exp(_NEG - m) == 0 without inf - inf
 _MAX_SPIN_GPU = 50_000  # coop path: polls (~1 us each) before a program computes its row's stats itself
+# looped path: TUNABLES["EVICT_LOOP"] -> (pass 1 loads, pass 2 loads and stores) eviction policies
+_EVICT_LOOP = {False: ("", ""), True: ("evict_last", "evict_first"), "stream": ("", "evict_first")}
 
 
 @triton.jit
@@ -68,29 +79,43 @@ def _softmax_fused_kernel(
 
 
 @triton.jit
-def _row_online_stats(x_row, n_cols, BLOCK: tl.constexpr, EVICT: tl.constexpr, ONE_EXP: tl.constexpr):
-    """(max, sum of exp(x - max)) of one row, read in BLOCK steps with a per-lane online update.
+def _online_update(m_lane, s_lane, x, ONE_EXP: tl.constexpr):
+    """Fold x into per-lane (running max, sum of exp(x - max)).
 
     ONE_EXP: of exp(m_old - m_new) and exp(x - m_new) one is exp(0) = 1, so one exp(-|x - m_old|) does.
     Lanes whose running max stays _NEG contribute exp(_NEG - m) = 0 to the final sum either way."""
+    if ONE_EXP:
+        d = x - m_lane
+        e = tl.exp(-tl.abs(d))
+        s_lane = tl.where(d > 0, s_lane * e + 1.0, s_lane + e)
+        m_lane = tl.maximum(m_lane, x)
+    else:
+        m_new = tl.maximum(m_lane, x)
+        s_lane = s_lane * tl.exp(m_lane - m_new) + tl.exp(x - m_new)
+        m_lane = m_new
+    return m_lane, s_lane
+
+
+@triton.jit
+def _row_online_stats(x_row, n_cols, BLOCK: tl.constexpr, EVICT: tl.constexpr, ONE_EXP: tl.constexpr):
+    """(max, sum of exp(x - max)) of one row, read in BLOCK steps with a per-lane online update."""
     cols = tl.arange(0, BLOCK)
     m_lane = tl.full([BLOCK], _NEG, tl.float32)
     s_lane = tl.zeros([BLOCK], tl.float32)
     for start in range(0, n_cols, BLOCK):
         x = tl.load(x_row + start + cols, mask=start + cols < n_cols, other=_NEG, eviction_policy=EVICT)
-        x = x.to(tl.float32)
-        if ONE_EXP:
-            d = x - m_lane
-            e = tl.exp(-tl.abs(d))
-            s_lane = tl.where(d > 0, s_lane * e + 1.0, s_lane + e)
-            m_lane = tl.maximum(m_lane, x)
-        else:
-            m_new = tl.maximum(m_lane, x)
-            s_lane = s_lane * tl.exp(m_lane - m_new) + tl.exp(x - m_new)
-            m_lane = m_new
+        m_lane, s_lane = _online_update(m_lane, s_lane, x.to(tl.float32), ONE_EXP)
     m = tl.max(m_lane, axis=0)
     s = tl.sum(s_lane * tl.exp(m_lane - m), axis=0)
     return m, s
+
+
+@triton.jit
+def _softmax_out(x, m, log_s, inv_s, LOG: tl.constexpr):
+    if LOG:
+        return x - m - log_s
+    else:
+        return tl.exp(x - m) * inv_s
 
 
 @triton.jit
@@ -112,58 +137,259 @@ def _softmax_looped_kernel(
             start = (last - i) * BLOCK
             mask = start + cols < n_cols
             x = tl.load(x_row + start + cols, mask=mask, other=_NEG, eviction_policy=EVICT_STREAM)
-            x = x.to(tl.float32)
-            if LOG:
-                y = x - m - log_s
-            else:
-                y = tl.exp(x - m) * inv_s
+            y = _softmax_out(x.to(tl.float32), m, log_s, inv_s, LOG)
             tl.store(y_row + start + cols, y.to(y_ptr.dtype.element_ty), mask=mask, eviction_policy=EVICT_STREAM)
 
 
 @triton.jit
-def _softmax_coop_kernel(
-    x_ptr, y_ptr, part_ptr, count_ptr, n_rows, n_cols, stride_x, stride_y, max_spin,
-    SPLIT: tl.constexpr, SPLIT_P2: tl.constexpr, CHUNK: tl.constexpr, LOG: tl.constexpr,
+def _aligned_row_split(row_start, n_cols, BLOCK: tl.constexpr, VEC: tl.constexpr):
+    """A row starting at element offset row_start, as a head of < VEC elements, n_full whole BLOCKs from
+    the offset `body`, and a tail of < BLOCK elements. body is rounded up to a multiple of VEC through
+    `// VEC * VEC`, which Triton's alignment analysis can follow: body loads are 16-byte vectors even when
+    the row length (say 50257 fp32) leaves rows misaligned, where `cols < n_cols` masks would not be."""
+    body = (row_start + VEC - 1) // VEC * VEC
+    head = (body - row_start).to(tl.int32)
+    n_full = tl.maximum(n_cols - head, 0) // BLOCK
+    return body, head, n_full
+
+
+@triton.jit
+def _softmax_looped_aligned_kernel(
+    x_ptr, y_ptr, n_rows, n_cols,
+    BLOCK: tl.constexpr, VEC: tl.constexpr, LOG: tl.constexpr, EVICT_KEEP: tl.constexpr,
+    EVICT_STREAM: tl.constexpr, ONE_EXP: tl.constexpr, STAGES: tl.constexpr,
 ):
-    offs = tl.arange(0, CHUNK)
+    """The looped path on contiguous rows (row stride n_cols) with an unmasked, aligned body per row."""
+    cols = tl.arange(0, BLOCK)
+    hcols = tl.arange(0, VEC)
+    for row in range(tl.program_id(0), n_rows, tl.num_programs(0)):
+        row_start = tl.cast(row, tl.int64) * n_cols
+        body, head, n_full = _aligned_row_split(row_start, n_cols, BLOCK, VEC)
+        tail = body + n_full * BLOCK
+        tail_mask = head + n_full * BLOCK + cols < n_cols
+        head_mask = (hcols < head) & (hcols < n_cols)
+        # pass 1: the body unmasked, then the tail, then the head folded into the row's (max, sum)
+        m_lane = tl.full([BLOCK], _NEG, tl.float32)
+        s_lane = tl.zeros([BLOCK], tl.float32)
+        for k in tl.range(0, n_full, num_stages=STAGES):
+            xb = tl.load(x_ptr + body + k * BLOCK + cols, eviction_policy=EVICT_KEEP)
+            m_lane, s_lane = _online_update(m_lane, s_lane, xb.to(tl.float32), ONE_EXP)
+        x = tl.load(x_ptr + tail + cols, mask=tail_mask, other=_NEG, eviction_policy=EVICT_KEEP)
+        m_lane, s_lane = _online_update(m_lane, s_lane, x.to(tl.float32), ONE_EXP)
+        x_head = tl.load(x_ptr + row_start + hcols, mask=head_mask, other=_NEG).to(tl.float32)
+        m = tl.maximum(tl.max(m_lane, axis=0), tl.max(x_head, axis=0))
+        s = tl.sum(s_lane * tl.exp(m_lane - m), axis=0) + tl.sum(tl.exp(x_head - m), axis=0)
+        log_s = tl.log(s)
+        inv_s = 1.0 / s
+        # pass 2, newest first (L2-warm): tail, body backwards, head
+        x = tl.load(x_ptr + tail + cols, mask=tail_mask, other=_NEG, eviction_policy=EVICT_STREAM)
+        y = _softmax_out(x.to(tl.float32), m, log_s, inv_s, LOG)
+        tl.store(y_ptr + tail + cols, y.to(y_ptr.dtype.element_ty), mask=tail_mask, eviction_policy=EVICT_STREAM)
+        for i in tl.range(0, n_full, num_stages=STAGES):
+            offs = body + (n_full - 1 - i) * BLOCK + cols
+            xb = tl.load(x_ptr + offs, eviction_policy=EVICT_STREAM)
+            yb = _softmax_out(xb.to(tl.float32), m, log_s, inv_s, LOG)
+            tl.store(y_ptr + offs, yb.to(y_ptr.dtype.element_ty), eviction_policy=EVICT_STREAM)
+        y = _softmax_out(x_head, m, log_s, inv_s, LOG)
+        tl.store(y_ptr + row_start + hcols, y.to(y_ptr.dtype.element_ty), mask=head_mask)
+
+
+@triton.jit
+def _coop_chunk(task, n_tasks, n_cols, width, SPLIT: tl.constexpr, CHUNK: tl.constexpr, VEC: tl.constexpr):
+    """Where chunk `task` lives (masks all off past the last task). Row task // SPLIT is cut into a
+    16-byte-aligned body, `width` values (a multiple of 16) to each of its SPLIT chunks, and its < VEC
+    unaligned values before and after the body (the edges), taken by the row's first and last chunk.
+    Returns the chunk's start (elements) and mask over arange(CHUNK), and the edges' offsets and mask
+    over arange(2 * VEC). The body's bounds are multiples of VEC through `// VEC * VEC`, which Triton's
+    alignment analysis follows, so chunk loads and stores stay 16-byte vectors on misaligned rows."""
+    row_start = tl.cast(task // SPLIT, tl.int64) * n_cols
+    row_end = row_start + n_cols
+    body = (row_start + VEC - 1) // VEC * VEC
+    body_end = row_end // VEC * VEC
+    part = task % SPLIT
+    start = body + part * width
+    cols = tl.arange(0, CHUNK)
+    live = task < n_tasks
+    mask = (cols < tl.where(live, width, 0)) & (cols < body_end - start)
+    e = tl.arange(0, 2 * VEC)
+    head = e < VEC  # lanes [0, VEC): the head; [VEC, 2 VEC): the tail
+    e_offs = tl.where(head, row_start + e, tl.maximum(body_end, body) + e - VEC)
+    e_end = tl.where(head, tl.minimum(body, row_end), row_end)
+    e_mask = (e_offs < e_end) & (tl.where(live, part, SPLIT) == tl.where(head, 0, SPLIT - 1))
+    return start, mask, e_offs, e_mask
+
+
+@triton.jit
+def _coop_load(x_ptr, task, n_tasks, n_cols, width, SPLIT: tl.constexpr, CHUNK: tl.constexpr, VEC: tl.constexpr):
+    """Chunk `task` and its edge values in x's dtype (zeros where masked, e.g. a prefetch past the last task)."""
+    start, mask, e_offs, e_mask = _coop_chunk(task, n_tasks, n_cols, width, SPLIT, CHUNK, VEC)
+    x = tl.load(x_ptr + start + tl.arange(0, CHUNK), mask=mask, other=0.0)
+    return x, tl.load(x_ptr + e_offs, mask=e_mask, other=0.0)
+
+
+@triton.jit
+def _chunk_partial(x, mask, x_e, e_mask, LOG: tl.constexpr):
+    """(max, sum of exp(x - max)) over a chunk's live values (chunk and edges, fp32), and what its output
+    is computed from: x for log-softmax, exp(x - max) for softmax (one exp per element, x then dead)."""
+    m_c = tl.maximum(tl.max(tl.where(mask, x, _NEG), axis=0), tl.max(tl.where(e_mask, x_e, _NEG), axis=0))
+    e = tl.where(mask, tl.exp(x - m_c), 0.0)
+    e_e = tl.where(e_mask, tl.exp(x_e - m_c), 0.0)
+    s_c = tl.sum(e, axis=0) + tl.sum(e_e, axis=0)
+    if LOG:
+        return m_c, s_c, x, x_e
+    else:
+        return m_c, s_c, e, e_e
+
+
+@triton.jit
+def _chunk_out(v, m_c, m, s, LOG: tl.constexpr):
+    """The output from _chunk_partial's v, given the row's (max, sum)."""
+    if LOG:
+        return v - (m + tl.log(s))
+    else:
+        return v * (tl.exp(m_c - m) / s)
+
+
+@triton.jit
+def _publish_tagged(slot_ptr, m_c, s_c):
+    """(max, sum) as one 64-bit word (the sum's sign bit clear, so the word is >= 0): a reader sees all of
+    it or the -1 fill, so no counter and no release fence (which would first wait for this program's
+    outstanding y stores and prefetch)."""
+    lo = m_c.to(tl.int32, bitcast=True).to(tl.int64) & 0xFFFFFFFF
+    hi = (s_c.to(tl.int32, bitcast=True) & 0x7FFFFFFF).to(tl.int64)
+    tl.atomic_xchg(slot_ptr, (hi << 32) | lo, sem="relaxed")
+
+
+@triton.jit
+def _wait_tagged(slots_ptr, parts, max_spin, SPLIT: tl.constexpr):
+    """The row's SPLIT (max, sum) words, polled until all are published or max_spin polls; and whether all were."""
+    pmask = parts < SPLIT
+    words = tl.load(slots_ptr + parts, mask=pmask, other=0, volatile=True)
+    spins = 0
+    while (tl.min(words, axis=0) < 0) & (spins < max_spin):
+        words = tl.load(slots_ptr + parts, mask=pmask, other=0, volatile=True)
+        spins += 1
+    p_m = (words & 0xFFFFFFFF).to(tl.int32).to(tl.float32, bitcast=True)
+    p_s = (words >> 32).to(tl.int32).to(tl.float32, bitcast=True)
+    return tl.min(words, axis=0) >= 0, p_m, p_s
+
+
+@triton.jit
+def _wait_counted(part_ptr, count_ptr, done, slots, n_tasks, max_spin, SPLIT: tl.constexpr, SPLIT_P2: tl.constexpr):
+    """Polls the row's counter until SPLIT chunks are in (or max_spin polls); their (max, sum) partials."""
+    spins = tl.full([], 0, tl.int32)
+    while (done < SPLIT) & (spins < max_spin):
+        # acquire only: no fence, so a poll does not wait for the prefetch; the warp just stalls on L2
+        done = tl.atomic_add(count_ptr, 0, sem="acquire")
+        spins += 1
+    pmask = tl.arange(0, SPLIT_P2) < SPLIT
+    p_m = tl.load(part_ptr + slots, mask=pmask, other=0.0, volatile=True)
+    p_s = tl.load(part_ptr + n_tasks + slots, mask=pmask, other=0.0, volatile=True)
+    return done >= SPLIT, p_m, p_s
+
+
+@triton.jit
+def _merge(p_m, p_s, parts, SPLIT: tl.constexpr):
+    """The row's (max, sum) from its chunks' partials (log-sum-exp rule); padding lanes count for nothing."""
+    pmask = parts < SPLIT
+    p_m = tl.where(pmask, p_m, _NEG)
+    m = tl.max(p_m, axis=0)
+    return m, tl.sum(tl.where(pmask, p_s * tl.exp(p_m - m), 0.0), axis=0)
+
+
+@triton.jit
+def _softmax_coop_kernel(
+    x_ptr, y_ptr, part_ptr, count_ptr, n_rows, n_cols, width, max_spin,
+    SPLIT: tl.constexpr, SPLIT_P2: tl.constexpr, CHUNK: tl.constexpr, VEC: tl.constexpr, LOG: tl.constexpr,
+    PREFETCH: tl.constexpr, TAGGED: tl.constexpr,
+):
+    """Contiguous rows (row stride n_cols), SPLIT chunks each; the grid is a multiple of SPLIT, so a
+    program keeps one chunk index and the programs of a row share a round."""
+    n_tasks = n_rows * SPLIT
+    step = tl.num_programs(0)
     parts = tl.arange(0, SPLIT_P2)
-    for task in range(tl.program_id(0), n_rows * SPLIT, tl.num_programs(0)):
+    cols = tl.arange(0, CHUNK)
+    if PREFETCH > 0:
+        x_next, xe_next = _coop_load(x_ptr, tl.program_id(0), n_tasks, n_cols, width, SPLIT, CHUNK, VEC)
+    for task in range(tl.program_id(0), n_tasks, step):
         row = task // SPLIT
-        cols = (task % SPLIT) * CHUNK + offs
-        mask = cols < n_cols
-        x_row = x_ptr + tl.cast(row, tl.int64) * stride_x
-        x = tl.load(x_row + cols, mask=mask, other=_NEG).to(tl.float32)
-        m_c = tl.max(x, axis=0)
-        s_c = tl.sum(tl.where(mask, tl.exp(x - m_c), 0.0), axis=0)
-        # publish this chunk's partial, then wait for the row's other chunks
-        tl.store(part_ptr + 2 * task, m_c)
-        tl.store(part_ptr + 2 * task + 1, s_c)
-        tl.debug_barrier()
-        done = tl.atomic_add(count_ptr + row, 1) + 1  # acq_rel: the partial is visible before the count
-        spins = tl.full([], 0, tl.int32)
-        while (done < SPLIT) & (spins < max_spin):
-            done = tl.atomic_add(count_ptr + row, 0)
-            spins += 1
-        if done >= SPLIT:
-            pmask = parts < SPLIT
-            p_m = tl.load(part_ptr + 2 * (row * SPLIT + parts), mask=pmask, other=_NEG, volatile=True)
-            p_s = tl.load(part_ptr + 2 * (row * SPLIT + parts) + 1, mask=pmask, other=0.0, volatile=True)
-            m = tl.max(p_m, axis=0)
-            s = tl.sum(p_s * tl.exp(p_m - m), axis=0)
-        else:  # a peer is not running: read the whole row (correct, slower; never a hang)
-            m, s = _row_online_stats(x_row, n_cols, 1024, "", False)
-        if LOG:
-            y = x - m - tl.log(s)
+        if PREFETCH > 0:
+            x_raw, xe_raw = x_next, xe_next
         else:
-            y = tl.exp(x - m) * (1.0 / s)
-        y_row = y_ptr + tl.cast(row, tl.int64) * stride_y
-        tl.store(y_row + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
+            x_raw, xe_raw = _coop_load(x_ptr, task, n_tasks, n_cols, width, SPLIT, CHUNK, VEC)
+        if PREFETCH == 2:  # the next chunk's load goes out before this one is even reduced
+            x_next, xe_next = _coop_load(x_ptr, task + step, n_tasks, n_cols, width, SPLIT, CHUNK, VEC)
+        start, mask, e_offs, e_mask = _coop_chunk(task, n_tasks, n_cols, width, SPLIT, CHUNK, VEC)
+        m_c, s_c, v, v_e = _chunk_partial(x_raw.to(tl.float32), mask, xe_raw.to(tl.float32), e_mask, LOG)
+        # publish this chunk's partial; wait for the row's other chunks
+        if TAGGED:
+            _publish_tagged(part_ptr + task, m_c, s_c)
+        else:
+            tl.store(part_ptr + task, m_c)
+            tl.store(part_ptr + n_tasks + task, s_c)
+            tl.debug_barrier()
+            done = tl.atomic_add(count_ptr + row, 1) + 1  # acq_rel: the partial is visible before the count
+        if PREFETCH == 1:  # the next chunk's load is in flight while this program polls (x is read-only)
+            x_next, xe_next = _coop_load(x_ptr, task + step, n_tasks, n_cols, width, SPLIT, CHUNK, VEC)
+        if TAGGED:
+            ready, p_m, p_s = _wait_tagged(part_ptr + row * SPLIT, parts, max_spin, SPLIT)
+        else:
+            ready, p_m, p_s = _wait_counted(part_ptr, count_ptr + row, done, row * SPLIT + parts, n_tasks, max_spin,
+                                            SPLIT, SPLIT_P2)
+        if ready:
+            m, s = _merge(p_m, p_s, parts, SPLIT)
+        else:  # a peer is not running: read the whole row (correct, slower; never a hang)
+            m, s = _row_online_stats(x_ptr + tl.cast(row, tl.int64) * n_cols, n_cols, 1024, "", False)
+        y = _chunk_out(v, m_c, m, s, LOG)
+        tl.store(y_ptr + start + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
+        y_e = _chunk_out(v_e, m_c, m, s, LOG)
+        tl.store(y_ptr + e_offs, y_e.to(y_ptr.dtype.element_ty), mask=e_mask)
 
 
 def _num_sms(device: torch.device) -> int:
     if device.type == "cuda":
         return torch.cuda.get_device_properties(device).multi_processor_count
     return 4  # the CPU interpreter: a small grid
+
+
+def _coop_launch(n_tasks_per_unit: int, n_units: int, num_warps: int, programs_per_sm: int, device) -> tuple:
+    """(grid, maxnreg) of a persistent coop launch whose rounds are whole units (rows) and co-resident.
+
+    At most 64 warps and 32 programs per SM; maxnreg caps registers so that many programs really fit
+    (64K registers per SM), so all programs of a round run at once (a peer that never starts would make
+    the others poll out). Rounds are evened out so the last one is not a sliver.
+    """
+    per_sm = max(1, min(programs_per_sm, 64 // num_warps, 32))
+    per_round = max(1, _num_sms(device) * per_sm // n_tasks_per_unit)
+    rounds = triton.cdiv(n_units, per_round)
+    grid = (triton.cdiv(n_units, rounds) * n_tasks_per_unit,)
+    regs = 65536 // (per_sm * num_warps * 32)
+    return grid, (255 if regs > 255 else regs // 8 * 8)
+
+
+def _softmax_coop(x2: torch.Tensor, y: torch.Tensor, log: bool) -> None:
+    """Rows split into SPLIT chunks of near-equal width (a multiple of 16 values, at most COOP_CHUNK)."""
+    n_rows, n_cols = x2.shape
+    t = TUNABLES
+    if t["COOP_SYNC"] not in ("counter", "tagged"):
+        raise ValueError(f"softmax: TUNABLES['COOP_SYNC'] = {t['COOP_SYNC']!r}, expected 'counter' or 'tagged'")
+    chunk = max(16, min(t["COOP_CHUNK"], triton.next_power_of_2(n_cols)))
+    split = triton.cdiv(n_cols, chunk)
+    width = triton.cdiv(triton.cdiv(n_cols, split), 16) * 16  # the 16 lets Triton prove chunk starts aligned
+    grid, maxnreg = _coop_launch(split, n_rows, t["num_warps_coop"], t["COOP_PROGRAMS_PER_SM"], x2.device)
+    tagged = t["COOP_SYNC"] == "tagged"
+    if tagged:  # one (max, sum) word per chunk, -1 until published; no counter
+        part = torch.full((n_rows * split,), -1, dtype=torch.int64, device=x2.device)
+        count = part
+    else:  # maxes, then sums
+        part = torch.empty((2 * n_rows * split,), dtype=torch.float32, device=x2.device)
+        count = torch.zeros((n_rows,), dtype=torch.int32, device=x2.device)
+    max_spin = _MAX_SPIN_GPU if x2.is_cuda else 0  # the interpreter runs programs one after another
+    _softmax_coop_kernel[grid](
+        x2, y, part, count, n_rows, n_cols, width, max_spin,
+        SPLIT=split, SPLIT_P2=triton.next_power_of_2(split), CHUNK=chunk, VEC=16 // x2.element_size(), LOG=log,
+        PREFETCH=t["COOP_PREFETCH"], TAGGED=tagged, num_warps=t["num_warps_coop"], maxnreg=maxnreg,
+    )
 
 
 def softmax_rows(x: torch.Tensor, log: bool = LOG_SOFTMAX) -> torch.Tensor:
@@ -186,26 +412,22 @@ def softmax_rows(x: torch.Tensor, log: bool = LOG_SOFTMAX) -> torch.Tensor:
             ROWS=rows, BLOCK=block, LOG=log, num_warps=warps,
         )
     elif t["WIDE_STRATEGY"] == "coop":
-        chunk = min(t["COOP_CHUNK"], triton.next_power_of_2(n_cols))
-        split = triton.cdiv(n_cols, chunk)
-        per_round = max(1, _num_sms(x.device) * t["COOP_PROGRAMS_PER_SM"] // split)  # rows per round
-        grid = (min(n_rows, per_round) * split,)  # a multiple of split: a row's programs share a round
-        part = torch.empty((n_rows * split * 2,), dtype=torch.float32, device=x.device)
-        count = torch.zeros((n_rows,), dtype=torch.int32, device=x.device)
-        max_spin = _MAX_SPIN_GPU if x.is_cuda else 0  # the interpreter runs programs one after another
-        _softmax_coop_kernel[grid](
-            x2, y, part, count, n_rows, n_cols, x2.stride(0), y.stride(0), max_spin,
-            SPLIT=split, SPLIT_P2=triton.next_power_of_2(split), CHUNK=chunk, LOG=log,
-            num_warps=t["num_warps_coop"],
-        )
+        _softmax_coop(x2.contiguous(), y, log)  # row stride n_cols: one alignment per row
     elif t["WIDE_STRATEGY"] == "looped":
         grid = (min(n_rows, _num_sms(x.device) * t["PROGRAMS_PER_SM"]),)
-        keep, stream = ("evict_last", "evict_first") if t["EVICT_LOOP"] else ("", "")
-        _softmax_looped_kernel[grid](
-            x2, y, n_rows, n_cols, x2.stride(0), y.stride(0),
-            BLOCK=t["BLOCK_LOOP"], LOG=log, EVICT_KEEP=keep, EVICT_STREAM=stream, ONE_EXP=t["ONE_EXP"],
-            num_warps=t["num_warps_loop"],
-        )
+        keep, stream = _EVICT_LOOP[t["EVICT_LOOP"]]
+        if t["ALIGN_LOOP"]:
+            _softmax_looped_aligned_kernel[grid](
+                x2.contiguous(), y, n_rows, n_cols,  # row stride n_cols for x and y: one alignment per row
+                BLOCK=t["BLOCK_LOOP"], VEC=16 // x.element_size(), LOG=log, EVICT_KEEP=keep,
+                EVICT_STREAM=stream, ONE_EXP=t["ONE_EXP"], STAGES=t["LOOP_STAGES"], num_warps=t["num_warps_loop"],
+            )
+        else:
+            _softmax_looped_kernel[grid](
+                x2, y, n_rows, n_cols, x2.stride(0), y.stride(0),
+                BLOCK=t["BLOCK_LOOP"], LOG=log, EVICT_KEEP=keep, EVICT_STREAM=stream, ONE_EXP=t["ONE_EXP"],
+                num_warps=t["num_warps_loop"],
+            )
     else:
         raise ValueError(f"softmax: TUNABLES['WIDE_STRATEGY'] = {t['WIDE_STRATEGY']!r}, expected 'coop' or 'looped'")
     return y.reshape(shape)

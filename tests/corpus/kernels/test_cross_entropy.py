@@ -57,3 +57,23 @@ def test_lane_online_matches_torch_on_edges():
     torch.testing.assert_close(k.cross_entropy(x, t), torch.nn.functional.cross_entropy(x, t))
     x[3, 5] = float("nan")
     assert torch.isnan(k.cross_entropy(x, t))
+
+
+@pytest.mark.parametrize("online", ["aligned", "group"])
+def test_aligned_rows_of_every_alignment(online: str):
+    """Rows shorter than the head, shorter than one block, whole blocks with no tail, ragged; bf16 and fp32."""
+    k = kernel()
+    k.TUNABLES.update({"ONLINE": online, "BLOCK": 64, "STAGES": 2, "EVICT": True})
+    torch.manual_seed(0)
+    for rows, cols in [(7, 3), (5, 1), (6, 67), (5, 128), (3, 257)]:
+        for dtype in (torch.float32, torch.bfloat16):
+            x = (torch.randn(rows, cols) * 8.0).to(dtype)
+            x[1] = torch.linspace(-30.0, 30.0, cols).to(dtype)  # rising: the max moves every step
+            t = torch.randint(0, cols, (rows,))
+            t[0] = -100
+            ref = torch.nn.functional.cross_entropy(x.float(), t)
+            tol = {"atol": 1e-5, "rtol": 1e-5} if dtype == torch.float32 else {"atol": 1e-2, "rtol": 1e-2}
+            torch.testing.assert_close(k.cross_entropy(x, t).float(), ref, **tol)
+    x = torch.randn(4, 150)
+    x[2, 5] = float("nan")
+    assert torch.isnan(k.cross_entropy(x, torch.tensor([1, 2, 3, 4])))

@@ -105,6 +105,33 @@ def test_plain_tf32_is_refused():
         kernel.gemm_epilogue(torch.randn(4, 8), torch.randn(6, 8))
 
 
+def test_tanh_gelu_form_is_well_inside_the_16bit_tolerance():
+    # GELU_16BIT = "tanh_form": x / (1 + 2^(-2 z log2 e)), evaluated in fp32 as the kernel does, against
+    # erf GELU in float64, from far left (where 0.5 x (1 + tanh z) would cancel) to far right.
+    from harness.config import tolerance_for
+
+    x = torch.linspace(-60, 60, 600_001, dtype=torch.float64)
+    exact = 0.5 * x * (1 + torch.erf(x / 2**0.5))
+    x32 = x.float()
+    inner = 0.7978845608028654 * (x32 + 0.044715 * x32 * x32 * x32)
+    form = (x32 / (1.0 + torch.exp2(inner * -2.8853900817779268))).double()
+    assert (exact - form).abs().max().item() < 4.8e-4
+    for dtype in ("bfloat16", "float16"):
+        atol, rtol = tolerance_for(dtype)
+        assert ((exact - form).abs() / (atol + rtol * exact.abs())).max().item() < 0.05
+
+
+@pytest.mark.parametrize("spec", [s for s in SPECS if "bf16" in s.stem], ids=lambda p: p.stem)
+def test_tanh_gelu_form_passes_16bit_specs(spec: Path, tmp_path: Path):
+    source = with_tunables((FAMILY / "kernel.py").read_text(), {"GELU_16BIT": "tanh_form"})
+    verdict = evaluate(tiny_copy(spec, tmp_path), source, backend="triton", device="cpu", config=CPU_CONFIG)
+    assert verdict.status is Status.passed, verdict.reasons
+    kernel = import_file(FAMILY / "kernel.py", "test_gemm_kernel_gelu_form")
+    kernel.TUNABLES["GELU_16BIT"] = "tanh"
+    with pytest.raises(ValueError, match="GELU_16BIT"):
+        kernel.gemm_epilogue(torch.randn(4, 8), torch.randn(6, 8))
+
+
 def test_sidecar_lists_every_tunable_and_its_value():
     sidecar = yaml.safe_load((FAMILY / "kernel.yaml").read_text())
     assert sidecar["op_family"] == FAMILY.name and sidecar["backend"] == "triton"

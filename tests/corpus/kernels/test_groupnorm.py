@@ -43,7 +43,9 @@ def test_indivisible_channels_are_named():
     {"FUSED_LAYOUT": "2d", "GROUPS_PER_PROG": 2},
     {"FUSED_LAYOUT": "2d", "GROUPS_PER_PROG": 4, "EVICT_FUSED": True},
     {"GROUP_STRATEGY": "looped", "MAX_FUSED_N": 16, "BLOCK_LOOP": 16, "EVICT_LOOP": True},
-], ids=["2d_gpp2", "2d_gpp4_evict", "looped_evict"])
+    {"COOP_ALL": True, "COOP_PREFETCH": 1, "COOP_CHUNK": 64, "COOP_PROGRAMS_PER_SM": 8, "num_warps_coop": 2},
+    {"COOP_ALL": True, "COOP_SYNC": "tagged", "COOP_PREFETCH": 2, "COOP_CHUNK": 128},
+], ids=["2d_gpp2", "2d_gpp4_evict", "looped_evict", "coop_prefetch", "coop_tagged_prefetch_early"])
 def test_odd_shapes_match_torch(overrides: dict, monkeypatch):
     """Channels per group and HW that are not powers of 2 (padded, masked tiles) and a partial last program."""
     k = kernel()

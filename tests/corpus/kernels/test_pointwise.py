@@ -3,7 +3,10 @@
 Usage: .venv/bin/python -m pytest -x -q tests/corpus/kernels/test_pointwise.py
 
 Each spec is evaluated as a copy with SIZE = "tiny" on every variant (the Triton interpreter runs ~1 ms
-per program). Also: every op of the chain vocabulary on its own, and unknown ops rejected by name.
+per program). Also: every op of the chain vocabulary on its own, and unknown ops rejected by name; FAST 3's
+forms (the interpreter runs them with an exp-based tanh), its interval analysis, its fall-back for fp32
+inputs, and its error with the GPU's tanh.approx emulated (the exact tanh made worse by that
+instruction's relative error bound, both ways).
 """
 
 from __future__ import annotations
@@ -12,7 +15,10 @@ from pathlib import Path
 
 import pytest
 import torch
-from library_check import KERNELS, evaluate_tiny, family_specs, sidecar_reasons
+from library_check import KERNELS, evaluate_tiny, family_specs, sidecar_reasons  # sets TRITON_INTERPRET first
+
+import triton  # noqa: I001 - after library_check: triton reads TRITON_INTERPRET when imported
+import triton.language as tl
 
 from harness import Status
 from harness.spec import import_file
@@ -61,3 +67,105 @@ def test_unknown_op_is_named():
         kernel().ModelNew([("swish",)])
     with pytest.raises(ValueError, match="at most 8"):
         kernel().ModelNew([("relu",)] * 9)
+
+
+SFU_OPS = [("silu",), ("mish",), ("softplus",), ("gelu_tanh",), ("sigmoid",), ("tanh",)]
+BOUNDED_CHAINS = [  # each ends in an op that FAST 3 turns SFU-free from its bounded input
+    [("sigmoid",), ("tanh",)], [("tanh",), ("sigmoid",)], [("tanh",), ("tanh",), ("relu",)],
+    [("clamp", -1.0, 1.0), ("tanh",)], [("mul", 0.1), ("tanh",), ("mul", 20.0), ("sigmoid",)],
+]
+
+
+def torch_chain(x, chain):
+    for name, *args in chain:
+        x = TORCH[name](x, *args)
+    return x
+
+
+def fast3(monkeypatch):
+    k = kernel()
+    monkeypatch.setitem(k.TUNABLES, "FAST", 3)
+    return k
+
+
+@pytest.mark.parametrize("chain", [[op] for op in OPS] + BOUNDED_CHAINS,
+                         ids=lambda chain: "-".join(op[0] for op in chain))
+def test_bounded_forms_match_torch(chain, monkeypatch):
+    # fp16 output (11-bit mantissa) shows the formulas' error: half an ulp of rounding plus <= 1.3e-4
+    x = torch.linspace(-20.0, 20.0, 4001, dtype=torch.float16)
+    out = fast3(monkeypatch).pointwise_chain(x, chain).double()
+    torch.testing.assert_close(out, torch_chain(x.double(), chain), atol=1e-5, rtol=2.0 ** -10)
+
+
+def test_bounded_codes_follow_input_ranges():
+    k = kernel()
+
+    def bounded(chain):
+        codes, values = k._encode(chain)
+        return [k._NAMES.get(c, c) for c in k._bounded_codes(codes, values)[:len(chain)]]
+
+    spec_chain = [("silu",), ("mish",), ("softplus",), ("gelu_tanh",), ("sigmoid",), ("tanh",), ("relu",)]
+    assert bounded(spec_chain) == ["silu", "mish", "softplus", "gelu_tanh", "sigmoid", k._TANH_UNIT, k._NOP]
+    assert bounded([("tanh",), ("sigmoid",), ("relu",)]) == ["tanh", k._SIGMOID_SMALL, k._NOP]
+    assert bounded([("sigmoid",), ("mul", 2.0), ("add", -1.0), ("tanh",)])[-1] == k._TANH_UNIT
+    assert bounded([("softplus",), ("relu",)])[-1] == k._NOP
+    # unbounded or too wide inputs keep the SFU forms
+    assert bounded([("mul", 3.0), ("tanh",)]) == ["mul", "tanh"]
+    assert bounded([("tanh",), ("mul", 3.0), ("sigmoid",)])[-1] == "sigmoid"
+    assert bounded([("leaky_relu", 0.1), ("tanh",), ("relu",)]) == ["leaky_relu", "tanh", "relu"]
+    assert bounded([("relu",), ("bias",), ("tanh",)])[-1] == "tanh"
+
+
+def test_fp32_inputs_fall_back_to_fast1(monkeypatch):
+    # FAST 2 and 3 are sized for a 16-bit tolerance: fp32 inputs get FAST 1's kernel, bit for bit
+    x = torch.linspace(-30.0, 30.0, 1999)
+    chain = [("silu",), ("mish",), ("softplus",), ("sigmoid",), ("tanh",), ("relu",)]
+    k = kernel()
+    monkeypatch.setitem(k.TUNABLES, "FAST", 1)
+    fast1 = k.pointwise_chain(x, chain)
+    for fast in (2, 3):
+        monkeypatch.setitem(k.TUNABLES, "FAST", fast)
+        assert torch.equal(k.pointwise_chain(x, chain), fast1)
+
+
+# tanh.approx.f32's maximum relative error: 2^-11 by the PTX ISA; older notes say 2^-10.7, used here
+TANH_APPROX_REL_ERR = 2.0 ** -10.7
+
+
+@triton.jit
+def _tanh_too_big(z):  # |tanh.approx| at the top of its error bound (never beyond +-1)
+    t = (1.0 - 2.0 / (tl.exp(2.0 * z) + 1.0)) * 1.00060114
+    return tl.minimum(tl.maximum(t, -1.0), 1.0)
+
+
+@triton.jit
+def _tanh_too_small(z):
+    return (1.0 - 2.0 / (tl.exp(2.0 * z) + 1.0)) * 0.99939886
+
+
+@pytest.mark.parametrize("tanh", [_tanh_too_big, _tanh_too_small], ids=["too_big", "too_small"])
+@pytest.mark.parametrize("op", SFU_OPS, ids=lambda op: op[0])
+def test_bounded_forms_with_tanh_approx_error(op, tanh, monkeypatch):
+    # what FAST 3 does on the GPU, where tanh is tanh.approx.f32: each op stays within a quarter of a bf16
+    # ulp plus |x| 2^-11, the term from 1 + t where tanh saturates (silu, mish, gelu_tanh of x << 0)
+    assert 1.0 + TANH_APPROX_REL_ERR == pytest.approx(1.00060114, abs=1e-8)
+    k = fast3(monkeypatch)
+    monkeypatch.setattr(k, "_tanh", tanh)
+    x = torch.linspace(-20.0, 20.0, 4001, dtype=torch.float16)
+    err = (k.pointwise_chain(x, [op]).double() - torch_chain(x.double(), [op])).abs()
+    ref = torch_chain(x.double(), [op]).abs()
+    assert torch.all(err <= 2.0 ** -9 * ref + 2.0 ** -11 * x.double().abs() + 1e-6)
+
+
+@pytest.mark.parametrize("tanh", [_tanh_too_big, _tanh_too_small], ids=["too_big", "too_small"])
+def test_silu_mish_spec_with_tanh_approx_error(tanh, monkeypatch):
+    # the bf16 spec's chain on its input distribution (and its tails): within half the harness tolerance
+    # of eager's bf16 result, whose own rounding is most of the difference
+    spec = import_file(KERNELS / FAMILY / "specs" / "pointwise_silu_mish_bf16.py", "test_pointwise_spec")
+    k = fast3(monkeypatch)
+    monkeypatch.setattr(k, "_tanh", tanh)
+    torch.manual_seed(0)
+    x = torch.cat([torch.randn(16384) * 3.0, torch.linspace(-20.0, 20.0, 4001)]).to(torch.bfloat16)
+    ref = spec.Model(spec.CHAIN)(x).double()
+    out = k.pointwise_chain(x, spec.CHAIN).double()
+    assert torch.all((out - ref).abs() <= 0.5 * (1e-2 + 1e-2 * ref.abs()))
