@@ -74,7 +74,7 @@ def measure(family: str, spec_path: Path, device: str, config: EvalConfig, runs:
     with torch.no_grad():
         for _ in range(runs):  # alternate, so a drifting clock weighs on every callable alike
             for name, fn in fns.items():
-                times[name].append(time_callable(lambda fn=fn: fn(), lambda: [], device, config).median_ms)
+                times[name].append(time_callable(fn, list, device, config).median_ms)
     med = {name: statistics.median(ts) for name, ts in times.items()}
     row = {"family": family, "spec": spec_path.stem, "dtype": str(expected.dtype).removeprefix("torch."),
            "max_abs_diff_vs_reference": max_abs, "runs_ms": times, "median_ms": med,

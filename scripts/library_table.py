@@ -51,6 +51,33 @@ def latest_rows(files: list[Path], drop: frozenset[tuple[str, str]] = frozenset(
     return [seen[k] for k in sorted(seen)]
 
 
+COMPUTE_BOUND = frozenset({"gemm_epilogue", "attention"})  # judged against TFLOP/s and vendor libraries
+BANDWIDTH_BAR = 0.85  # issue #7: memory-bound kernels at >= 85% of the measured copy bandwidth
+
+
+def bar_summary(rows: list[dict]) -> str:
+    """The issue's bars over the memory-bound specs: geometric means over eager and torch.compile, and which
+    specs fall short of 85% of copy bandwidth or of torch.compile (with compile's own share of the limit)."""
+    from bench_library import geomean
+
+    mem = [r for r in rows if r["family"] not in COMPUTE_BOUND and r["status"] == "passed"]
+    if not mem:
+        return ""
+    short = [r for r in mem if (r["fraction_of_limit"] or 0) < BANDWIDTH_BAR]
+    behind = [r for r in mem if (r["speedup_vs_compile"] or 0) < 1.0]
+    lines = [
+        (f"Memory-bound specs ({len(mem)}, every family but {', '.join(sorted(COMPUTE_BOUND))}): geometric mean "
+         f"{geomean([r['speedup_vs_eager'] for r in mem]):.2f}x over eager, "
+         f"{geomean([r['speedup_vs_compile'] for r in mem]):.2f}x over torch.compile; "
+         f"{len(mem) - len(short)} of {len(mem)} at >= {BANDWIDTH_BAR:.0%} of copy bandwidth."),
+        "Under 85%: " + (", ".join(f"{r['spec']} {r['fraction_of_limit']:.0%}" for r in short) or "none") + ".",
+        "Below torch.compile: " + (", ".join(
+            f"{r['spec']} {r['speedup_vs_compile']:.3f}x (compile at {r['compile_fraction_of_limit']:.0%} of the limit)"
+            for r in behind) or "none") + ".",
+    ]
+    return "\n".join(lines)
+
+
 def write_doc(doc: Path, table: str) -> None:
     text = doc.read_text() if doc.is_file() else DOC_HEAD
     block = f"{START}\n{table}\n{END}"
@@ -99,7 +126,8 @@ def main() -> int:
         return 1
     drop = frozenset(tuple(d.split(":", 1)) for d in args.drop)
     picked = latest_rows(files, drop)
-    table = markdown_table([row for row, _, _ in picked])
+    rows = [row for row, _, _ in picked]
+    table = markdown_table(rows) + "\n\n" + bar_summary(rows)
     write_doc(args.doc, table)
     print(table)
     if args.update_sidecars:

@@ -10,7 +10,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "scripts"))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from library_table import latest_rows
+from library_table import bar_summary, latest_rows
 
 
 def _results(path: Path, date: str, latency: float) -> Path:
@@ -25,3 +25,17 @@ def test_newest_row_wins_unless_dropped(tmp_path: Path):
     assert row["latency_ms"] == 0.192 and f == new
     [(row, _, f)] = latest_rows([old, new], frozenset({("run-new", "tall")}))
     assert row["latency_ms"] == 0.138 and f == old
+
+
+def _row(family: str, spec: str, limit: float, x_eager: float, x_compile: float, compile_limit: float = 0.5) -> dict:
+    return {"family": family, "spec": spec, "status": "passed", "fraction_of_limit": limit,
+            "speedup_vs_eager": x_eager, "speedup_vs_compile": x_compile, "compile_fraction_of_limit": compile_limit}
+
+
+def test_bar_summary_counts_memory_bound_specs_only():
+    rows = [_row("softmax", "a", 0.90, 2.0, 1.5), _row("batchnorm", "b", 0.55, 8.0, 0.96, 0.99),
+            _row("gemm_epilogue", "g", 0.10, 1.0, 0.5)]  # compute-bound: not in the memory-bound bars
+    text = bar_summary(rows)
+    assert "Memory-bound specs (2," in text and "4.00x over eager" in text  # sqrt(2 * 8)
+    assert "1 of 2 at >= 85%" in text and "Under 85%: b 55%." in text
+    assert "Below torch.compile: b 0.960x (compile at 99% of the limit)." in text

@@ -13,6 +13,15 @@ share a channel, each holding a chunk of its N * HW values in registers; each pu
 its chunk from registers (part 0 updates the running statistics). The persistent grid is a multiple of
 SPLIT so a channel's programs share a round; a program that polls max_spin times without seeing its
 peers (not resident, or the interpreter running programs one by one) reads the whole channel itself.
+A chunk is ROWS x RUN: runs of RUN contiguous values that never cross a plane (16-byte accesses), the
+channel's planes one after another. Launch: at most 64 warps per SM, and maxnreg keeps the programs per SM
+really resident. COOP_PREFETCH issues the next chunk's load before polling (1) or before reducing (2), so
+DRAM is busy while a program waits; COOP_SYNC "tagged" publishes each chunk's (mean, M2) as one 64-bit word
+that doubles as its ready flag (no counter, no release fence waiting on the previous chunk's y stores).
+COOP_SYNC "last" polls one word per channel instead of all peers (polling traffic O(SPLIT), not O(SPLIT^2)):
+each program stores its partial and bumps the channel's counter (acq_rel); the one that sees SPLIT - 1
+merges the SPLIT partials, updates the running statistics and publishes (mean, rstd) as one 64-bit word
+(its own ready flag, so no release fence); the others poll only that word.
 STRATEGY "two_kernel": bytes moved: x is read twice and y written once (1.5x the minimum) once the tensor is larger than L2.
 The stats kernel walks channels from last to first and the apply kernel from first to last, so the
 channels read last by the first kernel are still in L2 when the second starts.
@@ -33,6 +42,11 @@ TUNABLES = {
     "COOP_CHUNK": 16384,  # coop: values of a channel per program, held in registers (power of 2)
     "num_warps_coop": 16,
     "COOP_PROGRAMS_PER_SM": 1,  # coop: persistent programs per SM (all must be resident to not poll out)
+    "COOP_PREFETCH": 0,  # coop: load the next chunk 0 = when its turn comes, 1 = while polling for the
+    #                      current one's peers, 2 = before reducing the current one (DRAM stays busy)
+    "COOP_SYNC": "counter",  # coop: "counter" (partials, then a per-channel counter polled), "tagged"
+    #                          (each chunk's (mean, M2) in one 64-bit word that is its own ready flag) or
+    #                          "last" (the last arriver merges; the others poll one (mean, rstd) word)
     "EVICT_APPLY": False,  # two_kernel: evict_first on the apply kernel's x loads and y stores, so y does not
     #                        push out the channels the stats kernel left in L2
     "EVICT_STATS": False,  # two_kernel: evict_last on the stats kernel's loads (its last channels stay in L2)
@@ -140,58 +154,189 @@ def _channel_stats(x_ptr, c, n_batch, n_channels, hw, BLOCK: tl.constexpr):
 
 
 @triton.jit
+def _coop_chunk(task, SPLIT: tl.constexpr, n_batch, n_channels, hw, runs, ROWS: tl.constexpr, RUN: tl.constexpr):
+    """Offsets and mask of chunk `task` (all off past the last task): ROWS runs of RUN contiguous values of
+    channel task // SPLIT.
+
+    A plane of HW values is `runs` = cdiv(HW, RUN) runs; the channel's N planes are N * runs runs in a row.
+    A run never crosses a plane, so each row of the tile is one contiguous (16-byte vectorised) access.
+    """
+    c = task // SPLIT
+    r = (task % SPLIT) * ROWS + tl.arange(0, ROWS)
+    n = r // runs
+    cols = ((r - n * runs) * RUN)[:, None] + tl.arange(0, RUN)[None, :]
+    mask = (r < tl.where(task < SPLIT * n_channels, n_batch * runs, 0))[:, None] & (cols < hw)
+    offs = (n.to(tl.int64) * n_channels + c)[:, None] * hw + cols
+    return offs, mask
+
+
+@triton.jit
+def _coop_load(x_ptr, task, SPLIT: tl.constexpr, n_batch, n_channels, hw, runs, ROWS: tl.constexpr,
+               RUN: tl.constexpr):
+    """Chunk `task` in x's dtype (zeros past the last task: a program's prefetch after its last one)."""
+    offs, mask = _coop_chunk(task, SPLIT, n_batch, n_channels, hw, runs, ROWS, RUN)
+    return tl.load(x_ptr + offs, mask=mask, other=0.0)
+
+
+@triton.jit
+def _chunk_counts(parts, rows_per_unit, runs, last_run, ROWS: tl.constexpr, RUN: tl.constexpr):
+    """Values in chunks `parts` of a unit (channel): ROWS runs each, a plane's last run only last_run long."""
+    first = parts * ROWS
+    end = tl.minimum(first + ROWS, rows_per_unit)
+    n_rows = tl.maximum(end - first, 0)
+    plane_ends = tl.where(n_rows > 0, end // runs - first // runs, 0)  # rows r with r % runs == runs - 1
+    return (n_rows * RUN - plane_ends * (RUN - last_run)).to(tl.float32)
+
+
+@triton.jit
+def _publish_tagged(slot_ptr, mean_c, m2_c):
+    """(mean, M2) (or (mean, rstd)) as one 64-bit word (the high float's sign bit clear): a reader sees all
+    of it or the -1 fill, so no counter and no release fence (which would first wait for this program's
+    outstanding y stores)."""
+    lo = mean_c.to(tl.int32, bitcast=True).to(tl.int64) & 0xFFFFFFFF
+    hi = (m2_c.to(tl.int32, bitcast=True) & 0x7FFFFFFF).to(tl.int64)
+    tl.atomic_xchg(slot_ptr, (hi << 32) | lo, sem="relaxed")
+
+
+@triton.jit
+def _wait_tagged(slots_ptr, parts, max_spin, SPLIT: tl.constexpr):
+    """The unit's SPLIT (mean, M2) words, polled until all are published or max_spin polls; and whether all were."""
+    pmask = parts < SPLIT
+    words = tl.load(slots_ptr + parts, mask=pmask, other=0, volatile=True)
+    spins = 0
+    while (tl.min(words, axis=0) < 0) & (spins < max_spin):
+        words = tl.load(slots_ptr + parts, mask=pmask, other=0, volatile=True)
+        spins += 1
+    p_mean = (words & 0xFFFFFFFF).to(tl.int32).to(tl.float32, bitcast=True)
+    p_m2 = (words >> 32).to(tl.int32).to(tl.float32, bitcast=True)
+    return tl.min(words, axis=0) >= 0, p_mean, p_m2
+
+
+@triton.jit
+def _wait_word(word_ptr, max_spin):
+    """Polls one 64-bit (low, high) float word until published (>= 0) or max_spin polls; (published, low, high)."""
+    word = tl.load(word_ptr, volatile=True)
+    spins = 0
+    while (word < 0) & (spins < max_spin):
+        word = tl.load(word_ptr, volatile=True)
+        spins += 1
+    low = (word & 0xFFFFFFFF).to(tl.int32).to(tl.float32, bitcast=True)
+    high = (word >> 32).to(tl.int32).to(tl.float32, bitcast=True)
+    return word >= 0, low, high
+
+
+@triton.jit
+def _wait_counted(part_ptr, count_ptr, done, slots, n_tasks, max_spin, SPLIT: tl.constexpr, SPLIT_P2: tl.constexpr):
+    """Polls the unit's counter until SPLIT chunks are in (or max_spin polls); their (count, mean, M2) rows."""
+    spins = tl.full([], 0, tl.int32)
+    while (done < SPLIT) & (spins < max_spin):
+        # acquire only: no fence, so a poll does not wait for the prefetch; the warp just stalls on L2
+        done = tl.atomic_add(count_ptr, 0, sem="acquire")
+        spins += 1
+    p_n, p_mean, p_m2 = _load_partials(part_ptr, slots, n_tasks, SPLIT, SPLIT_P2)
+    return done >= SPLIT, p_n, p_mean, p_m2
+
+
+@triton.jit
+def _load_partials(part_ptr, slots, n_tasks, SPLIT: tl.constexpr, SPLIT_P2: tl.constexpr):
+    """The unit's SPLIT (count, mean, M2) rows (volatile: written by other SMs during this launch)."""
+    pmask = tl.arange(0, SPLIT_P2) < SPLIT
+    p_n = tl.load(part_ptr + slots, mask=pmask, other=0.0, volatile=True)
+    p_mean = tl.load(part_ptr + n_tasks + slots, mask=pmask, other=0.0, volatile=True)
+    p_m2 = tl.load(part_ptr + 2 * n_tasks + slots, mask=pmask, other=0.0, volatile=True)
+    return p_n, p_mean, p_m2
+
+
+@triton.jit
+def _merge(p_n, p_mean, p_m2):
+    """Chan's merge of partial (count, mean, M2)s: no sum-of-squares cancellation."""
+    count = tl.sum(p_n, axis=0)
+    mean = tl.sum(p_n * p_mean, axis=0) / count
+    dm = p_mean - mean
+    return count, mean, tl.sum(p_m2 + p_n * dm * dm, axis=0)
+
+
+@triton.jit
+def _update_running(run_mean_ptr, run_var_ptr, batches_ptr, c, count, mean, m2, momentum):
+    """nn.BatchNorm2d's running statistics of channel c (unbiased variance); channel 0 counts the batch."""
+    rm = tl.load(run_mean_ptr + c).to(tl.float32)
+    rv = tl.load(run_var_ptr + c).to(tl.float32)
+    unbiased = m2 / tl.maximum(count - 1.0, 1.0)
+    tl.store(run_mean_ptr + c, ((1.0 - momentum) * rm + momentum * mean).to(run_mean_ptr.dtype.element_ty))
+    tl.store(run_var_ptr + c, ((1.0 - momentum) * rv + momentum * unbiased).to(run_var_ptr.dtype.element_ty))
+    if c == 0:
+        tl.store(batches_ptr, tl.load(batches_ptr) + 1)  # num_batches_tracked
+
+
+@triton.jit
 def _batchnorm_coop_kernel(
-    x_ptr, w_ptr, b_ptr, y_ptr, part_ptr, count_ptr, run_mean_ptr, run_var_ptr, batches_ptr,
-    n_batch, n_channels, hw, eps, momentum, max_spin,
-    SPLIT: tl.constexpr, SPLIT_P2: tl.constexpr, CHUNK: tl.constexpr, UPDATE_RUNNING: tl.constexpr,
+    x_ptr, w_ptr, b_ptr, y_ptr, part_ptr, count_ptr, word_ptr, run_mean_ptr, run_var_ptr, batches_ptr,
+    n_batch, n_channels, hw, runs, eps, momentum, max_spin,
+    SPLIT: tl.constexpr, SPLIT_P2: tl.constexpr, ROWS: tl.constexpr, RUN: tl.constexpr,
+    PREFETCH: tl.constexpr, SYNC: tl.constexpr, UPDATE_RUNNING: tl.constexpr,
 ):
-    offs = tl.arange(0, CHUNK)
+    n_tasks = n_channels * SPLIT
+    step = tl.num_programs(0)
     parts = tl.arange(0, SPLIT_P2)
-    per_channel = n_batch * hw
-    for task in range(tl.program_id(0), n_channels * SPLIT, tl.num_programs(0)):
+    if PREFETCH > 0:
+        x_next = _coop_load(x_ptr, tl.program_id(0), SPLIT, n_batch, n_channels, hw, runs, ROWS, RUN)
+    for task in range(tl.program_id(0), n_tasks, step):
         c = task // SPLIT
-        idx = (task % SPLIT) * CHUNK + offs  # flat index over (n, hw) of channel c
-        mask = idx < per_channel
-        n = idx // hw
-        addr = (n.to(tl.int64) * n_channels + c) * hw + (idx - n * hw)
-        x = tl.load(x_ptr + addr, mask=mask, other=0.0).to(tl.float32)
-        n_c = tl.sum(mask.to(tl.float32), axis=0)
-        mean_c = tl.sum(x, axis=0) / tl.maximum(n_c, 1.0)
+        if PREFETCH > 0:
+            x_raw = x_next
+        else:
+            x_raw = _coop_load(x_ptr, task, SPLIT, n_batch, n_channels, hw, runs, ROWS, RUN)
+        if PREFETCH == 2:  # the next chunk's load goes out before this one is even reduced
+            x_next = _coop_load(x_ptr, task + step, SPLIT, n_batch, n_channels, hw, runs, ROWS, RUN)
+        _, mask = _coop_chunk(task, SPLIT, n_batch, n_channels, hw, runs, ROWS, RUN)
+        x = x_raw.to(tl.float32)
+        n_c = tl.sum(tl.sum(mask.to(tl.float32), axis=1), axis=0)
+        mean_c = tl.sum(tl.sum(x, axis=1), axis=0) / tl.maximum(n_c, 1.0)
         d = tl.where(mask, x - mean_c, 0.0)
-        # publish this chunk's (count, mean, M2), then wait for the channel's other chunks
-        tl.store(part_ptr + 3 * task, n_c)
-        tl.store(part_ptr + 3 * task + 1, mean_c)
-        tl.store(part_ptr + 3 * task + 2, tl.sum(d * d, axis=0))
-        tl.debug_barrier()
-        done = tl.atomic_add(count_ptr + c, 1) + 1  # acq_rel: the partial is visible before the count
-        spins = tl.full([], 0, tl.int32)
-        while (done < SPLIT) & (spins < max_spin):
-            done = tl.atomic_add(count_ptr + c, 0)
-            spins += 1
-        if done >= SPLIT:
-            pmask = parts < SPLIT
-            base = 3 * (c * SPLIT + parts)
-            p_n = tl.load(part_ptr + base, mask=pmask, other=0.0, volatile=True)
-            p_mean = tl.load(part_ptr + base + 1, mask=pmask, other=0.0, volatile=True)
-            p_m2 = tl.load(part_ptr + base + 2, mask=pmask, other=0.0, volatile=True)
-            count = tl.sum(p_n, axis=0)
-            mean = tl.sum(p_n * p_mean, axis=0) / count
-            dm = p_mean - mean
-            m2 = tl.sum(p_m2 + p_n * dm * dm, axis=0)
-        else:  # a peer is not running: read the whole channel (correct, slower; never a hang)
-            count, mean, m2 = _channel_stats(x_ptr, c, n_batch, n_channels, hw, 1024)
-        scale = tl.rsqrt(m2 / count + eps) * tl.load(w_ptr + c).to(tl.float32)
+        m2_c = tl.sum(tl.sum(d * d, axis=1), axis=0)
+        # publish this chunk's statistics; wait for the channel's other chunks
+        if SYNC == "tagged":
+            _publish_tagged(part_ptr + task, mean_c, m2_c)
+        else:
+            tl.store(part_ptr + task, n_c)
+            tl.store(part_ptr + n_tasks + task, mean_c)
+            tl.store(part_ptr + 2 * n_tasks + task, m2_c)
+            tl.debug_barrier()
+            done = tl.atomic_add(count_ptr + c, 1, sem="acq_rel") + 1  # the partial is visible before the count
+        if PREFETCH == 1:  # the next chunk's load is in flight while this program polls (x is read-only)
+            x_next = _coop_load(x_ptr, task + step, SPLIT, n_batch, n_channels, hw, runs, ROWS, RUN)
+        if SYNC == "last":
+            if done == SPLIT:  # the last arriver: every partial is in (its acq_rel add saw all the others')
+                p_n, p_mean, p_m2 = _load_partials(part_ptr, c * SPLIT + parts, n_tasks, SPLIT, SPLIT_P2)
+                count, mean, m2 = _merge(p_n, p_mean, p_m2)
+                rstd = tl.rsqrt(m2 / count + eps)
+                _publish_tagged(word_ptr + c, mean, rstd)  # rstd > 0: the sign-bit clear is a no-op
+                if UPDATE_RUNNING:
+                    _update_running(run_mean_ptr, run_var_ptr, batches_ptr, c, count, mean, m2, momentum)
+            else:
+                ready, mean, rstd = _wait_word(word_ptr + c, max_spin)
+                if not ready:  # the last arriver is not running yet: read the whole channel (never a hang)
+                    count, mean, m2 = _channel_stats(x_ptr, c, n_batch, n_channels, hw, 1024)
+                    rstd = tl.rsqrt(m2 / count + eps)
+        else:
+            if SYNC == "tagged":
+                ready, p_mean, p_m2 = _wait_tagged(part_ptr + c * SPLIT, parts, max_spin, SPLIT)
+                p_n = _chunk_counts(parts, n_batch * runs, runs, hw - (runs - 1) * RUN, ROWS, RUN)
+            else:
+                ready, p_n, p_mean, p_m2 = _wait_counted(part_ptr, count_ptr + c, done, c * SPLIT + parts, n_tasks,
+                                                         max_spin, SPLIT, SPLIT_P2)
+            if ready:
+                count, mean, m2 = _merge(p_n, p_mean, p_m2)
+            else:  # a peer is not running: read the whole channel (correct, slower; never a hang)
+                count, mean, m2 = _channel_stats(x_ptr, c, n_batch, n_channels, hw, 1024)
+            rstd = tl.rsqrt(m2 / count + eps)
+            if UPDATE_RUNNING:  # noqa: SIM102 - a constexpr branch around a runtime one
+                if task % SPLIT == 0:
+                    _update_running(run_mean_ptr, run_var_ptr, batches_ptr, c, count, mean, m2, momentum)
+        scale = rstd * tl.load(w_ptr + c).to(tl.float32)
         shift = tl.load(b_ptr + c).to(tl.float32) - mean * scale
-        tl.store(y_ptr + addr, (x * scale + shift).to(y_ptr.dtype.element_ty), mask=mask)
-        if UPDATE_RUNNING:  # noqa: SIM102 - a constexpr branch around a runtime one
-            if task % SPLIT == 0:
-                rm = tl.load(run_mean_ptr + c).to(tl.float32)
-                rv = tl.load(run_var_ptr + c).to(tl.float32)
-                unbiased = m2 / tl.maximum(count - 1.0, 1.0)
-                tl.store(run_mean_ptr + c, ((1.0 - momentum) * rm + momentum * mean).to(run_mean_ptr.dtype.element_ty))
-                tl.store(run_var_ptr + c, ((1.0 - momentum) * rv + momentum * unbiased).to(run_var_ptr.dtype.element_ty))
-                if c == 0:
-                    tl.store(batches_ptr, tl.load(batches_ptr) + 1)  # num_batches_tracked
+        offs, mask = _coop_chunk(task, SPLIT, n_batch, n_channels, hw, runs, ROWS, RUN)
+        tl.store(y_ptr + offs, (x * scale + shift).to(y_ptr.dtype.element_ty), mask=mask)
 
 
 def _num_sms(device: torch.device) -> int:
@@ -200,25 +345,58 @@ def _num_sms(device: torch.device) -> int:
     return 4  # the CPU interpreter: a small grid
 
 
+def _run_length(hw: int, chunk: int) -> int:
+    """Contiguous values per tile row: the power of 2 (at least 64 where the chunk allows) that wastes the
+    fewest masked lanes when a plane is cut into runs, the longer on a tie (3136 = 49 x 64 -> 64)."""
+    top = min(chunk, triton.next_power_of_2(hw))
+    candidates = [top >> k for k in range(top.bit_length()) if top >> k >= min(64, top)]
+    return min(candidates, key=lambda run: (triton.cdiv(hw, run) * run, -run))
+
+
+def _coop_launch(n_tasks_per_unit: int, n_units: int, num_warps: int, programs_per_sm: int, device) -> tuple:
+    """(grid, maxnreg) of a persistent coop launch whose rounds are whole units (channels) and co-resident.
+
+    At most 64 warps and 32 programs per SM; maxnreg caps registers so that many programs really fit
+    (64K registers per SM), so all programs of a round run at once (a peer that never starts would make
+    the others poll out). Rounds are evened out so the last one is not a sliver.
+    """
+    per_sm = max(1, min(programs_per_sm, 64 // num_warps, 32))
+    per_round = max(1, _num_sms(device) * per_sm // n_tasks_per_unit)
+    rounds = triton.cdiv(n_units, per_round)
+    grid = (triton.cdiv(n_units, rounds) * n_tasks_per_unit,)
+    regs = 65536 // (per_sm * num_warps * 32)
+    return grid, (255 if regs > 255 else regs // 8 * 8)
+
+
 def _batch_norm_coop(x, weight, bias, running_mean, running_var, num_batches_tracked, momentum, eps):
     n, c = x.shape[0], x.shape[1]
     hw = x.numel() // (n * c)
     t = TUNABLES
     chunk = min(t["COOP_CHUNK"], triton.next_power_of_2(n * hw))
-    split = triton.cdiv(n * hw, chunk)
-    per_round = max(1, _num_sms(x.device) * t["COOP_PROGRAMS_PER_SM"] // split)  # channels per round
-    grid = (min(c, per_round) * split,)  # a multiple of split: a channel's programs share a round
-    part = torch.empty((c * split * 3,), dtype=torch.float32, device=x.device)
-    count = torch.zeros((c,), dtype=torch.int32, device=x.device)
+    run = _run_length(hw, chunk)
+    runs = triton.cdiv(hw, run)
+    rows = chunk // run
+    split = triton.cdiv(n * runs, rows)
+    grid, maxnreg = _coop_launch(split, c, t["num_warps_coop"], t["COOP_PROGRAMS_PER_SM"], x.device)
+    sync = t["COOP_SYNC"]
+    if sync not in ("counter", "tagged", "last"):
+        raise ValueError(f"batchnorm: TUNABLES['COOP_SYNC'] = {sync!r}, expected 'counter', 'tagged' or 'last'")
+    if sync == "tagged":  # one (mean, M2) word per chunk, -1 until published
+        part = torch.full((c * split,), -1, dtype=torch.int64, device=x.device)
+    else:  # counts, means, M2s
+        part = torch.empty((3 * c * split,), dtype=torch.float32, device=x.device)
+    count = part if sync == "tagged" else torch.zeros((c,), dtype=torch.int32, device=x.device)  # tagged: no counter
+    # last: one (mean, rstd) word per channel, -1 until its last arriver publishes it
+    word = torch.full((c,), -1, dtype=torch.int64, device=x.device) if sync == "last" else part
     y = torch.empty_like(x)
     update = running_mean is not None and running_var is not None
     _batchnorm_coop_kernel[grid](
-        x, weight, bias, y, part, count,
+        x, weight, bias, y, part, count, word,
         running_mean if update else part, running_var if update else part,
         num_batches_tracked if update else part,
-        n, c, hw, eps, momentum, _MAX_SPIN_GPU if x.is_cuda else 0,
-        SPLIT=split, SPLIT_P2=triton.next_power_of_2(split), CHUNK=chunk, UPDATE_RUNNING=update,
-        num_warps=t["num_warps_coop"],
+        n, c, hw, runs, eps, momentum, _MAX_SPIN_GPU if x.is_cuda else 0,
+        SPLIT=split, SPLIT_P2=triton.next_power_of_2(split), ROWS=rows, RUN=run,
+        PREFETCH=t["COOP_PREFETCH"], SYNC=sync, UPDATE_RUNNING=update, num_warps=t["num_warps_coop"], maxnreg=maxnreg,
     )
     return y
 

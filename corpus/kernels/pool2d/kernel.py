@@ -1,4 +1,4 @@
-"""2-D max and average pooling (NCHW) in Triton: a flat kernel over all outputs, or a per-plane tile kernel.
+"""2-D max and average pooling (NCHW) in Triton: a flat kernel over all outputs, whole output rows, or tiles.
 
 Usage: a KernelBench-format candidate; the harness loads it next to a spec from ./specs/, e.g.
     python -m harness.cli eval corpus/kernels/pool2d/specs/maxpool_k3s2p1_fp32.py corpus/kernels/pool2d/kernel.py
@@ -9,7 +9,7 @@ L1/L2, so a program covers a BLOCK_H x BLOCK_W patch of one (n, c) plane. The wi
 (kernel sizes are constexpr); padding reads count as -inf (max) or 0 (avg, divisor kernel_size**2 as in
 PyTorch's default count_include_pad=True). Accumulation is in fp32.
 
-Two layouts (TUNABLES["LAYOUT"]):
+Three layouts (TUNABLES["LAYOUT"]):
 - "flat" (default): the N*C*OH*OW outputs are one 1-D range, XBLOCK per program (thousands of programs
   for any plane size, no partial tiles but the last). Plane sizes are constexprs, so the per-element
   div/mod that recovers (plane, oh, ow) compiles to multiply-shift. With PAIR and stride 2 along W, the
@@ -20,6 +20,24 @@ Two layouts (TUNABLES["LAYOUT"]):
   (columns 2*ow0 .. 2*ow0 + 2V - 1), split into even and odd columns in registers, plus one scalar load
   per column the block lacks (e.g. column 2*ow0 - 1 for k3 p1), shifted in by split/join. XBLOCK still
   counts outputs (XBLOCK / V groups per program).
+- "rows": ROWS whole output rows per program (rows may span planes), each padded to OWP = a power of 2
+  columns, for stride 1 or 2 along W. The input columns 0 .. SW*OWP - 1 of each window row are one
+  contiguous load (16-byte vectors: W and the row stride are constexprs, so the column mask keeps its
+  constancy), folded over the window rows in registers; for SW = 2 a reshape + split gives the even and
+  odd columns. The window columns of the output's own column group are those values; a column m outputs
+  away (e.g. 2*ow - 1 for k3 p1: the odd column of ow - 1) is, by TAPS, a tl.gather of the folded row
+  ("gather"), its own loads ("load", L1 hits), or every window column is its own loads ("direct", the
+  fall-back without reshape or gather). The 16-bit specs were instruction-bound in "flat" (~94 SASS
+  instructions an output for maxpool k3s2p1 bf16); "rows"/"gather" is 22-30 (sm_90, triton 3.6).
+  With SHARE_ROWS, a strip of ROWS output rows of one plane (any count; a plane's last strip is masked
+  past OH) walks its (ROWS-1)*SH + KH input rows top to bottom: each is loaded once (16-byte vectors)
+  and folded along W once, and output row r is the fold of the last KH folded rows, carried in registers
+  (separable: KW-1 + KH-1 adds an output, not KH*KW-1). Each input row is loaded once per strip instead
+  of KH times; with TAPS "gather" the next 4 rows' loads are issued ahead (the gather's barriers would
+  otherwise serialise them), other TAPS load each tap. STRIPS strips per program (0: one 16-byte load a
+  thread a row). SASS (sm_90, triton 3.6)
+  per output, ROWS 8: avgpool k3s1p1 bf16 ~12 (rows/gather: 30), avgpool k2s2 fp32 ~11 (30), maxpool
+  k3s2p1 bf16 ~22 (30), fp32 ~25 (34).
 - "tile": the original layout, one program per BLOCK_H x BLOCK_W tile of one (n, c) plane.
 """
 
@@ -29,11 +47,19 @@ import triton.language as tl
 from torch import nn
 
 TUNABLES = {
-    "LAYOUT": "flat",  # "flat": 1-D over all outputs; "tile": BLOCK_H x BLOCK_W tiles of one plane
+    "LAYOUT": "rows",  # "flat": 1-D over all outputs; "rows": whole output rows; "tile": BLOCK_H x BLOCK_W tiles
     "XBLOCK": 1024,  # flat: outputs per program
     "PAIR": 1,  # flat, stride 2 along W: load window columns as aligned (even, odd) pairs
     "VEC": 1,  # flat, stride 2 along W: 2 or 4 = each thread's V adjacent outputs from one aligned 2V-wide load
     "num_warps_flat": 8,
+    "ROWS": 8,  # rows: output rows per program (capped at 64 loaded values a thread per window row)
+    "TAPS": "gather",  # rows: shifted window columns by "gather" (tl.gather), "load" (own loads) or "direct"
+    "num_warps_rows": 4,
+    # rows: a program walks ROWS output rows of one plane, loading each input row once; "stride1": only for
+    # stride 1 along W (avgpool k3s1p1 bf16 0.0470 -> 0.0431 ms; stride 2 measured slower:
+    # sweep-20261130T155022Z.json)
+    "SHARE_ROWS": "stride1",
+    "STRIPS": 8,  # rows with SHARE_ROWS: strips (ROWS-row runs of a plane) per program; 0 = one 16-byte load a thread
     "BLOCK_H": 8,  # tile: output rows per program
     "BLOCK_W": 64,  # tile: output columns per program
     "num_warps": 4,  # tile
@@ -194,10 +220,11 @@ def _pool2d_vec_kernel(
         v = tl.load(row[:, None] + cols, mask=row_ok[:, None] & (cols < W), other=fill).to(tl.float32)
         even, odd = tl.split(tl.reshape(v, (RBLOCK, V, 2)))  # columns 2*ow and 2*ow + 1
         for kw in tl.static_range(KW):
-            # window column 2*ow + kw - PW = 2*(ow + m) + r, e = kw - PW + 2 >= 0 (host checks |m| <= 1)
-            e: tl.constexpr = kw - PW + 2
-            r: tl.constexpr = e % 2
-            m: tl.constexpr = e // 2 - 1
+            # window column 2*ow + kw - PW = 2*(ow + m) + r, e = kw - PW + 2 >= 0 (host checks |m| <= 1);
+            # plain names: triton 3.6 refuses to re-define an annotated constexpr in an unrolled loop
+            e = kw - PW + 2
+            r = e % 2
+            m = e // 2 - 1
             if r == 0:
                 src = even
             else:
@@ -218,8 +245,286 @@ def _pool2d_vec_kernel(
     tl.store(y_ptr + t[:, None] * OW + ow, acc.to(y_ptr.dtype.element_ty), mask=out_mask)
 
 
+@triton.jit
+def _max_or_sum(acc, v, IS_MAX: tl.constexpr):
+    if IS_MAX:
+        # max.NaN: a NaN in the window makes the output NaN, as in PyTorch
+        acc = tl.maximum(acc, v, propagate_nan=tl.PropagateNan.ALL)
+    else:
+        acc += v
+    return acc
+
+
+@triton.jit
+def _column_rows(
+    x_ptr, g, cols, col_ok, rows_total,
+    H: tl.constexpr, W: tl.constexpr, OH: tl.constexpr, KH: tl.constexpr, SH: tl.constexpr, PH: tl.constexpr,
+    IS_MAX: tl.constexpr,
+):
+    # The window's KH input rows of output row g (= plane * OH + oh) at input columns `cols`, folded in
+    # fp32: for max of bf16 ptxas narrows it back to packed bf16x2 max.NaN (sm_90 SASS), and tl.maximum on
+    # bf16 itself is wrong in the CPU interpreter (max(-2, 7) gave -2, as if comparing raw bits).
+    # Padding rows and columns read as -inf (max) or 0 (avg).
+    fill: tl.constexpr = float("-inf") if IS_MAX else 0.0
+    oh = g % OH  # constexpr divisors: multiply-shift
+    plane_ptr = x_ptr + (g // OH) * (H * W)
+    ok = col_ok & (g < rows_total)
+    for kh in tl.static_range(KH):
+        ih = oh * SH - PH + kh
+        v = tl.load(plane_ptr + ih * W + cols, mask=ok & (ih >= 0) & (ih < H), other=fill).to(tl.float32)
+        if kh == 0:
+            acc = v
+        else:
+            acc = _max_or_sum(acc, v, IS_MAX)
+    return acc
+
+
+@triton.jit
+def _pool2d_rows_kernel(
+    x_ptr, y_ptr, rows_total,
+    H: tl.constexpr, W: tl.constexpr, OH: tl.constexpr, OW: tl.constexpr,
+    KH: tl.constexpr, KW: tl.constexpr, SH: tl.constexpr, SW: tl.constexpr, PH: tl.constexpr,
+    PW: tl.constexpr, IS_MAX: tl.constexpr, ROWS: tl.constexpr, OWP: tl.constexpr, TAPS: tl.constexpr,
+    INT64: tl.constexpr,
+):
+    # ROWS whole output rows (row g = plane * OH + oh, rows may span planes), OWP >= OW columns each.
+    # Window column kw of output ow is input column SW*ow + d, d = kw - PW = SW*m + p (0 <= p < SW):
+    # lane p of the output's own SW-wide column group, shifted by m outputs.
+    # TAPS "gather"/"load": the rows' input columns 0 .. SW*OWP - 1 are read by one contiguous load per
+    # window row (16-byte vectors), folded over the window rows, and for SW = 2 split into even/odd
+    # columns (the m = 0 taps); each m != 0 tap is then a tl.gather of that folded row ("gather") or its
+    # own KH loads ("load"). TAPS "direct": every tap is its own KH loads (no reshape, no gather).
+    if INT64:
+        g0 = tl.program_id(0).to(tl.int64) * ROWS
+    else:
+        g0 = tl.program_id(0) * ROWS
+    fill: tl.constexpr = float("-inf") if IS_MAX else 0.0
+    i = tl.arange(0, ROWS * OWP)  # output position within the program
+    g = g0 + i // OWP
+    ow = i % OWP
+    if TAPS != "direct":
+        SPAN: tl.constexpr = SW * OWP
+        j = tl.arange(0, ROWS * SPAN)
+        cols = j % SPAN
+        rows = _column_rows(x_ptr, g0 + j // SPAN, cols, cols < W, rows_total, H, W, OH, KH, SH, PH, IS_MAX)
+        if SW == 2:
+            even, odd = tl.split(tl.reshape(rows, (ROWS * OWP, 2)))
+    for kw in tl.static_range(KW):
+        # d + 2*SW >= 0 keeps // and % off negative operands. No `: tl.constexpr` annotations inside the
+        # loop: triton 3.6 refuses to re-define an annotated constexpr on the next unrolled iteration.
+        e = kw - PW + 2 * SW
+        m = e // SW - 2
+        if TAPS == "direct" or (m != 0 and TAPS == "load"):
+            tap_cols = ow * SW + (kw - PW)
+            tap = _column_rows(x_ptr, g, tap_cols, (tap_cols >= 0) & (tap_cols < W), rows_total, H, W, OH, KH,
+                               SH, PH, IS_MAX)
+        else:
+            if SW == 1:
+                src = rows
+            elif e % 2 == 0:
+                src = even
+            else:
+                src = odd
+            if m == 0:
+                tap = src
+            else:
+                # the neighbour m outputs away in the same row; past the row's left end is padding, past
+                # its right end only outputs >= OW (masked) look
+                tap = tl.gather(src, tl.minimum(tl.maximum(i + m, 0), ROWS * OWP - 1), 0)
+                if m < 0:
+                    tap = tl.where(ow + m >= 0, tap, fill)
+        if kw == 0:
+            acc = tap
+        else:
+            acc = _max_or_sum(acc, tap, IS_MAX)
+    if not IS_MAX:
+        acc = acc * (1.0 / (KH * KW))
+    tl.store(y_ptr + g * OW + ow, acc.to(y_ptr.dtype.element_ty), mask=(g < rows_total) & (ow < OW))
+
+
+@triton.jit
+def _row_fold_gather(
+    v, i, ow, KW: tl.constexpr, SW: tl.constexpr, PW: tl.constexpr, IS_MAX: tl.constexpr, N: tl.constexpr,
+):
+    # The KW-column window fold of one loaded input row v (columns 0 .. SW*OWP - 1) for outputs i (column
+    # ow of their row), fp32: v split into even/odd columns at SW = 2; a tap m outputs away is a tl.gather.
+    fill: tl.constexpr = float("-inf") if IS_MAX else 0.0
+    v = v.to(tl.float32)
+    if SW == 2:
+        even, odd = tl.split(tl.reshape(v, (N, 2)))
+    for kw in tl.static_range(KW):
+        # as in _pool2d_rows_kernel: no constexpr annotations in the unrolled loop (triton 3.6)
+        e = kw - PW + 2 * SW
+        m = e // SW - 2
+        if SW == 1:
+            src = v
+        elif e % 2 == 0:
+            src = even
+        else:
+            src = odd
+        if m == 0:
+            tap = src
+        else:
+            # past the row's left end is padding; past its right end only outputs >= OW look
+            tap = tl.gather(src, tl.minimum(tl.maximum(i + m, 0), N - 1), 0)
+            if m < 0:
+                tap = tl.where(ow + m >= 0, tap, fill)
+        if kw == 0:
+            acc = tap
+        else:
+            acc = _max_or_sum(acc, tap, IS_MAX)
+    return acc
+
+
+@triton.jit
+def _row_fold_load(
+    row_ptr, row_ok, ow, W: tl.constexpr, KW: tl.constexpr, SW: tl.constexpr, PW: tl.constexpr,
+    IS_MAX: tl.constexpr,
+):
+    # The KW-column window fold of one input row, each tap its own load (no reshape, no gather), fp32.
+    fill: tl.constexpr = float("-inf") if IS_MAX else 0.0
+    for kw in tl.static_range(KW):
+        tap_cols = ow * SW + (kw - PW)
+        tap = tl.load(row_ptr + tap_cols, mask=row_ok & (tap_cols >= 0) & (tap_cols < W), other=fill).to(tl.float32)
+        if kw == 0:
+            acc = tap
+        else:
+            acc = _max_or_sum(acc, tap, IS_MAX)
+    return acc
+
+
+@triton.jit
+def _load_row(in_ptr, ih, cols, strip_ok, H: tl.constexpr, W: tl.constexpr, IS_MAX: tl.constexpr):
+    # input row ih of each strip, columns `cols`; padding rows and columns read as -inf (max) or 0 (avg)
+    fill: tl.constexpr = float("-inf") if IS_MAX else 0.0
+    return tl.load(in_ptr + ih * W + cols, mask=strip_ok & (cols < W) & (ih >= 0) & (ih < H), other=fill)
+
+
+@triton.jit
+def _pool2d_shared_rows_kernel(
+    x_ptr, y_ptr, strips_total,
+    H: tl.constexpr, W: tl.constexpr, OH: tl.constexpr, OW: tl.constexpr,
+    KH: tl.constexpr, KW: tl.constexpr, SH: tl.constexpr, SW: tl.constexpr, PH: tl.constexpr,
+    PW: tl.constexpr, IS_MAX: tl.constexpr, ROWS: tl.constexpr, STRIPS: tl.constexpr, OWP: tl.constexpr,
+    TAPS: tl.constexpr, INT64: tl.constexpr,
+):
+    # STRIPS strips per program; strip q = plane * NB + b is output rows b*ROWS .. b*ROWS + ROWS - 1 of one
+    # plane (the last strip of a plane is masked past OH). The strip walks its (ROWS-1)*SH + KH input rows
+    # once, top to bottom: each row is loaded and folded along W once, and output row r is the fold of the
+    # last KH folded rows when row r*SH + KH - 1 arrives (separable: KW-1 + KH-1 ops an output, not KH*KW-1).
+    # KH <= 4 (the launcher checks): the last KH-1 folded rows are carried in p1 .. p3.
+    NB: tl.constexpr = (OH + ROWS - 1) // ROWS
+    if TAPS == "gather":
+        SPAN: tl.constexpr = SW * OWP  # one contiguous load of input columns 0 .. SPAN - 1
+    else:
+        SPAN: tl.constexpr = OWP  # loads in output positions, one a tap
+    if INT64:
+        q0 = tl.program_id(0).to(tl.int64) * STRIPS
+    else:
+        q0 = tl.program_id(0) * STRIPS
+    j = tl.arange(0, STRIPS * SPAN)  # loaded position: strip j // SPAN, column j % SPAN
+    qj = q0 + j // SPAN
+    cols = j % SPAN
+    ih0 = (qj % NB) * (ROWS * SH) - PH  # constexpr divisors: multiply-shift
+    in_ptr = x_ptr + (qj // NB) * (H * W)
+    i = tl.arange(0, STRIPS * OWP)  # output position: strip i // OWP, column i % OWP
+    qi = q0 + i // OWP
+    ow = i % OWP
+    oh0 = (qi % NB) * ROWS
+    out_ptr = y_ptr + (qi // NB) * (OH * OW) + oh0 * OW + ow
+    out_ok = (qi < strips_total) & (ow < OW)
+    strip_ok = qj < strips_total
+    NT: tl.constexpr = (ROWS - 1) * SH + KH
+    # the last KH - 1 folded rows, newest first (read only once set: output row r needs rows >= r*SH)
+    p1 = tl.zeros((STRIPS * OWP,), dtype=tl.float32)
+    p2 = p1
+    p3 = p1
+    for t in tl.static_range(NT):
+        if TAPS == "gather":
+            # rows t .. t+3 are loaded ahead in q0 .. q3: the gather's barriers keep a load from moving
+            # above the previous row's fold, which would leave one 16-byte load a thread in flight
+            if t == 0:
+                q0 = _load_row(in_ptr, ih0, cols, strip_ok, H, W, IS_MAX)
+                q1 = q0
+                q2 = q0
+                q3 = q0
+                if NT > 1:
+                    q1 = _load_row(in_ptr, ih0 + 1, cols, strip_ok, H, W, IS_MAX)
+                if NT > 2:
+                    q2 = _load_row(in_ptr, ih0 + 2, cols, strip_ok, H, W, IS_MAX)
+                if NT > 3:
+                    q3 = _load_row(in_ptr, ih0 + 3, cols, strip_ok, H, W, IS_MAX)
+            h = _row_fold_gather(q0, i, ow, KW, SW, PW, IS_MAX, STRIPS * OWP)
+            q0 = q1
+            q1 = q2
+            q2 = q3
+            if t + 4 < NT:
+                q3 = _load_row(in_ptr, ih0 + t + 4, cols, strip_ok, H, W, IS_MAX)
+        else:
+            ih = ih0 + t
+            h = _row_fold_load(in_ptr + ih * W, strip_ok & (ih >= 0) & (ih < H), ow, W, KW, SW, PW, IS_MAX)
+        if t >= KH - 1 and (t - KH + 1) % SH == 0:
+            r = (t - KH + 1) // SH
+            acc = h
+            if KH > 1:
+                acc = _max_or_sum(acc, p1, IS_MAX)
+            if KH > 2:
+                acc = _max_or_sum(acc, p2, IS_MAX)
+            if KH > 3:
+                acc = _max_or_sum(acc, p3, IS_MAX)
+            if not IS_MAX:
+                acc = acc * (1.0 / (KH * KW))
+            tl.store(out_ptr + r * OW, acc.to(y_ptr.dtype.element_ty), mask=out_ok & (oh0 + r < OH))
+        p3 = p2
+        p2 = p1
+        p1 = h
+
+
 def _pair(v: int | tuple[int, int]) -> tuple[int, int]:
     return (v, v) if isinstance(v, int) else (int(v[0]), int(v[1]))
+
+
+def _rows_owp(ow: int, kw: int, sw: int, pw: int) -> int:
+    """LAYOUT rows: the padded output row width; the loaded span SW * OWP reaches every column read."""
+    return triton.next_power_of_2(max(ow, triton.cdiv(sw * (ow - 1) - pw + kw, sw)))
+
+
+def _launch_rows(x: torch.Tensor, y: torch.Tensor, is_max: bool, k: tuple, s: tuple, p: tuple, owp: int,
+                 span_cap: int) -> None:
+    """LAYOUT rows: ROWS output rows per program (at most span_cap loaded values per window row)."""
+    t = TUNABLES
+    n, c, h, w = x.shape
+    oh, ow = y.shape[2:]
+    rows_total = n * c * oh
+    # ROWS is a block size here (SHARE_ROWS allows any count): round it up to a power of 2
+    rows = max(1, min(triton.next_power_of_2(t["ROWS"]), triton.next_power_of_2(rows_total), span_cap // (s[1] * owp)))
+    # offsets reach past the last row by up to `rows` rows (masked), in both tensors
+    int64 = max(x.numel() + (rows + 1) * h * w, y.numel() + rows * owp) >= 2**31
+    _pool2d_rows_kernel[(triton.cdiv(rows_total, rows),)](
+        x, y, rows_total,
+        H=h, W=w, OH=oh, OW=ow, KH=k[0], KW=k[1], SH=s[0], SW=s[1], PH=p[0], PW=p[1], IS_MAX=is_max,
+        ROWS=rows, OWP=owp, TAPS=t["TAPS"], INT64=int64, num_warps=t["num_warps_rows"],
+    )
+
+
+def _launch_shared_rows(x: torch.Tensor, y: torch.Tensor, is_max: bool, k: tuple, s: tuple, p: tuple, owp: int,
+                        span_cap: int) -> None:
+    """LAYOUT rows with SHARE_ROWS: strips of ROWS output rows of one plane, STRIPS strips per program."""
+    t = TUNABLES
+    n, c, h, w = x.shape
+    oh, ow = y.shape[2:]
+    rows = max(1, min(t["ROWS"], oh))  # a loop count, not a block size: any value
+    strips_total = n * c * triton.cdiv(oh, rows)
+    span = s[1] * owp
+    strips = t["STRIPS"] or max(1, 16 // x.element_size() * 32 * t["num_warps_rows"] // span)
+    strips = max(1, min(strips, triton.next_power_of_2(strips_total), span_cap // span))
+    # offsets reach past the last plane by up to `strips` strips plus one plane (masked), in both tensors
+    int64 = max(x.numel(), y.numel()) + (strips + 2) * max(h * w, oh * ow) >= 2**31
+    _pool2d_shared_rows_kernel[(triton.cdiv(strips_total, strips),)](
+        x, y, strips_total,
+        H=h, W=w, OH=oh, OW=ow, KH=k[0], KW=k[1], SH=s[0], SW=s[1], PH=p[0], PW=p[1], IS_MAX=is_max,
+        ROWS=rows, STRIPS=strips, OWP=owp, TAPS=t["TAPS"], INT64=int64, num_warps=t["num_warps_rows"],
+    )
 
 
 def pool2d(x: torch.Tensor, kind: str, kernel_size, stride=None, padding=0) -> torch.Tensor:
@@ -256,7 +561,21 @@ def pool2d(x: torch.Tensor, kind: str, kernel_size, stride=None, padding=0) -> t
             num_warps=t["num_warps_flat"],
         )
         return y
-    if t["LAYOUT"] == "flat":
+    if t["LAYOUT"] == "rows":
+        if t["TAPS"] not in ("gather", "load", "direct"):
+            raise ValueError(f"pool2d: TUNABLES['TAPS'] is {t['TAPS']!r}, not 'gather', 'load' or 'direct'")
+        owp = _rows_owp(ow, kw, sw, pw)
+        span_cap = 64 * 32 * t["num_warps_rows"]  # loaded values per window row: <= 64 a thread
+        if t["SHARE_ROWS"] not in (False, True, "stride1"):
+            raise ValueError(f"pool2d: TUNABLES['SHARE_ROWS'] is {t['SHARE_ROWS']!r}, not False, True or 'stride1'")
+        share = t["SHARE_ROWS"] is True or (t["SHARE_ROWS"] == "stride1" and sw == 1)
+        if sw in (1, 2) and sw * owp <= span_cap and share and kh <= 4:
+            _launch_shared_rows(x.contiguous(), y, kind == "max", (kh, kw), (sh, sw), (ph, pw), owp, span_cap)
+            return y
+        if sw in (1, 2) and sw * owp <= span_cap:
+            _launch_rows(x.contiguous(), y, kind == "max", (kh, kw), (sh, sw), (ph, pw), owp, span_cap)
+            return y
+    if t["LAYOUT"] in ("flat", "rows"):  # rows falls back to flat (stride > 2 along W, or very wide rows)
         x = x.contiguous()
         pair = bool(t["PAIR"]) and sw == 2
         xblock = min(t["XBLOCK"], triton.next_power_of_2(y.numel()))
@@ -268,7 +587,7 @@ def pool2d(x: torch.Tensor, kind: str, kernel_size, stride=None, padding=0) -> t
         )
         return y
     if t["LAYOUT"] != "tile":
-        raise ValueError(f"pool2d: TUNABLES['LAYOUT'] is {t['LAYOUT']!r}, not 'flat' or 'tile'")
+        raise ValueError(f"pool2d: TUNABLES['LAYOUT'] is {t['LAYOUT']!r}, not 'flat', 'rows' or 'tile'")
     bh, bw = TUNABLES["BLOCK_H"], TUNABLES["BLOCK_W"]
     grid = (n * c, triton.cdiv(oh, bh) * triton.cdiv(ow, bw))
     _pool2d_kernel[grid](

@@ -3,7 +3,8 @@
 Usage: .venv/bin/python -m pytest -x -q tests/corpus/kernels/test_batchnorm.py
 
 Each spec is evaluated as a copy with SIZE = "tiny" on every variant (the Triton interpreter runs ~1 ms
-per program). Also: running statistics and num_batches_tracked follow nn.BatchNorm2d in training.
+per program). Also: running statistics and num_batches_tracked follow nn.BatchNorm2d in training
+(default and coop paths, each COOP_SYNC: the last arriver updates them).
 """
 
 from __future__ import annotations
@@ -34,10 +35,21 @@ def kernel():
     return import_file(KERNELS / FAMILY / "kernel.py", "test_batchnorm_kernel")
 
 
-def test_running_stats_follow_batchnorm2d():
+@pytest.mark.parametrize("overrides", [
+    {},
+    {"STRATEGY": "coop", "COOP_PREFETCH": 1, "COOP_CHUNK": 128, "COOP_PROGRAMS_PER_SM": 2, "num_warps_coop": 4},
+    {"STRATEGY": "coop", "COOP_SYNC": "tagged", "COOP_PREFETCH": 2, "COOP_CHUNK": 256, "num_warps_coop": 4},
+    {"STRATEGY": "coop", "COOP_SYNC": "last", "COOP_PREFETCH": 1, "COOP_CHUNK": 128, "num_warps_coop": 4},
+    {"STRATEGY": "coop", "COOP_SYNC": "last", "COOP_PREFETCH": 2, "COOP_CHUNK": 512, "num_warps_coop": 4},
+], ids=["default", "coop_prefetch", "coop_tagged_prefetch_early", "coop_last_prefetch", "coop_last_one_chunk"])
+def test_running_stats_follow_batchnorm2d(overrides: dict, monkeypatch):
+    """9x7 planes: the coop chunks cut planes (runs of 64, 63 valid) and the last chunk is partial."""
+    k = kernel()
+    for key, value in overrides.items():
+        monkeypatch.setitem(k.TUNABLES, key, value)
     torch.manual_seed(3)
     ref = torch.nn.BatchNorm2d(5, momentum=0.2)
-    new = kernel().ModelNew(5, eps=1e-5, momentum=0.2)
+    new = k.ModelNew(5, eps=1e-5, momentum=0.2)
     new.weight.data.copy_(torch.randn(5))
     new.bias.data.copy_(torch.randn(5))
     ref.weight.data.copy_(new.weight.data)

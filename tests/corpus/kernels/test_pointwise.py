@@ -15,10 +15,9 @@ from pathlib import Path
 
 import pytest
 import torch
-from library_check import KERNELS, evaluate_tiny, family_specs, sidecar_reasons  # sets TRITON_INTERPRET first
-
-import triton  # noqa: I001 - after library_check: triton reads TRITON_INTERPRET when imported
+import triton
 import triton.language as tl
+from library_check import KERNELS, evaluate_tiny, family_specs, sidecar_reasons
 
 from harness import Status
 from harness.spec import import_file

@@ -50,9 +50,60 @@ def test_pair_loads_match_torch(case):
     x[0, 0, 1, 2] = float("nan")  # NaN propagates in max, as in PyTorch
     pool = torch.nn.functional.max_pool2d if kind == "max" else torch.nn.functional.avg_pool2d
     for overrides in ({"LAYOUT": "flat", "PAIR": 1}, {"LAYOUT": "flat", "PAIR": 0}, {"LAYOUT": "tile"},
-                      {"LAYOUT": "flat", "VEC": 2, "XBLOCK": 32}, {"LAYOUT": "flat", "VEC": 4, "XBLOCK": 16}):
+                      {"LAYOUT": "flat", "VEC": 2, "XBLOCK": 32}, {"LAYOUT": "flat", "VEC": 4, "XBLOCK": 16},
+                      *ROWS_OPTIONS, *SHARED_OPTIONS):
         kernel.TUNABLES.update(overrides)
         torch.testing.assert_close(kernel.pool2d(x, kind, k, s, p), pool(x, k, s, p), equal_nan=True)
+
+
+ROWS_OPTIONS = [{"LAYOUT": "rows", "SHARE_ROWS": False, "TAPS": "gather", "ROWS": 4},
+                {"LAYOUT": "rows", "SHARE_ROWS": False, "TAPS": "load", "ROWS": 2},
+                {"LAYOUT": "rows", "SHARE_ROWS": False, "TAPS": "direct", "ROWS": 8}]
+# SHARE_ROWS: strips of 3 rows cut the planes; one strip a program; 2 strips a program, a tap per load
+SHARED_OPTIONS = [{"LAYOUT": "rows", "SHARE_ROWS": True, "TAPS": "gather", "ROWS": 3, "STRIPS": 0},
+                  {"LAYOUT": "rows", "SHARE_ROWS": True, "TAPS": "gather", "ROWS": 8, "STRIPS": 1},
+                  {"LAYOUT": "rows", "SHARE_ROWS": True, "TAPS": "load", "ROWS": 2, "STRIPS": 2}]
+
+
+@pytest.mark.parametrize("case", [
+    ("avg", 3, 1, 1, (2, 3, 5, 16)),  # stride 1: columns w - 1 and w + 1; OW = 16 fills OWP, no spare column
+    ("max", 3, 1, 0, (1, 3, 6, 13)),  # stride 1 without padding: the row's last columns are never read
+    ("max", 2, 1, 1, (1, 2, 5, 9)),  # even kernel at stride 1: columns w - 1 and w
+    ("avg", 3, 2, 0, (1, 2, 9, 9)),  # the span 2 * OWP is one column short of W: OWP grows
+    ("max", 3, 3, 1, (1, 2, 10, 11)),  # stride 3 along W: "rows" falls back to "flat"
+], ids=lambda c: f"{c[0]}-k{c[1]}s{c[2]}p{c[3]}")
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_rows_layout_matches_torch(case, dtype):
+    kind, k, s, p, shape = case
+    kernel = import_file(FAMILY / "kernel.py", "test_pool2d_rows")
+    x = torch.randn(shape).to(dtype)
+    x[0, 0, 1, 2] = float("nan")  # NaN propagates in max (max.NaN), as in PyTorch
+    x[-1, -1, -1, -1] = float("inf")
+    pool = torch.nn.functional.max_pool2d if kind == "max" else torch.nn.functional.avg_pool2d
+    for overrides in ROWS_OPTIONS:
+        kernel.TUNABLES.update(overrides)
+        torch.testing.assert_close(kernel.pool2d(x, kind, k, s, p), pool(x.float(), k, s, p).to(dtype), equal_nan=True)
+
+
+@pytest.mark.parametrize("case", [
+    ("avg", 3, 1, 1, (1, 5, 13, 71)),  # the specs' odd variant: strips end past OH, padding in the divisor
+    ("max", 3, 2, 1, (1, 5, 13, 71)),
+    ("avg", 2, 2, 0, (1, 5, 13, 71)),  # odd H drops the last input row
+    ("avg", 3, 2, 1, (2, 3, 6, 5)),  # padding rows at both plane edges
+    ("max", 4, 1, 2, (1, 2, 7, 10)),  # KH = 4: three folded rows carried
+    ("max", 5, 2, 2, (1, 2, 11, 17)),  # KH = 5: falls back to whole-row blocks (ROWS rounded up to a power of 2)
+], ids=lambda c: f"{c[0]}-k{c[1]}s{c[2]}p{c[3]}")
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_shared_rows_match_torch(case, dtype):
+    kind, k, s, p, shape = case
+    kernel = import_file(FAMILY / "kernel.py", "test_pool2d_shared_rows")
+    x = torch.randn(shape).to(dtype)
+    x[0, 0, 1, 2] = float("nan")  # NaN propagates in max, as in PyTorch
+    x[-1, -1, -1, -1] = float("inf")  # the plane's last row and column
+    pool = torch.nn.functional.max_pool2d if kind == "max" else torch.nn.functional.avg_pool2d
+    for overrides in SHARED_OPTIONS:
+        kernel.TUNABLES.update(overrides)
+        torch.testing.assert_close(kernel.pool2d(x, kind, k, s, p), pool(x.float(), k, s, p).to(dtype), equal_nan=True)
 
 
 def test_sidecar_lists_every_tunable_and_its_value():
@@ -70,3 +121,14 @@ def test_launcher_names_bad_inputs():
         kernel.pool2d(torch.randn(1, 1, 8, 8), "min", 2)
     with pytest.raises(ValueError, match="padding"):  # PyTorch's rule: padding <= kernel // 2
         kernel.pool2d(torch.randn(1, 1, 8, 8), "avg", 2, 2, 2)
+    saved = dict(kernel.TUNABLES)
+    try:
+        kernel.TUNABLES.update({"LAYOUT": "rows", "TAPS": "shift"})
+        with pytest.raises(ValueError, match="TAPS"):
+            kernel.pool2d(torch.randn(1, 1, 8, 8), "max", 2)
+        kernel.TUNABLES.update({"TAPS": "gather", "SHARE_ROWS": "stride2"})
+        with pytest.raises(ValueError, match="SHARE_ROWS"):
+            kernel.pool2d(torch.randn(1, 1, 8, 8), "max", 2)
+    finally:
+        kernel.TUNABLES.clear()
+        kernel.TUNABLES.update(saved)

@@ -18,6 +18,23 @@ OPTIONS: list[tuple[str, str, dict, str]] = [
     ("batchnorm", "coop", {"STRATEGY": "coop"}, ""),  # channels split across programs merging partial stats
     ("batchnorm", "coop_small_chunks",
      {"STRATEGY": "coop", "COOP_CHUNK": 4096, "COOP_PROGRAMS_PER_SM": 3, "num_warps_coop": 4}, ""),  # many rounds
+    ("batchnorm", "coop_prefetch_cut_planes",  # 128-value chunks cut 16x16 planes; 7x9 planes: a partial last chunk
+     {"STRATEGY": "coop", "COOP_PREFETCH": 1, "COOP_CHUNK": 128, "COOP_PROGRAMS_PER_SM": 2, "num_warps_coop": 4}, ""),
+    ("batchnorm", "coop_tagged_prefetch_early",  # 64-bit (mean, M2) ready words, next load before the reduce
+     {"STRATEGY": "coop", "COOP_SYNC": "tagged", "COOP_PREFETCH": 2, "COOP_CHUNK": 512, "COOP_PROGRAMS_PER_SM": 8,
+      "num_warps_coop": 2}, ""),
+    ("batchnorm", "coop_tagged_prefetch_cut_planes",
+     {"STRATEGY": "coop", "COOP_SYNC": "tagged", "COOP_PREFETCH": 1, "COOP_CHUNK": 128, "COOP_PROGRAMS_PER_SM": 16,
+      "num_warps_coop": 1}, ""),
+    ("batchnorm", "coop_last",  # the last arriver merges and publishes one (mean, rstd) word; many rounds
+     {"STRATEGY": "coop", "COOP_SYNC": "last", "COOP_CHUNK": 4096, "COOP_PROGRAMS_PER_SM": 3, "num_warps_coop": 4},
+     ""),
+    ("batchnorm", "coop_last_prefetch_cut_planes",  # next chunk loaded while polling; 128-value chunks cut planes
+     {"STRATEGY": "coop", "COOP_SYNC": "last", "COOP_PREFETCH": 1, "COOP_CHUNK": 128, "COOP_PROGRAMS_PER_SM": 2,
+      "num_warps_coop": 4}, ""),
+    ("batchnorm", "coop_last_prefetch_early",
+     {"STRATEGY": "coop", "COOP_SYNC": "last", "COOP_PREFETCH": 2, "COOP_CHUNK": 512, "COOP_PROGRAMS_PER_SM": 8,
+      "num_warps_coop": 2}, ""),
     ("batchnorm", "two_kernel_evict", {"STRATEGY": "two_kernel", "EVICT_APPLY": True, "EVICT_STATS": True}, ""),
     ("cumsum", "fp32_chunks_compensated", {"FP64_ACC": 2}, ""),  # compensated carry across chunks
     ("cumsum", "one_chunk_two_rows", {"FP64_ACC": 2, "BLOCK": 4096, "TILE": 8192}, ""),
@@ -25,6 +42,11 @@ OPTIONS: list[tuple[str, str, dict, str]] = [
     ("groupnorm", "coop", {"GROUP_STRATEGY": "coop"}, ""),
     ("groupnorm", "coop_all_small_chunks",
      {"GROUP_STRATEGY": "coop", "COOP_ALL": True, "COOP_CHUNK": 4096, "COOP_PROGRAMS_PER_SM": 3}, ""),
+    ("groupnorm", "coop_all_prefetch_cut_planes",  # 256-value chunks cut the 32x32 and 64x64 planes
+     {"COOP_ALL": True, "COOP_PREFETCH": 1, "COOP_CHUNK": 256, "COOP_PROGRAMS_PER_SM": 8, "num_warps_coop": 2}, ""),
+    ("groupnorm", "coop_all_tagged_prefetch_early",  # 64-bit (mean, M2) ready words, next load before the reduce
+     {"COOP_ALL": True, "COOP_SYNC": "tagged", "COOP_PREFETCH": 2, "COOP_CHUNK": 1024, "COOP_PROGRAMS_PER_SM": 4}, ""),
+    ("groupnorm", "coop_tagged_prefetch", {"COOP_SYNC": "tagged", "COOP_PREFETCH": 1}, ""),  # groups > MAX_FUSED_N
     ("groupnorm", "fused_flat_warps", {"FUSED_LAYOUT": "flat", "num_warps_fused": 4}, ""),
     ("groupnorm", "fused_2d_evict", {"FUSED_LAYOUT": "2d", "GROUPS_PER_PROG": 1, "EVICT_FUSED": True}, ""),
     ("groupnorm", "fused_2d_gpp4", {"FUSED_LAYOUT": "2d", "GROUPS_PER_PROG": 4}, ""),  # a partial last program
@@ -41,16 +63,47 @@ OPTIONS: list[tuple[str, str, dict, str]] = [
         ("looped_no_hints", {"WIDE_STRATEGY": "looped", "EVICT_LOOP": False, "ONE_EXP": False, "BLOCK_LOOP": 2048}),
         ("looped_one_exp", {"WIDE_STRATEGY": "looped", "ONE_EXP": True, "BLOCK_LOOP": 1024}),
         ("looped_evict", {"WIDE_STRATEGY": "looped", "EVICT_LOOP": True}),
+        ("coop_tagged_prefetch",  # 64-bit (max, sum) ready words, next chunk loaded while polling
+         {"WIDE_STRATEGY": "coop", "COOP_SYNC": "tagged", "COOP_PREFETCH": 1, "COOP_CHUNK": 8192,
+          "num_warps_coop": 8, "COOP_PROGRAMS_PER_SM": 2}),
+        ("coop_tagged_prefetch_early",  # next chunk loaded before the reduce; many chunks per row
+         {"WIDE_STRATEGY": "coop", "COOP_SYNC": "tagged", "COOP_PREFETCH": 2, "COOP_CHUNK": 4096,
+          "num_warps_coop": 4, "COOP_PROGRAMS_PER_SM": 4}),
+        ("coop_counter_prefetch",
+         {"WIDE_STRATEGY": "coop", "COOP_SYNC": "counter", "COOP_PREFETCH": 1, "COOP_CHUNK": 16384}),
     ]],
+    # misaligned rows (50257, 20011 fp32): a head to the 16-byte boundary, unmasked body, masked tail
+    ("log_softmax", "looped_aligned_stream",
+     {"WIDE_STRATEGY": "looped", "ALIGN_LOOP": True, "BLOCK_LOOP": 2048, "LOOP_STAGES": 3, "EVICT_LOOP": "stream"}, ""),
+    ("log_softmax", "looped_aligned_two_exp",
+     {"WIDE_STRATEGY": "looped", "ALIGN_LOOP": True, "ONE_EXP": False, "EVICT_LOOP": True}, "vocab"),
     ("pointwise", "original_formulas", {"FAST": 0}, ""),
     ("pointwise", "fewer_transcendentals", {"FAST": 1}, ""),
-    ("reduction", "streaming_loads", {"EVICT_COL": "evict_first", "BLOCK_R_COL": 64}, "mid_dim"),
+    # FMA-pipe polynomials and the chain's interval analysis (fp32 specs: FAST 1; no tanh.approx on CPU)
+    ("pointwise", "bounded_forms", {"FAST": 3}, ""),
+    ("pointwise", "bounded_forms_wide_block", {"FAST": 3, "BLOCK": 4096, "num_warps": 8}, "bf16"),
+    ("reduction", "streaming_loads", {"COL_STRATEGY": "tile", "EVICT_COL": "evict_first", "BLOCK_R_COL": 64}, "mid_dim"),
+    ("reduction", "tile_cols_misaligned", {"COL_STRATEGY": "tile"}, "mid_dim"),  # "auto" picks "vec" there
+    ("reduction", "aligned_rows", {"ALIGN_ROW": True, "STAGES": 3}, "last_dim"),  # 4099 fp32: misaligned rows
+    *[("reduction", f"vec_cols_{only}", {"COL_STRATEGY": "vec", "STAGES": 2}, only) for only in ("mid_dim", "max_bf16")],
+    *[("reduction", f"vec_cols_split_{only}", {"COL_STRATEGY": "vec", "SPLIT_R": 4, "VEC_BLOCK_R_COL": 8, "VEC_BLOCK_I": 64}, only)
+      for only in ("mid_dim", "max_bf16")],  # R split: partials combined in split order (argmin ties)
     ("cross_entropy", "lane_online", {"ONLINE": "lane", "BLOCK": 1024}, ""),
+    ("cross_entropy", "aligned_stages_evict", {"ONLINE": "aligned", "BLOCK": 1024, "STAGES": 3, "EVICT": True}, ""),
+    ("cross_entropy", "group_online", {"ONLINE": "group", "BLOCK": 4096, "num_warps": 8}, ""),
     ("pool2d", "tile", {"LAYOUT": "tile"}, ""),  # the original per-plane tiles
     ("pool2d", "flat_scalar", {"LAYOUT": "flat", "PAIR": 0, "XBLOCK": 256}, ""),  # one load per window column
     ("pool2d", "flat_pairs_wide", {"LAYOUT": "flat", "PAIR": 1, "XBLOCK": 4096}, ""),  # spans several planes
     ("pool2d", "vec4", {"LAYOUT": "flat", "VEC": 4, "XBLOCK": 1024}, ""),  # one 8-wide load per window row
     ("pool2d", "vec2_small", {"LAYOUT": "flat", "VEC": 2, "XBLOCK": 64}, ""),  # groups span rows and planes
+    ("pool2d", "rows_gather", {"LAYOUT": "rows", "TAPS": "gather", "ROWS": 4}, ""),  # shifted columns by tl.gather
+    ("pool2d", "rows_gather_wide", {"LAYOUT": "rows", "TAPS": "gather", "ROWS": 32, "num_warps_rows": 8}, ""),
+    ("pool2d", "rows_load", {"LAYOUT": "rows", "TAPS": "load", "ROWS": 8, "num_warps_rows": 2}, ""),  # own loads
+    ("pool2d", "rows_direct", {"LAYOUT": "rows", "TAPS": "direct", "ROWS": 16}, ""),  # no reshape, no gather
+    ("pool2d", "rows_shared", {"LAYOUT": "rows", "SHARE_ROWS": True, "ROWS": 8}, ""),  # input rows loaded once
+    ("pool2d", "rows_unshared", {"LAYOUT": "rows", "SHARE_ROWS": False, "STRIPS": 0}, "s1"),  # stride 1, per-row loads
+    ("pool2d", "rows_shared_load_narrow",  # own loads per tap; 3-row strips cut planes, 2 strips a program
+     {"LAYOUT": "rows", "SHARE_ROWS": True, "TAPS": "load", "ROWS": 3, "STRIPS": 2, "num_warps_rows": 2}, ""),
 ]
 
 CASES = [pytest.param(family, spec, overrides, id=f"{family}-{name}-{spec.stem}")
