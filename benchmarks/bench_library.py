@@ -73,6 +73,13 @@ def tunables_of(data: dict) -> dict[str, dict]:
     return {spec: entry["config"] if isinstance(entry.get("config"), dict) else entry for spec, entry in entries.items()}
 
 
+def tiny_copy(spec: Path, folder: Path) -> Path:
+    """A copy of the spec in `folder` with SIZE = "tiny" (its shapes for the CPU interpreter)."""
+    out = folder / spec.name
+    out.write_text(spec.read_text().replace('SIZE = "full"', 'SIZE = "tiny"', 1))
+    return out
+
+
 def library_tasks(families: list[str], tiny: bool, tunables: dict[str, dict], only: set[str]) -> list[Task]:
     tasks, tiny_dir = [], Path(tempfile.mkdtemp(prefix="kkb_tiny_specs_")) if tiny else None
     for family in families:
@@ -85,8 +92,7 @@ def library_tasks(families: list[str], tiny: bool, tunables: dict[str, dict], on
                 continue
             path = spec
             if tiny:
-                path = tiny_dir / spec.name
-                path.write_text(spec.read_text().replace('SIZE = "full"', 'SIZE = "tiny"', 1))
+                path = tiny_copy(spec, tiny_dir)
             src = with_tunables(source, tunables[spec.stem]) if spec.stem in tunables else source
             tasks.append(Task(family, path, src))
     rank = {name: i for i, name in enumerate(PRIORITY)}

@@ -33,6 +33,7 @@ sys.path.insert(0, str(REPO))
 import torch
 import torch.nn.functional as F
 
+from benchmarks.bench_library import tiny_copy
 from harness import EvalConfig
 from harness.spec import build_model, import_file, load_spec, make_inputs
 from harness.timing import time_callable
@@ -49,13 +50,6 @@ def vendor_pieces(family: str, spec, ref, inputs) -> dict:
     q, k, v = inputs[:3]
     causal = bool(spec.module.CAUSAL)
     return {"sdpa": lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal)}
-
-
-def tiny_copy(path: Path, tmp: Path) -> Path:
-    """The spec with SIZE = "tiny" (the CPU smoke run), as the library tests make it."""
-    out = tmp / path.name
-    out.write_text(path.read_text().replace('SIZE = "full"', 'SIZE = "tiny"', 1))
-    return out
 
 
 def measure(family: str, spec_path: Path, device: str, config: EvalConfig, runs: int) -> dict:

@@ -9,7 +9,8 @@ import pytest
 
 os.environ.setdefault("TRITON_INTERPRET", "1")
 
-from benchmarks.bench_vendor import REPO, measure, tiny_copy
+from benchmarks.bench_library import tiny_copy
+from benchmarks.bench_vendor import REPO, measure
 from harness import EvalConfig
 
 

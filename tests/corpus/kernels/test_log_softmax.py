@@ -83,22 +83,3 @@ def test_aligned_looped_rows_of_every_alignment(monkeypatch, one_exp: bool):
             ref = torch.log_softmax(x.double(), dim=-1).to(dtype)
             tol = {"atol": 1e-5, "rtol": 1e-5} if dtype == torch.float32 else {"atol": 2e-2, "rtol": 1e-2}
             torch.testing.assert_close(kernel.log_softmax_rows(x), ref, **tol)
-
-
-@pytest.mark.parametrize("sync, prefetch", [("counter", 0), ("counter", 1), ("tagged", 1), ("tagged", 2)])
-def test_coop_rows_of_odd_widths(monkeypatch, sync: str, prefetch: int):
-    """Coop path: rows shorter than a 16-byte vector, shorter than a chunk (many rows per round), misaligned
-    rows over several chunks, a last chunk left with only the row's tail, whole chunks; fp32 and bf16."""
-    kernel = import_file(KERNELS / FAMILY / "kernel.py", "test_log_softmax_coop")
-    options = {"WIDE_STRATEGY": "coop", "MAX_FUSED_N": 1, "COOP_SYNC": sync, "COOP_PREFETCH": prefetch,
-               "num_warps_coop": 4, "COOP_PROGRAMS_PER_SM": 3}
-    for key, value in options.items():
-        monkeypatch.setitem(kernel.TUNABLES, key, value)
-    torch.manual_seed(0)
-    for rows, cols, chunk in [(7, 3, 64), (30, 40, 64), (5, 67, 64), (3, 301, 64), (4, 128, 64), (6, 17, 16)]:
-        monkeypatch.setitem(kernel.TUNABLES, "COOP_CHUNK", chunk)
-        for dtype in (torch.float32, torch.bfloat16):  # 4 and 8 elements to a 16-byte vector
-            x = (torch.randn(rows, cols) * 30.0 + torch.linspace(-200.0, 200.0, cols)).to(dtype)  # max in the last chunk
-            ref = torch.log_softmax(x.double(), dim=-1).to(dtype)
-            tol = {"atol": 1e-5, "rtol": 1e-5} if dtype == torch.float32 else {"atol": 2e-2, "rtol": 1e-2}
-            torch.testing.assert_close(kernel.log_softmax_rows(x), ref, **tol)

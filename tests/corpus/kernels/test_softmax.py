@@ -60,11 +60,23 @@ def test_one_exp_online_update_matches_torch(monkeypatch):
     torch.testing.assert_close(kernel.softmax_rows(x), torch.softmax(x.double(), dim=-1).float(), atol=1e-5, rtol=1e-4)
 
 
+# The cooperative path lives in the block softmax/ and log_softmax/ share: one test drives both kernels.
+# family: (entry point, reference, ramp sign (+: the row's max in its last chunk, -: in its first),
+#          fp32 tolerance, bf16 tolerance)
+COOP_CASES = {
+    "softmax": ("softmax_rows", torch.softmax, -1.0, {"atol": 1e-6, "rtol": 1e-4}, {"atol": 2e-3, "rtol": 1e-2}),
+    "log_softmax": ("log_softmax_rows", torch.log_softmax, 1.0, {"atol": 1e-5, "rtol": 1e-5},
+                    {"atol": 2e-2, "rtol": 1e-2}),
+}
+
+
+@pytest.mark.parametrize("family", sorted(COOP_CASES))
 @pytest.mark.parametrize("sync, prefetch", [("counter", 0), ("counter", 1), ("tagged", 1), ("tagged", 2)])
-def test_coop_rows_of_odd_widths(monkeypatch, sync: str, prefetch: int):
+def test_coop_rows_of_odd_widths(monkeypatch, family: str, sync: str, prefetch: int):
     """Coop path: rows shorter than a 16-byte vector, shorter than a chunk (many rows per round), misaligned
     rows over several chunks, a last chunk left with only the row's tail, whole chunks; fp32 and bf16."""
-    kernel = import_file(KERNELS / FAMILY / "kernel.py", "test_softmax_coop")
+    entry, reference, ramp_sign, tol32, tol16 = COOP_CASES[family]
+    kernel = import_file(KERNELS / family / "kernel.py", f"test_{family}_coop")
     options = {"WIDE_STRATEGY": "coop", "MAX_FUSED_N": 1, "COOP_SYNC": sync, "COOP_PREFETCH": prefetch,
                "num_warps_coop": 4, "COOP_PROGRAMS_PER_SM": 3}
     for key, value in options.items():
@@ -73,7 +85,7 @@ def test_coop_rows_of_odd_widths(monkeypatch, sync: str, prefetch: int):
     for rows, cols, chunk in [(7, 3, 64), (30, 40, 64), (5, 67, 64), (3, 301, 64), (4, 128, 64), (6, 17, 16)]:
         monkeypatch.setitem(kernel.TUNABLES, "COOP_CHUNK", chunk)
         for dtype in (torch.float32, torch.bfloat16):  # 4 and 8 elements to a 16-byte vector
-            x = (torch.randn(rows, cols) * 30.0 - torch.linspace(-200.0, 200.0, cols)).to(dtype)  # max in chunk 0
-            ref = torch.softmax(x.double(), dim=-1).to(dtype)
-            tol = {"atol": 1e-6, "rtol": 1e-4} if dtype == torch.float32 else {"atol": 2e-3, "rtol": 1e-2}
-            torch.testing.assert_close(kernel.softmax_rows(x), ref, **tol)
+            x = (torch.randn(rows, cols) * 30.0 + ramp_sign * torch.linspace(-200.0, 200.0, cols)).to(dtype)
+            ref = reference(x.double(), dim=-1).to(dtype)
+            tol = tol32 if dtype == torch.float32 else tol16
+            torch.testing.assert_close(getattr(kernel, entry)(x), ref, **tol)
