@@ -13,6 +13,8 @@ three times each, alternating. The vendor piece:
   gemm_epilogue  F.linear alone (cuBLAS, bias fused in its epilogue), and eager's whole reference
                  (cuBLAS plus the separate epilogue kernels)
   attention      F.scaled_dot_product_attention (the flash kernel where eligible)
+For GEMM our kernel is also timed as x @ W^T + b alone ("ours_linear": no activation, scale or residual),
+so the plain GEMM can be set against cuBLAS's plain GEMM and the epilogue's share told apart.
 Writes benchmarks/results/vendor-<h200|device>-<UTC>.json: per spec the three medians of each, the
 median ratio ours / vendor (as speedup: vendor_ms / ours_ms) and the run-to-run spread.
 """
@@ -64,6 +66,9 @@ def measure(family: str, spec_path: Path, device: str, config: EvalConfig, runs:
         got = ours(*inputs)
     max_abs = (got.float() - expected.float()).abs().max().item()
     fns = {"ours": lambda: ours(*inputs), **vendor_pieces(family, spec, ref, inputs)}
+    if family == "gemm_epilogue":  # our GEMM with the bias only: the same work as cuBLAS's F.linear
+        x, w, b = inputs[0], ours.linear.weight, ours.linear.bias
+        fns["ours_linear"] = lambda: kernel.gemm_epilogue(x, w, b)
     times: dict[str, list[float]] = {name: [] for name in fns}
     with torch.no_grad():
         for _ in range(runs):  # alternate, so a drifting clock weighs on every callable alike
@@ -73,7 +78,9 @@ def measure(family: str, spec_path: Path, device: str, config: EvalConfig, runs:
     row = {"family": family, "spec": spec_path.stem, "dtype": str(expected.dtype).removeprefix("torch."),
            "max_abs_diff_vs_reference": max_abs, "runs_ms": times, "median_ms": med,
            "spread": {name: (max(ts) - min(ts)) / med[name] for name, ts in times.items()}}
-    row["speedup_vs"] = {name: med[name] / med["ours"] for name in fns if name != "ours"}
+    row["speedup_vs"] = {name: med[name] / med["ours"] for name in fns if not name.startswith("ours")}
+    if "ours_linear" in med:
+        row["ours_linear_speedup_vs_cublas_linear"] = med["cublas_linear"] / med["ours_linear"]
     return row
 
 

@@ -10,6 +10,7 @@ export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 STAMP=$(date -u +%Y%m%dT%H%M%SZ)
 GRIDS=("$@")
 [ ${#GRIDS[@]} -eq 0 ] && GRIDS=(benchmarks/grids/*.json)
+python3 benchmarks/gpu/prewarm.py "${KKB_PREWARM_S:-15}"  # an idle GPU times its first specs bimodal
 python3 benchmarks/sweep_library.py "${GRIDS[@]}" --compile --budget-s "${SWEEP_BUDGET_S:-240}" \
   --out "benchmarks/results/sweep-$STAMP.json"
 echo "sweep exit: $?"

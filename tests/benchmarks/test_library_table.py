@@ -37,5 +37,10 @@ def test_bar_summary_counts_memory_bound_specs_only():
             _row("gemm_epilogue", "g", 0.10, 1.0, 0.5)]  # compute-bound: not in the memory-bound bars
     text = bar_summary(rows)
     assert "Memory-bound specs (2," in text and "4.00x over eager" in text  # sqrt(2 * 8)
-    assert "1 of 2 at >= 85%" in text and "Under 85%: b 55%." in text
+    assert "1 of 2 at >= 85%" in text and "Under 85%: b 55.0%." in text
     assert "Below torch.compile: b 0.960x (compile at 99% of the limit)." in text
+
+
+def test_a_spec_just_under_the_bar_does_not_read_as_meeting_it():
+    text = bar_summary([_row("layernorm", "ln", 0.84988, 1.3, 1.5), _row("softmax", "sm", 0.85, 2.0, 1.5)])
+    assert "Under 85%: ln 84.9%." in text and "1 of 2 at >= 85%" in text

@@ -26,6 +26,9 @@ except ImportError:  # pragma: no cover - older triton
 TUNABLES = {
     "BLOCK_M": 128,
     "BLOCK_N": 64,
+    # BLOCK_N for head_dim >= 128: 128-key blocks measured 1.0106 vs 1.0709 ms with 64 (causal 0.5644 vs 0.6058,
+    # benchmarks/results/sweep-20261130T165611Z.json); d64 is faster with 64 (sweep-20261130T131143Z.json)
+    "BLOCK_N_D128": 128,
     "num_warps": 8,
     "num_stages": 3,
     "TMA": True,  # q, k, v tiles by TMA descriptors over (B*H*S, D) views (Hopper and later)
@@ -144,9 +147,10 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = 
     batch, heads, seq_len, head_dim = q.shape
     if head_dim not in (16, 32, 64, 128, 256):
         raise ValueError(f"attention: head_dim {head_dim} is not one of 16, 32, 64, 128, 256")
-    block_m, block_n = TUNABLES["BLOCK_M"], TUNABLES["BLOCK_N"]
+    block_m = TUNABLES["BLOCK_M"]
+    block_n = TUNABLES["BLOCK_N_D128"] if head_dim >= 128 else TUNABLES["BLOCK_N"]
     if block_m % block_n:
-        raise ValueError(f"attention: TUNABLES BLOCK_M={block_m} must be a multiple of BLOCK_N={block_n}")
+        raise ValueError(f"attention: TUNABLES BLOCK_M={block_m} must be a multiple of the key block {block_n}")
     scale = sm_scale if sm_scale is not None else 1.0 / math.sqrt(head_dim)
     o = torch.empty_like(q)
     grid = (triton.cdiv(seq_len, block_m), batch * heads)

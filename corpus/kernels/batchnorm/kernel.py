@@ -7,6 +7,7 @@ Two kernels, because every channel's statistics need all of its N * HW elements 
 - _batchnorm_apply_kernel, grid C * N * blocks: merges the SPLIT partials of its channel (a few
   hundred bytes, L2-resident), writes y = (x - mean) * rstd * w + b; the first program of a channel
   also updates running_mean / running_var (and channel 0's, num_batches_tracked).
+STRATEGY "auto" (the default) takes "staged" (below) for 16-bit x larger than L2 and "two_kernel" otherwise.
 STRATEGY "coop" instead makes one kernel that reads x once: SPLIT = cdiv(N * HW, COOP_CHUNK) programs
 share a channel, each holding a chunk of its N * HW values in registers; each publishes its chunk's
 (count, mean, M2), bumps the channel's counter and polls until all SPLIT are in, merges them and writes
@@ -22,6 +23,21 @@ COOP_SYNC "last" polls one word per channel instead of all peers (polling traffi
 each program stores its partial and bumps the channel's counter (acq_rel); the one that sees SPLIT - 1
 merges the SPLIT partials, updates the running statistics and publishes (mean, rstd) as one 64-bit word
 (its own ready flag, so no release fence); the others poll only that word.
+STRATEGY "staged" reads x once without holding it in registers: one persistent kernel (all programs
+resident) walks the channels in stages of STAGE_BYTES. A stage's rows (runs of RUN contiguous values, in
+channel-major order) are split evenly over the programs, so a share meets one or two channels and every tile
+is one channel (one shift and one scale per tile, no per-row gathers). In step p every program reads its
+share of stage p (evict_last) and, per channel it meets, publishes the sums of x - K and (x - K)^2 (K: the
+channel's first value, the same for every program) as one 64-bit word in its own slot: the word is its own
+ready flag (the -1 fill is "not in"), so no counter, no atomic contention and no release fence (which would
+wait for the program's outstanding y stores). It then applies stage p - LAG: per channel it polls only the
+words of the few programs whose shares meet that channel (long in: they were written a step ago), reduces
+them in registers and writes y from x re-read from L2 (evict_first). DRAM traffic is x once and y once; L2
+holds about LAG + 1 stages of x. A program that polls max_spin times (the interpreter runs programs one by
+one) reads the channel itself. The program holding a channel's first row updates its running statistics.
+STAGE_PREFETCH pipelines the steps: the first tile of the program's share of stage p + 1 (its rows may meet several
+channels: row sums first, then per channel) is loaded in step p before the poll and apply of stage p - LAG, so
+DRAM is busy during the wait; 2 also re-reads each applied channel's first tile from L2 before polling for it.
 STRATEGY "two_kernel": bytes moved: x is read twice and y written once (1.5x the minimum) once the tensor is larger than L2.
 The stats kernel walks channels from last to first and the apply kernel from first to last, so the
 channels read last by the first kernel are still in L2 when the second starts.
@@ -38,7 +54,11 @@ TUNABLES = {
     "num_warps_stats": 8,
     "MAX_BLOCK_APPLY": 4096,  # apply kernel: elements of one plane per program
     "num_warps_apply": 8,
-    "STRATEGY": "two_kernel",  # "two_kernel" (stats, then apply: x read twice) or "coop" (x read once)
+    # "two_kernel" (stats, then apply: x read twice), "coop" or "staged" (x read once), or "auto": staged for 16-bit
+    # x larger than L2 (bf16 256x128x64x64: 0.1884 against two_kernel's 0.2313 ms), else two_kernel (fp32
+    # 64x256x56x56: staged 0.27-0.58 against 0.1624; its 3136-value planes cut rows to 64 values):
+    # benchmarks/results/sweep-20261130T174447Z.json, sweep-20261130T172234Z.json
+    "STRATEGY": "auto",
     "COOP_CHUNK": 16384,  # coop: values of a channel per program, held in registers (power of 2)
     "num_warps_coop": 16,
     "COOP_PROGRAMS_PER_SM": 1,  # coop: persistent programs per SM (all must be resident to not poll out)
@@ -50,8 +70,22 @@ TUNABLES = {
     "EVICT_APPLY": False,  # two_kernel: evict_first on the apply kernel's x loads and y stores, so y does not
     #                        push out the channels the stats kernel left in L2
     "EVICT_STATS": False,  # two_kernel: evict_last on the stats kernel's loads (its last channels stay in L2)
+    "STAGE_BYTES": 16777216,  # staged: bytes of x per stage at most (whole channels, at least one): about two
+    #                          stages of x and one of y are live in L2 at once
+    "STAGE_TILE": 32768,  # staged: values per tile (ROWS x RUN, power of 2) a program loads at once
+    "STAGE_RUN": 4096,  # staged: contiguous values per tile row at most (power of 2). Stages are split over the
+    #                     programs in rows, so short rows even out the shares; long rows cost fewer
+    #                     instructions per value (per-row index math, row sums, per-row scale and shift)
+    "num_warps_staged": 4,
+    "STAGE_PROGRAMS_PER_SM": 2,  # staged: persistent programs per SM (all resident: they wait on each other)
+    "STAGE_LAG": 1,  # staged: the step that reads stage p writes y of stage p - LAG
+    "STAGE_EVICT": True,  # staged: evict_last on the DRAM reads, evict_first on the apply's re-reads and y stores
+    "STAGE_PREFETCH": 0,  # staged: 1 = the first tile of the next stage's share is loaded before this step's poll
+    #                       and apply (DRAM stays busy while waiting), 2 = also each channel's first apply tile
+    #                       is re-read from L2 before its poll
 }
-_MAX_SPIN_GPU = 50_000  # coop: polls (~1 us each) before a program computes its channel's stats itself
+_AUTO_STAGED_MIN_BYTES = 64 << 20  # "auto": below this x stays in L2, where two_kernel's second read is cheap
+_MAX_SPIN_GPU = 50_000  # coop, staged: polls (~1 us each) before a program computes the stats itself
 
 
 @triton.jit
@@ -190,7 +224,8 @@ def _chunk_counts(parts, rows_per_unit, runs, last_run, ROWS: tl.constexpr, RUN:
 
 @triton.jit
 def _publish_tagged(slot_ptr, mean_c, m2_c):
-    """(mean, M2) (or (mean, rstd)) as one 64-bit word (the high float's sign bit clear): a reader sees all
+    """(mean, M2), (mean, rstd) or (shifted sum, sum of squares): two floats, the high one never negative, as
+    one 64-bit word (the high float's sign bit cleared): a reader sees all
     of it or the -1 fill, so no counter and no release fence (which would first wait for this program's
     outstanding y stores)."""
     lo = mean_c.to(tl.int32, bitcast=True).to(tl.int64) & 0xFFFFFFFF
@@ -199,17 +234,18 @@ def _publish_tagged(slot_ptr, mean_c, m2_c):
 
 
 @triton.jit
-def _wait_tagged(slots_ptr, parts, max_spin, SPLIT: tl.constexpr):
-    """The unit's SPLIT (mean, M2) words, polled until all are published or max_spin polls; and whether all were."""
-    pmask = parts < SPLIT
-    words = tl.load(slots_ptr + parts, mask=pmask, other=0, volatile=True)
+def _poll_tagged(ptrs, mask, max_spin):
+    """The (low, high) float pairs of the 64-bit words at ptrs (where mask; 0.0 elsewhere), polled until all are
+    published (>= 0, not the -1 fill) or max_spin polls; and whether all were. Only a word not yet in costs a
+    second poll: the first load usually finds them all."""
+    words = tl.load(ptrs, mask=mask, other=0, volatile=True)
     spins = 0
     while (tl.min(words, axis=0) < 0) & (spins < max_spin):
-        words = tl.load(slots_ptr + parts, mask=pmask, other=0, volatile=True)
+        words = tl.load(ptrs, mask=mask, other=0, volatile=True)
         spins += 1
-    p_mean = (words & 0xFFFFFFFF).to(tl.int32).to(tl.float32, bitcast=True)
-    p_m2 = (words >> 32).to(tl.int32).to(tl.float32, bitcast=True)
-    return tl.min(words, axis=0) >= 0, p_mean, p_m2
+    low = (words & 0xFFFFFFFF).to(tl.int32).to(tl.float32, bitcast=True)
+    high = (words >> 32).to(tl.int32).to(tl.float32, bitcast=True)
+    return tl.min(words, axis=0) >= 0, low, high
 
 
 @triton.jit
@@ -320,7 +356,7 @@ def _batchnorm_coop_kernel(
                     rstd = tl.rsqrt(m2 / count + eps)
         else:
             if SYNC == "tagged":
-                ready, p_mean, p_m2 = _wait_tagged(part_ptr + c * SPLIT, parts, max_spin, SPLIT)
+                ready, p_mean, p_m2 = _poll_tagged(part_ptr + c * SPLIT + parts, parts < SPLIT, max_spin)
                 p_n = _chunk_counts(parts, n_batch * runs, runs, hw - (runs - 1) * RUN, ROWS, RUN)
             else:
                 ready, p_n, p_mean, p_m2 = _wait_counted(part_ptr, count_ptr + c, done, c * SPLIT + parts, n_tasks,
@@ -337,6 +373,230 @@ def _batchnorm_coop_kernel(
         shift = tl.load(b_ptr + c).to(tl.float32) - mean * scale
         offs, mask = _coop_chunk(task, SPLIT, n_batch, n_channels, hw, runs, ROWS, RUN)
         tl.store(y_ptr + offs, (x * scale + shift).to(y_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _stage_share(stage, stage_channels, n_channels, rows_per_channel):
+    """The stage's channel count and this program's rows [lo, hi) of it: the stage's rows in channel-major
+    order (channel, sample, run of the plane) split evenly (to a row) over all programs, so a share meets one
+    or two channels (more only when there are fewer programs than channels)."""
+    sc = tl.minimum(n_channels - stage * stage_channels, stage_channels)
+    total = tl.cast(rows_per_channel, tl.int64) * sc
+    g = tl.program_id(0)
+    n_programs = tl.num_programs(0)
+    return sc, (g * total // n_programs).to(tl.int32), ((g + 1) * total // n_programs).to(tl.int32)
+
+
+@triton.jit
+def _share_channels(lo, hi, rows_per_channel):
+    """The stage's local channels [first, end) that rows [lo, hi) meet (none for an empty share)."""
+    first = lo // rows_per_channel
+    return first, tl.where(hi > lo, (hi - 1) // rows_per_channel + 1, first)
+
+
+@triton.jit
+def _channel_tile(c, r0, r_end, n_channels, hw, SEGS: tl.constexpr, ROWS: tl.constexpr, RUN: tl.constexpr,
+                  EVEN: tl.constexpr):
+    """Offsets and mask of rows r0 ... r0 + ROWS (those before r_end) of channel c: row r is run r % SEGS of
+    plane (r // SEGS, c), RUN contiguous values (16-byte accesses). The whole tile is one channel: one shift,
+    one scale, no per-row gathers."""
+    r = r0 + tl.arange(0, ROWS)
+    n = r // SEGS  # a constant divisor: a multiply-high
+    cols = ((r - n * SEGS) * RUN)[:, None] + tl.arange(0, RUN)[None, :]
+    offs = (n.to(tl.int64) * n_channels + c)[:, None] * hw + cols
+    if EVEN:  # RUN divides the plane: the mask is per row (keeps the loads vectorised)
+        mask = tl.broadcast_to((r < r_end)[:, None], (ROWS, RUN))
+    else:
+        mask = (r < r_end)[:, None] & (cols < hw)
+    return offs, mask
+
+
+@triton.jit
+def _shifted_sums(x_ptr, c, k, r_start, r_end, n_channels, hw, SEGS: tl.constexpr, ROWS: tl.constexpr,
+                  RUN: tl.constexpr, EVEN: tl.constexpr, EVICT: tl.constexpr):
+    """The sums of x - k and (x - k)^2 over rows [r_start, r_end) of channel c, a tile at a time."""
+    s = 0.0
+    q = 0.0
+    for r0 in range(r_start, r_end, ROWS):
+        offs, mask = _channel_tile(c, r0, r_end, n_channels, hw, SEGS, ROWS, RUN, EVEN)
+        # lanes that are off read K: they add exactly 0 (no select after the load)
+        x = tl.load(x_ptr + offs, mask=mask, other=k, eviction_policy="evict_last" if EVICT else "")
+        d = x.to(tl.float32) - k.to(tl.float32)
+        # across rows first: mostly adds within a thread, one row sum per column (few shuffles)
+        s += tl.sum(tl.sum(d, axis=0), axis=0)
+        q += tl.sum(tl.sum(d * d, axis=0), axis=0)
+    return s, q
+
+
+@triton.jit
+def _stage_read(x_ptr, slot_ptr, stage, stage_channels, n_channels, hw, rows_per_channel, SEGS: tl.constexpr,
+                ROWS: tl.constexpr, RUN: tl.constexpr, EVEN: tl.constexpr, EVICT: tl.constexpr):
+    """Reads this program's share of the stage from DRAM (evict_last: the apply re-reads it from L2) and, per
+    channel it meets, publishes the sums of x - K and (x - K)^2 as one tagged word. K is the channel's first
+    value, the same for every program, so the sums add up and the sum of squares does not cancel."""
+    _, lo, hi = _stage_share(stage, stage_channels, n_channels, rows_per_channel)
+    first, end = _share_channels(lo, hi, rows_per_channel)
+    for cl in range(first, end):
+        c = stage * stage_channels + cl
+        k = tl.load(x_ptr + tl.cast(c, tl.int64) * hw)
+        base = cl * rows_per_channel
+        r_end = tl.minimum(hi - base, rows_per_channel)
+        s, q = _shifted_sums(x_ptr, c, k, tl.maximum(lo - base, 0), r_end, n_channels, hw, SEGS, ROWS, RUN, EVEN,
+                             EVICT)
+        _publish_tagged(slot_ptr + c * tl.num_programs(0) + tl.program_id(0), s, q)
+
+
+@triton.jit
+def _share_rows(stage, n_stages, lo, hi, stage_channels, n_channels, hw, rows_per_channel,
+                SEGS: tl.constexpr, ROWS: tl.constexpr, RUN: tl.constexpr, EVEN: tl.constexpr):
+    """Offsets and mask of the first ROWS rows of a share (stage rows lo ... hi, channel-major: they may meet
+    two channels), each row's local channel and whether the row is in (none past the last stage)."""
+    i = tl.arange(0, ROWS)
+    r = lo + i
+    valid = i < tl.where(stage < n_stages, hi - lo, 0)
+    cl = r // rows_per_channel
+    rr = r - cl * rows_per_channel
+    n = rr // SEGS
+    cols = ((rr - n * SEGS) * RUN)[:, None] + tl.arange(0, RUN)[None, :]
+    offs = (n.to(tl.int64) * n_channels + stage * stage_channels + cl)[:, None] * hw + cols
+    if EVEN:
+        mask = tl.broadcast_to(valid[:, None], (ROWS, RUN))
+    else:
+        mask = valid[:, None] & (cols < hw)
+    return offs, mask, cl, valid
+
+
+@triton.jit
+def _share_head(x_ptr, stage, n_stages, stage_channels, n_channels, hw, rows_per_channel, SEGS: tl.constexpr,
+                ROWS: tl.constexpr, RUN: tl.constexpr, EVEN: tl.constexpr, EVICT: tl.constexpr):
+    """The first ROWS rows of this program's share of the stage and each row's K, loaded a step ahead (all off
+    past the last stage). Off lanes read 0, not K: other=K would hold the tile's loads until K's load is back."""
+    _, lo, hi = _stage_share(stage, stage_channels, n_channels, rows_per_channel)
+    offs, mask, cl, valid = _share_rows(stage, n_stages, lo, hi, stage_channels, n_channels, hw,
+                                        rows_per_channel, SEGS, ROWS, RUN, EVEN)
+    k = tl.load(x_ptr + (stage * stage_channels + cl).to(tl.int64) * hw, mask=valid, other=0.0)
+    x = tl.load(x_ptr + offs, mask=mask, other=0.0, eviction_policy="evict_last" if EVICT else "")
+    return x, k
+
+
+@triton.jit
+def _stage_read_ahead(x_ptr, slot_ptr, stage, n_stages, x_head, k_head, stage_channels, n_channels, hw,
+                      rows_per_channel, SEGS: tl.constexpr, ROWS: tl.constexpr, RUN: tl.constexpr,
+                      EVEN: tl.constexpr, EVICT: tl.constexpr):
+    """_stage_read with the share's first ROWS rows already in registers (x_head, k_head from _share_head): row
+    sums first (a row is one channel), then per channel the sum of its rows and of its remaining tiles."""
+    _, lo, hi = _stage_share(stage, stage_channels, n_channels, rows_per_channel)
+    first, end = _share_channels(lo, hi, rows_per_channel)
+    _, mask, row_cl, valid = _share_rows(stage, n_stages, lo, hi, stage_channels, n_channels, hw,
+                                         rows_per_channel, SEGS, ROWS, RUN, EVEN)
+    d = x_head.to(tl.float32) - k_head.to(tl.float32)[:, None]
+    if not EVEN:  # lanes past the plane's end (EVEN: only whole rows are off, dropped with their row sums)
+        d = tl.where(mask, d, 0.0)
+    s_row = tl.where(valid, tl.sum(d, axis=1), 0.0)
+    q_row = tl.where(valid, tl.sum(d * d, axis=1), 0.0)
+    for cl in range(first, end):
+        c = stage * stage_channels + cl
+        k = tl.load(x_ptr + tl.cast(c, tl.int64) * hw)
+        base = cl * rows_per_channel
+        r_end = tl.minimum(hi - base, rows_per_channel)
+        s = tl.sum(tl.where(row_cl == cl, s_row, 0.0), axis=0)
+        q = tl.sum(tl.where(row_cl == cl, q_row, 0.0), axis=0)
+        # rows past the head: loaded now
+        s_rest, q_rest = _shifted_sums(x_ptr, c, k, tl.maximum(lo + ROWS - base, 0), r_end, n_channels, hw, SEGS,
+                                       ROWS, RUN, EVEN, EVICT)
+        s += s_rest
+        q += q_rest
+        _publish_tagged(slot_ptr + c * tl.num_programs(0) + tl.program_id(0), s, q)
+
+
+@triton.jit
+def _stage_channel_stats(x_ptr, slot_ptr, c, cl, sc, n_batch, n_channels, hw, rows_per_channel, count, max_spin,
+                         GW: tl.constexpr):
+    """(mean, var) of channel c (local channel cl of a stage of sc): the words of the programs whose shares
+    meet it (a window of GW from the one holding its first row), polled until all are in; after max_spin
+    polls (a program not started, e.g. in the interpreter) read from x."""
+    n_programs = tl.num_programs(0)
+    total = tl.cast(rows_per_channel, tl.int64) * sc
+    row0 = tl.cast(cl, tl.int64) * rows_per_channel
+    g = (((row0 + 1) * n_programs + total - 1) // total - 1).to(tl.int32) + tl.arange(0, GW)
+    lo_g = g * total // n_programs
+    hi_g = (g + 1) * total // n_programs
+    meets = (g < n_programs) & (hi_g > lo_g) & (lo_g < row0 + rows_per_channel) & (hi_g > row0)
+    k = tl.load(x_ptr + tl.cast(c, tl.int64) * hw).to(tl.float32)  # issued before polling: not in its wake
+    ready, s_p, q_p = _poll_tagged(slot_ptr + c * n_programs + g, meets, max_spin)
+    if ready:
+        d = tl.sum(s_p, axis=0) / count
+        mean = k + d
+        var = tl.maximum(tl.sum(q_p, axis=0) / count - d * d, 0.0)
+    else:
+        n_c, mean, m2 = _channel_stats(x_ptr, c, n_batch, n_channels, hw, 1024)
+        var = m2 / n_c
+    return mean, var
+
+
+@triton.jit
+def _stage_apply(x_ptr, w_ptr, b_ptr, y_ptr, slot_ptr, run_mean_ptr, run_var_ptr, batches_ptr, stage,
+                 stage_channels, n_batch, n_channels, hw, rows_per_channel, count, eps, momentum, max_spin,
+                 SEGS: tl.constexpr, ROWS: tl.constexpr, RUN: tl.constexpr, GW: tl.constexpr, EVEN: tl.constexpr,
+                 EVICT: tl.constexpr, UPDATE_RUNNING: tl.constexpr, EARLY: tl.constexpr):
+    """y of this program's share of the stage, x re-read from L2 and y streamed out (evict_first), channel by
+    channel once its statistics are in; the program holding a channel's first row updates its running stats.
+    EARLY: a channel's first tile is re-read before polling (the L2 round trip overlaps the poll)."""
+    sc, lo, hi = _stage_share(stage, stage_channels, n_channels, rows_per_channel)
+    first, end = _share_channels(lo, hi, rows_per_channel)
+    for cl in range(first, end):
+        c = stage * stage_channels + cl
+        w = tl.load(w_ptr + c).to(tl.float32)  # before the poll (not after it)
+        b = tl.load(b_ptr + c).to(tl.float32)
+        base = cl * rows_per_channel
+        r_start = tl.maximum(lo - base, 0)
+        r_end = tl.minimum(hi - base, rows_per_channel)
+        if EARLY:
+            offs0, mask0 = _channel_tile(c, r_start, r_end, n_channels, hw, SEGS, ROWS, RUN, EVEN)
+            x0 = tl.load(x_ptr + offs0, mask=mask0, other=0.0, eviction_policy="evict_first" if EVICT else "")
+        mean, var = _stage_channel_stats(x_ptr, slot_ptr, c, cl, sc, n_batch, n_channels, hw, rows_per_channel,
+                                         count, max_spin, GW)
+        scale = tl.rsqrt(var + eps) * w
+        shift = b - mean * scale
+        if UPDATE_RUNNING:  # noqa: SIM102 - a constexpr branch around a runtime one
+            if lo <= base:
+                _update_running(run_mean_ptr, run_var_ptr, batches_ptr, c, count, mean, var * count, momentum)
+        if EARLY:
+            tl.store(y_ptr + offs0, (x0.to(tl.float32) * scale + shift).to(y_ptr.dtype.element_ty), mask=mask0,
+                     eviction_policy="evict_first" if EVICT else "")
+            r_start += ROWS
+        for r0 in range(r_start, r_end, ROWS):
+            offs, mask = _channel_tile(c, r0, r_end, n_channels, hw, SEGS, ROWS, RUN, EVEN)
+            x = tl.load(x_ptr + offs, mask=mask, other=0.0, eviction_policy="evict_first" if EVICT else "")
+            tl.store(y_ptr + offs, (x.to(tl.float32) * scale + shift).to(y_ptr.dtype.element_ty), mask=mask,
+                     eviction_policy="evict_first" if EVICT else "")
+
+
+@triton.jit
+def _batchnorm_staged_kernel(
+    x_ptr, w_ptr, b_ptr, y_ptr, slot_ptr, run_mean_ptr, run_var_ptr, batches_ptr,
+    n_batch, n_channels, hw, n_stages, stage_channels, rows_per_channel, count, eps, momentum, max_spin,
+    SEGS: tl.constexpr, ROWS: tl.constexpr, RUN: tl.constexpr, GW: tl.constexpr, LAG: tl.constexpr,
+    EVEN: tl.constexpr, EVICT: tl.constexpr, UPDATE_RUNNING: tl.constexpr, PREFETCH: tl.constexpr,
+):
+    if PREFETCH > 0:
+        x_head, k_head = _share_head(x_ptr, 0, n_stages, stage_channels, n_channels, hw, rows_per_channel, SEGS,
+                                     ROWS, RUN, EVEN, EVICT)
+    for step in range(n_stages + LAG):
+        if step < n_stages:
+            if PREFETCH > 0:
+                _stage_read_ahead(x_ptr, slot_ptr, step, n_stages, x_head, k_head, stage_channels, n_channels, hw,
+                                  rows_per_channel, SEGS, ROWS, RUN, EVEN, EVICT)
+            else:
+                _stage_read(x_ptr, slot_ptr, step, stage_channels, n_channels, hw, rows_per_channel, SEGS, ROWS,
+                            RUN, EVEN, EVICT)
+        if PREFETCH > 0:  # the next stage's head is in flight from DRAM while this program polls and applies
+            x_head, k_head = _share_head(x_ptr, step + 1, n_stages, stage_channels, n_channels, hw,
+                                         rows_per_channel, SEGS, ROWS, RUN, EVEN, EVICT)
+        if step >= LAG:  # the stage read LAG steps ago (still in L2); its words are long in, so rarely a poll
+            _stage_apply(x_ptr, w_ptr, b_ptr, y_ptr, slot_ptr, run_mean_ptr, run_var_ptr, batches_ptr, step - LAG,
+                         stage_channels, n_batch, n_channels, hw, rows_per_channel, count, eps, momentum, max_spin,
+                         SEGS, ROWS, RUN, GW, EVEN, EVICT, UPDATE_RUNNING, PREFETCH == 2)
 
 
 def _num_sms(device: torch.device) -> int:
@@ -360,12 +620,19 @@ def _coop_launch(n_tasks_per_unit: int, n_units: int, num_warps: int, programs_p
     (64K registers per SM), so all programs of a round run at once (a peer that never starts would make
     the others poll out). Rounds are evened out so the last one is not a sliver.
     """
-    per_sm = max(1, min(programs_per_sm, 64 // num_warps, 32))
+    per_sm, maxnreg = _resident(num_warps, programs_per_sm)
     per_round = max(1, _num_sms(device) * per_sm // n_tasks_per_unit)
     rounds = triton.cdiv(n_units, per_round)
     grid = (triton.cdiv(n_units, rounds) * n_tasks_per_unit,)
+    return grid, maxnreg
+
+
+def _resident(num_warps: int, programs_per_sm: int) -> tuple:
+    """(programs per SM, maxnreg) that really fit on an SM at once: at most 64 warps and 32 programs, and
+    registers capped so that many fit in 64K."""
+    per_sm = max(1, min(programs_per_sm, 64 // num_warps, 32))
     regs = 65536 // (per_sm * num_warps * 32)
-    return grid, (255 if regs > 255 else regs // 8 * 8)
+    return per_sm, (255 if regs > 255 else regs // 8 * 8)
 
 
 def _batch_norm_coop(x, weight, bias, running_mean, running_var, num_batches_tracked, momentum, eps):
@@ -401,6 +668,36 @@ def _batch_norm_coop(x, weight, bias, running_mean, running_var, num_batches_tra
     return y
 
 
+def _batch_norm_staged(x, weight, bias, running_mean, running_var, num_batches_tracked, momentum, eps):
+    n, c = x.shape[0], x.shape[1]
+    hw = x.numel() // (n * c)
+    t = TUNABLES
+    most = max(1, min(c, t["STAGE_BYTES"] // (n * hw * x.element_size())))
+    n_stages = triton.cdiv(c, most)
+    sc = triton.cdiv(c, n_stages)  # the stages evened out
+    run = _run_length(hw, min(t["STAGE_TILE"], t["STAGE_RUN"]))
+    segs = triton.cdiv(hw, run)
+    if n * sc * segs >= 2**31:
+        raise ValueError(f"batchnorm staged: {n * sc * segs} rows in a stage do not fit int32 row indices")
+    per_sm, maxnreg = _resident(t["num_warps_staged"], t["STAGE_PROGRAMS_PER_SM"])
+    n_programs = _num_sms(x.device) * per_sm
+    # per channel, one (shifted sum, sum of squares) word per program, -1 (not in yet) until published
+    slots = torch.full((c * n_programs,), -1, dtype=torch.int64, device=x.device)
+    # programs meeting one channel: at most cdiv(programs, channels of the stage) + 2 (the last stage the smallest)
+    window = triton.next_power_of_2(triton.cdiv(n_programs, c - (n_stages - 1) * sc) + 2)
+    y = torch.empty_like(x)
+    update = running_mean is not None and running_var is not None
+    _batchnorm_staged_kernel[(n_programs,)](
+        x, weight, bias, y, slots,
+        running_mean if update else slots, running_var if update else slots, num_batches_tracked if update else slots,
+        n, c, hw, n_stages, sc, n * segs, float(n * hw), eps, momentum, _MAX_SPIN_GPU if x.is_cuda else 0,
+        SEGS=segs, ROWS=t["STAGE_TILE"] // run, RUN=run, GW=window, LAG=t["STAGE_LAG"], EVEN=hw % run == 0,
+        EVICT=t["STAGE_EVICT"], UPDATE_RUNNING=update, PREFETCH=t["STAGE_PREFETCH"], num_warps=t["num_warps_staged"],
+        maxnreg=maxnreg,
+    )
+    return y
+
+
 def batch_norm_train(x, weight, bias, running_mean, running_var, num_batches_tracked, momentum: float,
                      eps: float):
     if x.dim() < 2:
@@ -411,10 +708,16 @@ def batch_norm_train(x, weight, bias, running_mean, running_var, num_batches_tra
     if n * hw < 2:
         raise ValueError(f"batch norm in training needs more than one value per channel, got {tuple(x.shape)}")
     t = TUNABLES
-    if t["STRATEGY"] == "coop":
+    strategy = t["STRATEGY"]
+    if strategy == "auto":
+        strategy = "staged" if x.element_size() == 2 and x.numel() * 2 > _AUTO_STAGED_MIN_BYTES else "two_kernel"
+    if strategy == "coop":
         return _batch_norm_coop(x, weight, bias, running_mean, running_var, num_batches_tracked, momentum, eps)
-    if t["STRATEGY"] != "two_kernel":
-        raise ValueError(f"batchnorm: TUNABLES['STRATEGY'] = {t['STRATEGY']!r}, expected 'coop' or 'two_kernel'")
+    if strategy == "staged":
+        return _batch_norm_staged(x, weight, bias, running_mean, running_var, num_batches_tracked, momentum, eps)
+    if strategy != "two_kernel":
+        raise ValueError(f"batchnorm: TUNABLES['STRATEGY'] = {t['STRATEGY']!r}, expected 'auto', 'two_kernel', "
+                         "'coop' or 'staged'")
     split = t["SPLIT"]
     parts = torch.empty((3, c * split), dtype=torch.float32, device=x.device)
     _batchnorm_stats_kernel[(c * split,)](

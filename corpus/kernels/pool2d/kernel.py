@@ -9,8 +9,9 @@ L1/L2, so a program covers a BLOCK_H x BLOCK_W patch of one (n, c) plane. The wi
 (kernel sizes are constexpr); padding reads count as -inf (max) or 0 (avg, divisor kernel_size**2 as in
 PyTorch's default count_include_pad=True). Accumulation is in fp32.
 
-Three layouts (TUNABLES["LAYOUT"]):
-- "flat" (default): the N*C*OH*OW outputs are one 1-D range, XBLOCK per program (thousands of programs
+Layouts (TUNABLES["LAYOUT"], default "rows"; TUNABLES["LAYOUT_STRIDE1"], default "groups", for windows of
+stride 1 along W):
+- "flat": the N*C*OH*OW outputs are one 1-D range, XBLOCK per program (thousands of programs
   for any plane size, no partial tiles but the last). Plane sizes are constexprs, so the per-element
   div/mod that recovers (plane, oh, ow) compiles to multiply-shift. With PAIR and stride 2 along W, the
   window's columns are loaded as aligned (even, odd) pairs, a 2-element vector load split in registers,
@@ -38,6 +39,19 @@ Three layouts (TUNABLES["LAYOUT"]):
   thread a row). SASS (sm_90, triton 3.6)
   per output, ROWS 8: avgpool k3s1p1 bf16 ~12 (rows/gather: 30), avgpool k2s2 fp32 ~11 (30), maxpool
   k3s2p1 bf16 ~22 (30), fp32 ~25 (34).
+- "groups" (stride 1 or 2 along W, window columns within -1 .. SW of the output's own, KH <= 4; else
+  "rows"): one thread per (strip, group), a group being V adjacent input columns (one 16-byte vector;
+  GROUP_V 4: 4 columns) and its V / SW outputs; items are numbered (plane, strip, group) with the groups
+  of a row counted exactly (56 = 7 x 8 bf16), so no lane pads a row to a power of 2. Each thread walks its
+  strip's input rows as SHARE_ROWS does (each row loaded once, folded along W once, output row r = fold of
+  the last KH folded rows), with AHEAD rows' loads in flight. The shifted window columns need no tl.gather
+  (no shared memory, no barriers): the vector splits into even and odd columns in registers and the column
+  left (right) of the group is a scalar load of the neighbour's vector (an L1 hit), shifted in by
+  split/join. WORDS (bf16, even W): rows load as 32-bit words, each half unpacked to fp32 by one shift or
+  mask (an extract + shift otherwise). GROUPS items a program; PERSIST caps the grid at PERSIST programs
+  an SM looping over the blocks. SASS (sm_90, triton 3.6) per output: avgpool k3s1p1 bf16 9.4 (ROWS 8,
+  WORDS; 7.4 ROWS 56; shared rows/gather: 14 plus 39 barriers a thread), avgpool k2s2 fp32 11.5 (rows:
+  34 per real output), maxpool k3s2p1 bf16 17.8 (34), fp32 18.5 (39).
 - "tile": the original layout, one program per BLOCK_H x BLOCK_W tile of one (n, c) plane.
 """
 
@@ -47,12 +61,17 @@ import triton.language as tl
 from torch import nn
 
 TUNABLES = {
-    "LAYOUT": "rows",  # "flat": 1-D over all outputs; "rows": whole output rows; "tile": BLOCK_H x BLOCK_W tiles
+    "LAYOUT": "rows",  # "flat": 1-D over all outputs; "rows": whole output rows; "groups": a column group a
+    # thread walking a strip of rows; "tile": BLOCK_H x BLOCK_W tiles
+    # the layout for windows of stride 1 along W ("" = LAYOUT): avgpool k3s1p1 bf16 0.0440 -> 0.0342 ms with
+    # groups (GROUP_V 4, WORDS 1), benchmarks/results/sweep-20261130T165611Z.json
+    "LAYOUT_STRIDE1": "groups",
     "XBLOCK": 1024,  # flat: outputs per program
     "PAIR": 1,  # flat, stride 2 along W: load window columns as aligned (even, odd) pairs
     "VEC": 1,  # flat, stride 2 along W: 2 or 4 = each thread's V adjacent outputs from one aligned 2V-wide load
     "num_warps_flat": 8,
-    "ROWS": 8,  # rows: output rows per program (capped at 64 loaded values a thread per window row)
+    "ROWS": 8,  # rows: output rows per program (capped at 64 loaded values a thread per window row); with
+    # SHARE_ROWS and in groups: output rows a strip
     "TAPS": "gather",  # rows: shifted window columns by "gather" (tl.gather), "load" (own loads) or "direct"
     "num_warps_rows": 4,
     # rows: a program walks ROWS output rows of one plane, loading each input row once; "stride1": only for
@@ -60,6 +79,12 @@ TUNABLES = {
     # sweep-20261130T155022Z.json)
     "SHARE_ROWS": "stride1",
     "STRIPS": 8,  # rows with SHARE_ROWS: strips (ROWS-row runs of a plane) per program; 0 = one 16-byte load a thread
+    "GROUP_V": 4,  # groups: input columns a thread loads a row: 0 = one 16-byte vector, 4 = 4 columns
+    "GROUPS": 128,  # groups: (strip, column group) items a block, a power of 2
+    "AHEAD": 4,  # groups: input rows whose loads are in flight (1 .. 4)
+    "PERSIST": 0,  # groups: at most PERSIST programs an SM, each looping over blocks (0: one block a program)
+    "WORDS": 1,  # groups, bf16: load 32-bit words, unpacking each half by one shift or mask
+    "num_warps_groups": 4,
     "BLOCK_H": 8,  # tile: output rows per program
     "BLOCK_W": 64,  # tile: output columns per program
     "num_warps": 4,  # tile
@@ -252,6 +277,22 @@ def _max_or_sum(acc, v, IS_MAX: tl.constexpr):
         acc = tl.maximum(acc, v, propagate_nan=tl.PropagateNan.ALL)
     else:
         acc += v
+    return acc
+
+
+@triton.jit
+def _window_out(h, p1, p2, p3, KH: tl.constexpr, KW: tl.constexpr, IS_MAX: tl.constexpr):
+    # an output row from the newest folded input row h and the KH - 1 before it: their max, or the mean over
+    # the KH x KW window (the padding counts in the divisor)
+    acc = h
+    if KH > 1:
+        acc = _max_or_sum(acc, p1, IS_MAX)
+    if KH > 2:
+        acc = _max_or_sum(acc, p2, IS_MAX)
+    if KH > 3:
+        acc = _max_or_sum(acc, p3, IS_MAX)
+    if not IS_MAX:
+        acc = acc * (1.0 / (KH * KW))
     return acc
 
 
@@ -465,19 +506,179 @@ def _pool2d_shared_rows_kernel(
             h = _row_fold_load(in_ptr + ih * W, strip_ok & (ih >= 0) & (ih < H), ow, W, KW, SW, PW, IS_MAX)
         if t >= KH - 1 and (t - KH + 1) % SH == 0:
             r = (t - KH + 1) // SH
-            acc = h
-            if KH > 1:
-                acc = _max_or_sum(acc, p1, IS_MAX)
-            if KH > 2:
-                acc = _max_or_sum(acc, p2, IS_MAX)
-            if KH > 3:
-                acc = _max_or_sum(acc, p3, IS_MAX)
-            if not IS_MAX:
-                acc = acc * (1.0 / (KH * KW))
+            acc = _window_out(h, p1, p2, p3, KH, KW, IS_MAX)
             tl.store(out_ptr + r * OW, acc.to(y_ptr.dtype.element_ty), mask=out_ok & (oh0 + r < OH))
         p3 = p2
         p2 = p1
         p1 = h
+
+
+@triton.jit
+def _group_row(row_ptr, u0, ok, RW: tl.constexpr, L: tl.constexpr, NEED_L: tl.constexpr, NEED_R: tl.constexpr,
+               IS_MAX: tl.constexpr, WORDS: tl.constexpr):
+    # One input row of each group: units u0 .. u0 + L - 1 of the row (one vector load a thread; a unit is a
+    # column, or with WORDS a 32-bit word of 2 bf16 columns; RW units a row) and, where the window reaches
+    # them, the units left and right of the group (scalar loads of the neighbours' vectors: L1 hits).
+    # Raw values (2 bf16 a register) until folded; padding reads -inf (max) or 0 (avg).
+    if WORDS:
+        fill: tl.constexpr = -8323200 if IS_MAX else 0  # 0xFF80FF80: two bf16 -inf
+    else:
+        fill: tl.constexpr = float("-inf") if IS_MAX else 0.0
+    units = u0[:, None] + tl.arange(0, L)[None, :]
+    a = tl.load(row_ptr[:, None] + tl.arange(0, L)[None, :], mask=ok[:, None] & (units < RW), other=fill)
+    hl = tl.full(u0.shape, fill, dtype=a.dtype)
+    hr = hl
+    if NEED_L:
+        hl = tl.load(row_ptr - 1, mask=ok & (u0 >= 1), other=fill)
+    if NEED_R:
+        hr = tl.load(row_ptr + L, mask=ok & (u0 + L < RW), other=fill)
+    return a, hl, hr
+
+
+@triton.jit
+def _strip_row(in_ptr, ih0, k: tl.constexpr, u0, ok, H: tl.constexpr, RW: tl.constexpr, L: tl.constexpr,
+               NEED_L: tl.constexpr, NEED_R: tl.constexpr, IS_MAX: tl.constexpr, WORDS: tl.constexpr):
+    # input row ih0 + k of each strip (rows outside the plane are padding)
+    row_ok = ok & (ih0 + k >= 0) & (ih0 + k < H)
+    return _group_row(in_ptr + k * RW, u0, row_ok, RW, L, NEED_L, NEED_R, IS_MAX, WORDS)
+
+
+@triton.jit
+def _bf16_words(w, HIGH: tl.constexpr):
+    # the bf16 in the low or high half of 32-bit words, as fp32: one shift or mask (no extract + shift)
+    if HIGH:
+        return (w & -65536).to(tl.float32, bitcast=True)
+    return (w << 16).to(tl.float32, bitcast=True)
+
+
+@triton.jit
+def _group_taps(e, o, o_right, e_left, P: tl.constexpr, KW: tl.constexpr, PW: tl.constexpr, IS_MAX: tl.constexpr):
+    # Outputs of column parity P read input columns 2j + s, s = P - PW .. P - PW + KW - 1 (within -1 .. 2,
+    # always holding 0 or 1). The in-group taps s = 0, 1 fold first: for KW 3 at stride 1 both parities
+    # then share e + o.
+    if P - PW <= 0:
+        acc = e
+        if P - PW + KW - 1 >= 1:
+            acc = _max_or_sum(acc, o, IS_MAX)
+    else:
+        acc = o
+    if P - PW <= -1:
+        acc = _max_or_sum(acc, o_right, IS_MAX)
+    if P - PW + KW - 1 >= 2:
+        acc = _max_or_sum(acc, e_left, IS_MAX)
+    return acc
+
+
+@triton.jit
+def _group_fold(a, hl, hr, N: tl.constexpr, V: tl.constexpr, SW: tl.constexpr, KW: tl.constexpr,
+                PW: tl.constexpr, NEED_L: tl.constexpr, NEED_R: tl.constexpr, IS_MAX: tl.constexpr,
+                WORDS: tl.constexpr):
+    # The KW-column window fold of one input row for each group's outputs, fp32, in registers: the V
+    # columns split into even e and odd o ((N, V/2) each); s = -1 is o shifted right with the left halo
+    # in, s = 2 is e shifted left with the right halo in (split/join: register renames).
+    # SW = 1: both output parities, interleaved back to (N, V); SW = 2: parity 0 only, (N, V/2).
+    if WORDS:  # a: (N, V/2) words, even columns in the low halves; hl's column is a high half, hr's low
+        e = _bf16_words(a, False)
+        o = _bf16_words(a, True)
+        hl = _bf16_words(hl, True)
+        hr = _bf16_words(hr, False)
+    else:
+        e, o = tl.split(tl.reshape(a.to(tl.float32), (N, V // 2, 2)))
+        hl = hl.to(tl.float32)
+        hr = hr.to(tl.float32)
+    o_right = o
+    e_left = e
+    if NEED_L:
+        o_right = _shift_in(o, hl, N, V // 2, True)
+    if NEED_R:
+        e_left = _shift_in(e, hr, N, V // 2, False)
+    h = _group_taps(e, o, o_right, e_left, 0, KW, PW, IS_MAX)
+    if SW == 1:
+        h = tl.reshape(tl.join(h, _group_taps(e, o, o_right, e_left, 1, KW, PW, IS_MAX)), (N, V))
+    return h
+
+
+@triton.jit
+def _pool2d_groups_kernel(
+    x_ptr, y_ptr, items_total, blocks_total,
+    H: tl.constexpr, W: tl.constexpr, OH: tl.constexpr, OW: tl.constexpr,
+    KH: tl.constexpr, KW: tl.constexpr, SH: tl.constexpr, SW: tl.constexpr, PH: tl.constexpr,
+    PW: tl.constexpr, IS_MAX: tl.constexpr, ROWS: tl.constexpr, V: tl.constexpr, N: tl.constexpr,
+    AHEAD: tl.constexpr, WORDS: tl.constexpr, INT64: tl.constexpr,
+):
+    # Item = (strip, group): V adjacent input columns (V / SW outputs) of a strip of ROWS output rows of one
+    # plane; item index = (plane * NB + b) * G + g, so a warp's loads are whole row segments and no lane
+    # pads a row to a power of 2. Each thread walks its strip's (ROWS-1)*SH + KH input rows top to bottom
+    # as the SHARE_ROWS kernel does (each row loaded and folded along W once, output row r = fold of the
+    # last KH folded rows, carried in p1 .. p3; KH <= 4), AHEAD rows' loads in flight (no barriers: the
+    # shifted columns come from halo loads, not tl.gather). Programs loop over blocks of N items
+    # (a persistent grid when the launcher caps the programs).
+    G: tl.constexpr = (OW + V // SW - 1) // (V // SW)  # groups an output row
+    NB: tl.constexpr = (OH + ROWS - 1) // ROWS  # strips a plane
+    NT: tl.constexpr = (ROWS - 1) * SH + KH
+    NEED_L: tl.constexpr = PW >= 1
+    NEED_R: tl.constexpr = KW - PW - 1 + (2 - SW) >= 2
+    if WORDS:  # loads count 32-bit words: 2 columns a unit
+        CU: tl.constexpr = 2
+        xu_ptr = x_ptr.to(tl.pointer_type(tl.int32))
+    else:
+        CU: tl.constexpr = 1
+        xu_ptr = x_ptr
+    RW: tl.constexpr = W // CU  # units a row
+    L: tl.constexpr = V // CU  # units a group
+    out_lanes = tl.arange(0, V // SW)
+    for blk in tl.range(tl.program_id(0), blocks_total, tl.num_programs(0)):
+        if INT64:
+            it = blk.to(tl.int64) * N + tl.arange(0, N)
+        else:
+            it = blk * N + tl.arange(0, N)
+        ok = it < items_total
+        q = it // G  # constexpr divisors: multiply-shift
+        c0 = (it % G) * V
+        plane = q // NB
+        oh0 = (q % NB) * ROWS
+        ih0 = oh0 * SH - PH
+        u0 = c0 // CU
+        in_ptr = xu_ptr + plane * (H * RW) + ih0 * RW + u0
+        ow = (c0 // SW)[:, None] + out_lanes[None, :]
+        out_ptr = y_ptr + (plane * (OH * OW) + oh0 * OW)[:, None] + ow
+        out_ok = ok[:, None] & (ow < OW)
+        p1 = tl.zeros((N, V // SW), dtype=tl.float32)  # read only once set: output row r needs rows >= r*SH
+        p2 = p1
+        p3 = p1
+        for t in tl.static_range(NT):
+            if t == 0:  # rows 0 .. AHEAD - 2 into slots 0 .. AHEAD - 2 (the spare slots hold copies)
+                s0 = _strip_row(in_ptr, ih0, 0, u0, ok, H, RW, L, NEED_L, NEED_R, IS_MAX, WORDS)
+                s1 = s0
+                s2 = s0
+                s3 = s0
+                if AHEAD > 2 and NT > 1:
+                    s1 = _strip_row(in_ptr, ih0, 1, u0, ok, H, RW, L, NEED_L, NEED_R, IS_MAX, WORDS)
+                if AHEAD > 3 and NT > 2:
+                    s2 = _strip_row(in_ptr, ih0, 2, u0, ok, H, RW, L, NEED_L, NEED_R, IS_MAX, WORDS)
+            if t + AHEAD - 1 < NT and (t > 0 or AHEAD > 1):  # row t + AHEAD - 1 into slot AHEAD - 1
+                nxt = _strip_row(in_ptr, ih0, t + AHEAD - 1, u0, ok, H, RW, L, NEED_L, NEED_R, IS_MAX,
+                                 WORDS)
+                if AHEAD == 1:
+                    s0 = nxt
+                elif AHEAD == 2:
+                    s1 = nxt
+                elif AHEAD == 3:
+                    s2 = nxt
+                else:
+                    s3 = nxt
+            a, hl, hr = s0
+            h = _group_fold(a, hl, hr, N, V, SW, KW, PW, NEED_L, NEED_R, IS_MAX, WORDS)
+            s0 = s1
+            s1 = s2
+            s2 = s3
+            if t >= KH - 1 and (t - KH + 1) % SH == 0:
+                r = (t - KH + 1) // SH
+                acc = _window_out(h, p1, p2, p3, KH, KW, IS_MAX)
+                tl.store(out_ptr + r * OW, acc.to(y_ptr.dtype.element_ty), mask=out_ok & (oh0 + r < OH)[:, None])
+            p3 = p2
+            p2 = p1
+            p1 = h
 
 
 def _pair(v: int | tuple[int, int]) -> tuple[int, int]:
@@ -527,6 +728,45 @@ def _launch_shared_rows(x: torch.Tensor, y: torch.Tensor, is_max: bool, k: tuple
     )
 
 
+def _num_sms(device: torch.device) -> int:
+    if device.type == "cuda":
+        return torch.cuda.get_device_properties(device).multi_processor_count
+    return 4  # the CPU interpreter: a small grid
+
+
+def _group_cols(x: torch.Tensor, k: tuple, s: tuple, p: tuple) -> int:
+    """LAYOUT groups: input columns a thread loads a row (one 16-byte vector, or 4 with GROUP_V 4), or 0
+    where the layout does not apply: stride 1 or 2 along W, window columns within -1 .. SW of the output's
+    own (PW <= 1), KH <= 4 (carried rows), V in (4, 8) (the register shifts of _shift_in). Wider groups
+    (two vectors a row) made triton move the split through shared memory."""
+    v = 4 if TUNABLES["GROUP_V"] == 4 else 16 // x.element_size()
+    fits = s[1] in (1, 2) and p[1] <= 1 and k[1] - p[1] - 1 <= s[1] and k[0] <= 4 and v in (4, 8)
+    return v if fits else 0
+
+
+def _launch_groups(x: torch.Tensor, y: torch.Tensor, is_max: bool, k: tuple, s: tuple, p: tuple, v: int) -> None:
+    """LAYOUT groups: one thread a (strip, V-column group); GROUPS items a block, blocks looped over a grid
+    of at most PERSIST programs an SM (0: one block a program)."""
+    t = TUNABLES
+    n, c, h, w = x.shape
+    oh, ow = y.shape[2:]
+    rows = max(1, min(t["ROWS"], oh))  # a loop count: any value
+    items = n * c * triton.cdiv(oh, rows) * triton.cdiv(ow, v // s[1])
+    block = max(1, min(t["GROUPS"], triton.next_power_of_2(items)))
+    blocks = triton.cdiv(items, block)
+    programs = min(blocks, t["PERSIST"] * _num_sms(x.device)) if t["PERSIST"] else blocks
+    # masked items of the last block reach one plane (plus a row segment) past each tensor's end
+    int64 = max(x.numel(), y.numel()) + (block + 2) * max(h * w, oh * ow) >= 2**31
+    # bf16 as 32-bit words: every row starts on a word (even W, word-aligned tensor)
+    words = bool(t["WORDS"]) and x.dtype == torch.bfloat16 and w % 2 == 0 and x.data_ptr() % 4 == 0
+    _pool2d_groups_kernel[(programs,)](
+        x, y, items, blocks,
+        H=h, W=w, OH=oh, OW=ow, KH=k[0], KW=k[1], SH=s[0], SW=s[1], PH=p[0], PW=p[1], IS_MAX=is_max,
+        ROWS=rows, V=v, N=block, AHEAD=t["AHEAD"], WORDS=words, INT64=int64, num_warps=t["num_warps_groups"],
+        num_stages=1,
+    )
+
+
 def pool2d(x: torch.Tensor, kind: str, kernel_size, stride=None, padding=0) -> torch.Tensor:
     """Max or average pooling of x (N, C, H, W); floor mode, avg counts padding in the divisor."""
     if kind not in ("max", "avg"):
@@ -545,11 +785,12 @@ def pool2d(x: torch.Tensor, kind: str, kernel_size, stride=None, padding=0) -> t
     if y.numel() == 0:
         return y
     t = TUNABLES
+    layout = (t.get("LAYOUT_STRIDE1") or t["LAYOUT"]) if sw == 1 else t["LAYOUT"]
     vec = int(t.get("VEC", 1))
     if vec not in (1, 2, 4):
         raise ValueError(f"pool2d: TUNABLES['VEC'] is {vec}, not 1, 2 or 4")
     # VEC path: stride 2 along W and every window column within one pair of the output's own pair
-    if t["LAYOUT"] == "flat" and vec > 1 and sw == 2 and pw <= 2 and kw - 1 - pw <= 3:
+    if layout == "flat" and vec > 1 and sw == 2 and pw <= 2 and kw - 1 - pw <= 3:
         x = x.contiguous()
         gw = triton.cdiv(ow, vec)
         groups = n * c * oh * gw
@@ -561,7 +802,12 @@ def pool2d(x: torch.Tensor, kind: str, kernel_size, stride=None, padding=0) -> t
             num_warps=t["num_warps_flat"],
         )
         return y
-    if t["LAYOUT"] == "rows":
+    if layout == "groups":
+        v = _group_cols(x, (kh, kw), (sh, sw), (ph, pw))
+        if v:
+            _launch_groups(x.contiguous(), y, kind == "max", (kh, kw), (sh, sw), (ph, pw), v)
+            return y
+    if layout in ("rows", "groups"):  # groups falls back to rows where it does not apply
         if t["TAPS"] not in ("gather", "load", "direct"):
             raise ValueError(f"pool2d: TUNABLES['TAPS'] is {t['TAPS']!r}, not 'gather', 'load' or 'direct'")
         owp = _rows_owp(ow, kw, sw, pw)
@@ -575,7 +821,7 @@ def pool2d(x: torch.Tensor, kind: str, kernel_size, stride=None, padding=0) -> t
         if sw in (1, 2) and sw * owp <= span_cap:
             _launch_rows(x.contiguous(), y, kind == "max", (kh, kw), (sh, sw), (ph, pw), owp, span_cap)
             return y
-    if t["LAYOUT"] in ("flat", "rows"):  # rows falls back to flat (stride > 2 along W, or very wide rows)
+    if layout in ("flat", "rows", "groups"):  # rows falls back to flat (stride > 2 along W, or very wide rows)
         x = x.contiguous()
         pair = bool(t["PAIR"]) and sw == 2
         xblock = min(t["XBLOCK"], triton.next_power_of_2(y.numel()))
@@ -586,8 +832,8 @@ def pool2d(x: torch.Tensor, kind: str, kernel_size, stride=None, padding=0) -> t
             INT64=x.numel() + xblock >= 2**31, num_warps=t["num_warps_flat"],
         )
         return y
-    if t["LAYOUT"] != "tile":
-        raise ValueError(f"pool2d: TUNABLES['LAYOUT'] is {t['LAYOUT']!r}, not 'flat', 'rows' or 'tile'")
+    if layout != "tile":
+        raise ValueError(f"pool2d: TUNABLES['LAYOUT'] is {t['LAYOUT']!r}, not 'flat', 'rows', 'groups' or 'tile'")
     bh, bw = TUNABLES["BLOCK_H"], TUNABLES["BLOCK_W"]
     grid = (n * c, triton.cdiv(oh, bh) * triton.cdiv(ow, bw))
     _pool2d_kernel[grid](

@@ -76,3 +76,18 @@ def test_launcher_names_bad_inputs():
         kernel.attention(q, torch.randn(1, 2, 9, 16), q)
     with pytest.raises(ValueError, match="head_dim 24"):
         kernel.attention(*(torch.randn(1, 1, 8, 24) for _ in range(3)))
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_wide_heads_take_their_own_key_block(causal: bool):
+    # head_dim >= 128 streams keys in BLOCK_N_D128 blocks: 80 keys in 32-key blocks leave a masked tail
+    kernel = import_file(FAMILY / "kernel.py", "test_attention_kernel_d128")
+    kernel.TUNABLES.update({"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_N_D128": 32, "TMA": False})
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(1, 1, 80, 128) for _ in range(3))
+    expected = torch.nn.functional.scaled_dot_product_attention(q.double(), k.double(), v.double(), is_causal=causal)
+    torch.testing.assert_close(kernel.attention(q, k, v, causal).double(), expected, atol=1e-4, rtol=1e-4)
+    kernel.TUNABLES["BLOCK_N_D128"] = 128  # not a divisor of BLOCK_M: refused for d128, d64 unaffected
+    with pytest.raises(ValueError, match="multiple of the key block 128"):
+        kernel.attention(q, k, v, causal)
+    kernel.attention(*(t[..., :64].contiguous() for t in (q, k, v)), causal)

@@ -4,7 +4,8 @@ Usage: .venv/bin/python -m pytest -x -q tests/corpus/kernels/test_batchnorm.py
 
 Each spec is evaluated as a copy with SIZE = "tiny" on every variant (the Triton interpreter runs ~1 ms
 per program). Also: running statistics and num_batches_tracked follow nn.BatchNorm2d in training
-(default and coop paths, each COOP_SYNC: the last arriver updates them).
+(default, coop paths with each COOP_SYNC, and staged with and without STAGE_PREFETCH: the program holding a
+channel's first row updates it).
 """
 
 from __future__ import annotations
@@ -41,7 +42,17 @@ def kernel():
     {"STRATEGY": "coop", "COOP_SYNC": "tagged", "COOP_PREFETCH": 2, "COOP_CHUNK": 256, "num_warps_coop": 4},
     {"STRATEGY": "coop", "COOP_SYNC": "last", "COOP_PREFETCH": 1, "COOP_CHUNK": 128, "num_warps_coop": 4},
     {"STRATEGY": "coop", "COOP_SYNC": "last", "COOP_PREFETCH": 2, "COOP_CHUNK": 512, "num_warps_coop": 4},
-], ids=["default", "coop_prefetch", "coop_tagged_prefetch_early", "coop_last_prefetch", "coop_last_one_chunk"])
+    {"STRATEGY": "staged", "STAGE_BYTES": 4096, "STAGE_TILE": 256, "STAGE_RUN": 64, "num_warps_staged": 4},
+    {"STRATEGY": "staged", "STAGE_BYTES": 2048, "STAGE_LAG": 2, "STAGE_TILE": 512, "STAGE_RUN": 64,
+     "STAGE_PROGRAMS_PER_SM": 4, "num_warps_staged": 2},
+    {"STRATEGY": "staged", "STAGE_BYTES": 2097152, "STAGE_TILE": 128, "STAGE_RUN": 64, "num_warps_staged": 4},
+    {"STRATEGY": "staged", "STAGE_PREFETCH": 1, "STAGE_BYTES": 4096, "STAGE_TILE": 256, "STAGE_RUN": 64,
+     "num_warps_staged": 4},
+    {"STRATEGY": "staged", "STAGE_PREFETCH": 2, "STAGE_BYTES": 2097152, "STAGE_TILE": 1024, "STAGE_RUN": 64,
+     "STAGE_LAG": 2, "num_warps_staged": 4},
+], ids=["default", "coop_prefetch", "coop_tagged_prefetch_early", "coop_last_prefetch", "coop_last_one_chunk",
+        "staged_partial_last_stage", "staged_lag2_many_programs", "staged_shares_span_channels",
+        "staged_prefetch_partial_last_stage", "staged_prefetch_early_heads_span_channels"])
 def test_running_stats_follow_batchnorm2d(overrides: dict, monkeypatch):
     """9x7 planes: the coop chunks cut planes (runs of 64, 63 valid) and the last chunk is partial."""
     k = kernel()
@@ -63,3 +74,32 @@ def test_running_stats_follow_batchnorm2d(overrides: dict, monkeypatch):
     torch.testing.assert_close(new.running_var, ref.running_var, atol=1e-6, rtol=1e-5)
     assert int(new.num_batches_tracked) == int(ref.num_batches_tracked) == 2
 
+
+
+class _Taken(Exception):
+    """Raised by a stand-in for a strategy's first launch: the strategy is named, nothing runs."""
+
+
+@pytest.mark.parametrize(("dtype", "min_bytes", "expected"), [
+    (torch.bfloat16, 1024, "staged"),  # 16-bit and larger than the threshold
+    (torch.bfloat16, 1 << 26, "two_kernel"),  # 16-bit but L2-sized
+    (torch.float32, 1024, "two_kernel"),  # fp32 stays on two_kernel
+])
+def test_auto_strategy_picks_by_dtype_and_size(dtype, min_bytes, expected, monkeypatch):
+    k = kernel()
+    monkeypatch.setitem(k.TUNABLES, "STRATEGY", "auto")
+    monkeypatch.setattr(k, "_AUTO_STAGED_MIN_BYTES", min_bytes)
+
+    def staged(*args):
+        raise _Taken("staged")
+
+    class TwoKernel:  # stands in for the stats kernel: `kernel[grid](...)`
+        def __getitem__(self, grid):
+            raise _Taken("two_kernel")
+
+    monkeypatch.setattr(k, "_batch_norm_staged", staged)
+    monkeypatch.setattr(k, "_batchnorm_stats_kernel", TwoKernel())
+    with pytest.raises(_Taken) as taken:
+        k.batch_norm_train(torch.randn(2, 2, 16, 16).to(dtype), torch.ones(2), torch.zeros(2), None, None, None,
+                           0.1, 1e-5)
+    assert str(taken.value) == expected

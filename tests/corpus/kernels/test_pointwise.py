@@ -6,7 +6,8 @@ Each spec is evaluated as a copy with SIZE = "tiny" on every variant (the Triton
 per program). Also: every op of the chain vocabulary on its own, and unknown ops rejected by name; FAST 3's
 forms (the interpreter runs them with an exp-based tanh), its interval analysis, its fall-back for fp32
 inputs, and its error with the GPU's tanh.approx emulated (the exact tanh made worse by that
-instruction's relative error bound, both ways).
+instruction's relative error bound, both ways). FAST 4: which tail it fits, its forms against torch, and
+the spec's chain on every bf16 value in [-20, 20] against the fp64 chain.
 """
 
 from __future__ import annotations
@@ -116,13 +117,13 @@ def test_bounded_codes_follow_input_ranges():
 
 
 def test_fp32_inputs_fall_back_to_fast1(monkeypatch):
-    # FAST 2 and 3 are sized for a 16-bit tolerance: fp32 inputs get FAST 1's kernel, bit for bit
+    # FAST 2, 3 and 4 are sized for a 16-bit tolerance: fp32 inputs get FAST 1's kernel, bit for bit
     x = torch.linspace(-30.0, 30.0, 1999)
     chain = [("silu",), ("mish",), ("softplus",), ("sigmoid",), ("tanh",), ("relu",)]
     k = kernel()
     monkeypatch.setitem(k.TUNABLES, "FAST", 1)
     fast1 = k.pointwise_chain(x, chain)
-    for fast in (2, 3):
+    for fast in (2, 3, 4):
         monkeypatch.setitem(k.TUNABLES, "FAST", fast)
         assert torch.equal(k.pointwise_chain(x, chain), fast1)
 
@@ -168,3 +169,63 @@ def test_silu_mish_spec_with_tanh_approx_error(tanh, monkeypatch):
     ref = spec.Model(spec.CHAIN)(x).double()
     out = k.pointwise_chain(x, spec.CHAIN).double()
     assert torch.all((out - ref).abs() <= 0.5 * (1e-2 + 1e-2 * ref.abs()))
+
+
+SPEC_CHAIN = [("silu",), ("mish",), ("softplus",), ("gelu_tanh",), ("sigmoid",), ("tanh",), ("relu",)]
+FIT_CHAINS = [  # each has a tail FAST 4 fits at FIT_BITS 12
+    SPEC_CHAIN, [("softplus",), ("tanh",)], [("gelu_tanh",), ("sigmoid",), ("tanh",)],
+    [("clamp", -1.0, 1.0), ("gelu",), ("tanh",)], [("mul", -2.0), ("softplus",), ("sigmoid",)],
+]
+
+
+def fitted(chain, bits=12):
+    k = kernel()
+    codes, values = k._encode(chain)
+    return k._suffix_fit(tuple(codes), tuple(values), bits)
+
+
+def test_suffix_fit_picks_the_longest_saturating_tail():
+    slot, degree, tanh, maps, coeffs = fitted(SPEC_CHAIN)
+    assert (slot, degree, tanh, len(coeffs)) == (1, 6, True, 7)  # mish .. relu: tanh(y / 2) and degree 6
+    assert maps[:2] == (0.5, 0.0)
+    assert fitted(SPEC_CHAIN, bits=10)[:3] == (0, 8, True)  # the whole chain, looser
+    assert fitted([("clamp", -1.0, 1.0), ("gelu",), ("tanh",)])[:3] == (1, 7, False)  # bounded: no tanh
+    # nothing to gain (one SFU op), a bias, or no saturating tail
+    for chain in ([("silu",)], [("tanh",)], [("sigmoid",), ("tanh",)], [("bias",), ("silu",), ("sigmoid",)],
+                  [("silu",), ("mish",)], [("gelu",), ("mul", 2.0)]):
+        assert fitted(chain) is None, chain
+
+
+def fast4(monkeypatch):
+    k = kernel()
+    monkeypatch.setitem(k.TUNABLES, "FAST", 4)
+    return k
+
+
+@pytest.mark.parametrize("chain", FIT_CHAINS, ids=lambda chain: "-".join(op[0] for op in chain))
+def test_fitted_tails_match_torch(chain, monkeypatch):
+    # fp16 output: half an ulp of rounding plus the fit's 2^-12 of the tail's largest value
+    assert fitted(chain) is not None
+    x = torch.linspace(-20.0, 20.0, 4001, dtype=torch.float16)
+    ref = torch_chain(x.double(), chain)
+    out = fast4(monkeypatch).pointwise_chain(x, chain).double()
+    torch.testing.assert_close(out, ref, atol=2.0 ** -11 * ref.abs().max().item(), rtol=2.0 ** -10)
+
+
+def every_bf16(lo: float, hi: float) -> torch.Tensor:
+    values = torch.arange(-2 ** 15, 2 ** 15, dtype=torch.int32).to(torch.int16).view(torch.bfloat16)
+    return values[torch.isfinite(values) & (values >= lo) & (values <= hi)]
+
+
+@pytest.mark.parametrize("tanh", [None, _tanh_too_big, _tanh_too_small], ids=["exact", "too_big", "too_small"])
+def test_fitted_spec_chain_on_every_bf16_value(tanh, monkeypatch):
+    # the 33601 bf16 values in [-20, 20], computed with fp16 output to see the error before bf16's rounding:
+    # within 2^-11 (an eighth of a bf16 ulp at the output's 0.55 .. 0.76, half an fp16 ulp included) of
+    # the fp64 chain, also with tanh.approx's error both ways (FAST 3 reaches 5.6e-4 there, at x = -20)
+    x = every_bf16(-20.0, 20.0)
+    x = x.to(torch.float16)[x.double() == x.to(torch.float16).double()]
+    k = fast4(monkeypatch)
+    if tanh is not None:
+        monkeypatch.setattr(k, "_tanh", tanh)
+    err = (k.pointwise_chain(x, SPEC_CHAIN).double() - torch_chain(x.double(), SPEC_CHAIN)).abs()
+    assert err.max().item() <= 2.0 ** -11

@@ -19,6 +19,7 @@ from harness import Status, evaluate
 from harness.spec import import_file
 
 FAMILY = Path(__file__).resolve().parents[3] / "corpus" / "kernels" / "pool2d"
+ONE_LAYOUT = {"LAYOUT_STRIDE1": ""}  # stride-1 windows follow LAYOUT too, so each case runs the layout it names
 SPECS = sorted((FAMILY / "specs").glob("*.py"))
 
 
@@ -49,20 +50,33 @@ def test_pair_loads_match_torch(case):
     x = torch.randn(shape)
     x[0, 0, 1, 2] = float("nan")  # NaN propagates in max, as in PyTorch
     pool = torch.nn.functional.max_pool2d if kind == "max" else torch.nn.functional.avg_pool2d
-    for overrides in ({"LAYOUT": "flat", "PAIR": 1}, {"LAYOUT": "flat", "PAIR": 0}, {"LAYOUT": "tile"},
-                      {"LAYOUT": "flat", "VEC": 2, "XBLOCK": 32}, {"LAYOUT": "flat", "VEC": 4, "XBLOCK": 16},
+    for overrides in ({**ONE_LAYOUT, "LAYOUT": "flat", "PAIR": 1}, {**ONE_LAYOUT, "LAYOUT": "flat", "PAIR": 0}, {**ONE_LAYOUT, "LAYOUT": "tile"},
+                      {**ONE_LAYOUT, "LAYOUT": "flat", "VEC": 2, "XBLOCK": 32}, {**ONE_LAYOUT, "LAYOUT": "flat", "VEC": 4, "XBLOCK": 16},
                       *ROWS_OPTIONS, *SHARED_OPTIONS):
         kernel.TUNABLES.update(overrides)
         torch.testing.assert_close(kernel.pool2d(x, kind, k, s, p), pool(x, k, s, p), equal_nan=True)
 
 
-ROWS_OPTIONS = [{"LAYOUT": "rows", "SHARE_ROWS": False, "TAPS": "gather", "ROWS": 4},
-                {"LAYOUT": "rows", "SHARE_ROWS": False, "TAPS": "load", "ROWS": 2},
-                {"LAYOUT": "rows", "SHARE_ROWS": False, "TAPS": "direct", "ROWS": 8}]
+ROWS_OPTIONS = [{**ONE_LAYOUT, "LAYOUT": "rows", "SHARE_ROWS": False, "TAPS": "gather", "ROWS": 4},
+                {**ONE_LAYOUT, "LAYOUT": "rows", "SHARE_ROWS": False, "TAPS": "load", "ROWS": 2},
+                {**ONE_LAYOUT, "LAYOUT": "rows", "SHARE_ROWS": False, "TAPS": "direct", "ROWS": 8}]
 # SHARE_ROWS: strips of 3 rows cut the planes; one strip a program; 2 strips a program, a tap per load
-SHARED_OPTIONS = [{"LAYOUT": "rows", "SHARE_ROWS": True, "TAPS": "gather", "ROWS": 3, "STRIPS": 0},
-                  {"LAYOUT": "rows", "SHARE_ROWS": True, "TAPS": "gather", "ROWS": 8, "STRIPS": 1},
-                  {"LAYOUT": "rows", "SHARE_ROWS": True, "TAPS": "load", "ROWS": 2, "STRIPS": 2}]
+def assert_options_match_torch(case: tuple, dtype: torch.dtype, options: list[dict]):
+    """The kernel under each TUNABLES override set against PyTorch's pooling, NaN and inf at the plane edges."""
+    kind, k, s, p, shape = case
+    kernel = import_file(FAMILY / "kernel.py", "test_pool2d_options")
+    x = torch.randn(shape).to(dtype)
+    x[0, 0, 1, 2] = float("nan")  # NaN propagates in max, as in PyTorch
+    x[-1, -1, -1, -1] = float("inf")  # the plane's last row and column
+    pool = torch.nn.functional.max_pool2d if kind == "max" else torch.nn.functional.avg_pool2d
+    for overrides in options:
+        kernel.TUNABLES.update(overrides)
+        torch.testing.assert_close(kernel.pool2d(x, kind, k, s, p), pool(x.float(), k, s, p).to(dtype), equal_nan=True)
+
+
+SHARED_OPTIONS = [{**ONE_LAYOUT, "LAYOUT": "rows", "SHARE_ROWS": True, "TAPS": "gather", "ROWS": 3, "STRIPS": 0},
+                  {**ONE_LAYOUT, "LAYOUT": "rows", "SHARE_ROWS": True, "TAPS": "gather", "ROWS": 8, "STRIPS": 1},
+                  {**ONE_LAYOUT, "LAYOUT": "rows", "SHARE_ROWS": True, "TAPS": "load", "ROWS": 2, "STRIPS": 2}]
 
 
 @pytest.mark.parametrize("case", [
@@ -95,15 +109,30 @@ def test_rows_layout_matches_torch(case, dtype):
 ], ids=lambda c: f"{c[0]}-k{c[1]}s{c[2]}p{c[3]}")
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
 def test_shared_rows_match_torch(case, dtype):
-    kind, k, s, p, shape = case
-    kernel = import_file(FAMILY / "kernel.py", "test_pool2d_shared_rows")
-    x = torch.randn(shape).to(dtype)
-    x[0, 0, 1, 2] = float("nan")  # NaN propagates in max, as in PyTorch
-    x[-1, -1, -1, -1] = float("inf")  # the plane's last row and column
-    pool = torch.nn.functional.max_pool2d if kind == "max" else torch.nn.functional.avg_pool2d
-    for overrides in SHARED_OPTIONS:
-        kernel.TUNABLES.update(overrides)
-        torch.testing.assert_close(kernel.pool2d(x, kind, k, s, p), pool(x.float(), k, s, p).to(dtype), equal_nan=True)
+    assert_options_match_torch(case, dtype, SHARED_OPTIONS)
+
+
+# LAYOUT groups: 8-row strips, 16-byte groups; bf16 words, 3-row strips cut planes, a persistent grid looping
+# over 1-warp blocks; 4-column groups walking whole planes with no loads ahead
+GROUPS_OPTIONS = [{**ONE_LAYOUT, "LAYOUT": "groups", "ROWS": 8, "GROUP_V": 0, "GROUPS": 128, "AHEAD": 4, "PERSIST": 0, "WORDS": 0},
+                  {**ONE_LAYOUT, "LAYOUT": "groups", "ROWS": 3, "GROUP_V": 0, "GROUPS": 16, "AHEAD": 2, "PERSIST": 1, "WORDS": 1,
+                   "num_warps_groups": 1},
+                  {**ONE_LAYOUT, "LAYOUT": "groups", "ROWS": 64, "GROUP_V": 4, "GROUPS": 32, "AHEAD": 1, "PERSIST": 0, "WORDS": 1}]
+
+
+@pytest.mark.parametrize("case", [
+    ("avg", 3, 1, 1, (2, 3, 5, 16)),  # k3s1p1: both halo columns; 16 = 2 whole bf16 groups
+    ("max", 3, 1, 0, (1, 3, 6, 13)),  # no padding: the right halo only; odd W (no words)
+    ("max", 2, 1, 1, (1, 2, 5, 10)),  # even kernel at stride 1: the left halo only
+    ("avg", 2, 2, 0, (1, 5, 13, 71)),  # no halo; odd H drops the last input row
+    ("max", 3, 2, 1, (2, 3, 6, 8)),  # stride 2: the left halo; padding rows at both plane edges
+    ("max", 4, 2, 1, (1, 2, 9, 14)),  # stride 2, window reaching 2*ow + 2: the right halo; KH = 4
+    ("avg", 1, 1, 0, (1, 2, 3, 9)),  # a 1x1 window: no fold
+    ("max", 4, 1, 2, (1, 2, 7, 10)),  # PW = 2: falls back to rows
+], ids=lambda c: f"{c[0]}-k{c[1]}s{c[2]}p{c[3]}")
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_groups_match_torch(case, dtype):
+    assert_options_match_torch(case, dtype, GROUPS_OPTIONS)
 
 
 def test_sidecar_lists_every_tunable_and_its_value():
@@ -123,7 +152,7 @@ def test_launcher_names_bad_inputs():
         kernel.pool2d(torch.randn(1, 1, 8, 8), "avg", 2, 2, 2)
     saved = dict(kernel.TUNABLES)
     try:
-        kernel.TUNABLES.update({"LAYOUT": "rows", "TAPS": "shift"})
+        kernel.TUNABLES.update({**ONE_LAYOUT, "LAYOUT": "rows", "TAPS": "shift"})
         with pytest.raises(ValueError, match="TAPS"):
             kernel.pool2d(torch.randn(1, 1, 8, 8), "max", 2)
         kernel.TUNABLES.update({"TAPS": "gather", "SHARE_ROWS": "stride2"})
@@ -132,3 +161,14 @@ def test_launcher_names_bad_inputs():
     finally:
         kernel.TUNABLES.clear()
         kernel.TUNABLES.update(saved)
+
+
+@pytest.mark.parametrize(("stride", "expected"), [(1, "groups"), (2, "rows")])
+def test_stride1_windows_take_their_own_layout(stride: int, expected: str, monkeypatch):
+    kernel = import_file(FAMILY / "kernel.py", "test_pool2d_layout_route")
+    called = []
+    monkeypatch.setattr(kernel, "_launch_groups", lambda *a: called.append("groups"))
+    monkeypatch.setattr(kernel, "_launch_shared_rows", lambda *a: called.append("rows"))
+    monkeypatch.setattr(kernel, "_launch_rows", lambda *a: called.append("rows"))
+    kernel.pool2d(torch.randn(1, 2, 16, 16), "avg", 3, stride, 1)
+    assert called == [expected]

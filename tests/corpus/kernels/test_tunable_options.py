@@ -13,6 +13,9 @@ from library_check import evaluate_tiny_with, family_specs
 
 from harness import Status
 
+# pool2d: stride-1 windows take LAYOUT_STRIDE1 ("groups"); "" makes them follow LAYOUT, so a row tests the layout it names
+ONE_LAYOUT = {"LAYOUT_STRIDE1": ""}
+
 # (family, id, overrides, only specs whose name contains this)
 OPTIONS: list[tuple[str, str, dict, str]] = [
     ("batchnorm", "coop", {"STRATEGY": "coop"}, ""),  # channels split across programs merging partial stats
@@ -36,6 +39,23 @@ OPTIONS: list[tuple[str, str, dict, str]] = [
      {"STRATEGY": "coop", "COOP_SYNC": "last", "COOP_PREFETCH": 2, "COOP_CHUNK": 512, "COOP_PROGRAMS_PER_SM": 8,
       "num_warps_coop": 2}, ""),
     ("batchnorm", "two_kernel_evict", {"STRATEGY": "two_kernel", "EVICT_APPLY": True, "EVICT_STATS": True}, ""),
+    ("batchnorm", "staged", {"STRATEGY": "staged"}, ""),  # one stage of all channels (tiny tensors)
+    ("batchnorm", "staged_channel_stages",  # one channel a stage; 128-value rows cut the 16x16 and 70x70 planes
+     {"STRATEGY": "staged", "STAGE_BYTES": 1024, "STAGE_TILE": 1024, "STAGE_RUN": 128, "num_warps_staged": 4}, ""),
+    ("batchnorm", "staged_lag2_partial_last_stage",  # 3 then 2 channels (odd_maps); y two stages behind
+     {"STRATEGY": "staged", "STAGE_BYTES": 2048, "STAGE_LAG": 2, "STAGE_TILE": 256, "STAGE_RUN": 64,
+      "STAGE_PROGRAMS_PER_SM": 2, "num_warps_staged": 2}, ""),
+    ("batchnorm", "staged_many_programs_one_channel_stages",  # 16 programs: shares of a few rows, some empty
+     {"STRATEGY": "staged", "STAGE_BYTES": 1024, "STAGE_LAG": 2, "STAGE_TILE": 256, "STAGE_RUN": 64,
+      "STAGE_PROGRAMS_PER_SM": 4, "num_warps_staged": 2, "STAGE_EVICT": False}, ""),
+    ("batchnorm", "staged_prefetch_partial_last_stage",  # next stage's head loaded a step ahead; 128-value rows
+     {"STRATEGY": "staged", "STAGE_PREFETCH": 1, "STAGE_BYTES": 2048, "STAGE_TILE": 256, "STAGE_RUN": 128,  # cut planes
+      "num_warps_staged": 4}, ""),
+    ("batchnorm", "staged_prefetch_early_apply_lag2",  # 16 programs, some shares empty; apply tiles read before polls
+     {"STRATEGY": "staged", "STAGE_PREFETCH": 2, "STAGE_BYTES": 1024, "STAGE_LAG": 2, "STAGE_TILE": 128,
+      "STAGE_RUN": 64, "STAGE_PROGRAMS_PER_SM": 4, "num_warps_staged": 2}, ""),
+    ("batchnorm", "staged_prefetch_heads_span_channels",  # one stage; a head of 32 rows meets several channels
+     {"STRATEGY": "staged", "STAGE_PREFETCH": 2, "STAGE_TILE": 2048, "STAGE_RUN": 64, "num_warps_staged": 4}, ""),
     ("cumsum", "fp32_chunks_compensated", {"FP64_ACC": 2}, ""),  # compensated carry across chunks
     ("cumsum", "one_chunk_two_rows", {"FP64_ACC": 2, "BLOCK": 4096, "TILE": 8192}, ""),
     ("cumsum", "plain_fp32", {"FP64_ACC": 0, "BLOCK": 512}, ""),
@@ -82,6 +102,8 @@ OPTIONS: list[tuple[str, str, dict, str]] = [
     # FMA-pipe polynomials and the chain's interval analysis (fp32 specs: FAST 1; no tanh.approx on CPU)
     ("pointwise", "bounded_forms", {"FAST": 3}, ""),
     ("pointwise", "bounded_forms_wide_block", {"FAST": 3, "BLOCK": 4096, "num_warps": 8}, "bf16"),
+    ("pointwise", "fitted_tail", {"FAST": 4}, ""),  # a tail of the chain as one polynomial in tanh(y / 2)
+    ("pointwise", "fitted_whole_chain", {"FAST": 4, "FIT_BITS": 10, "BLOCK": 2048}, "bf16"),
     ("reduction", "streaming_loads", {"COL_STRATEGY": "tile", "EVICT_COL": "evict_first", "BLOCK_R_COL": 64}, "mid_dim"),
     ("reduction", "tile_cols_misaligned", {"COL_STRATEGY": "tile"}, "mid_dim"),  # "auto" picks "vec" there
     ("reduction", "aligned_rows", {"ALIGN_ROW": True, "STAGES": 3}, "last_dim"),  # 4099 fp32: misaligned rows
@@ -91,19 +113,24 @@ OPTIONS: list[tuple[str, str, dict, str]] = [
     ("cross_entropy", "lane_online", {"ONLINE": "lane", "BLOCK": 1024}, ""),
     ("cross_entropy", "aligned_stages_evict", {"ONLINE": "aligned", "BLOCK": 1024, "STAGES": 3, "EVICT": True}, ""),
     ("cross_entropy", "group_online", {"ONLINE": "group", "BLOCK": 4096, "num_warps": 8}, ""),
-    ("pool2d", "tile", {"LAYOUT": "tile"}, ""),  # the original per-plane tiles
-    ("pool2d", "flat_scalar", {"LAYOUT": "flat", "PAIR": 0, "XBLOCK": 256}, ""),  # one load per window column
-    ("pool2d", "flat_pairs_wide", {"LAYOUT": "flat", "PAIR": 1, "XBLOCK": 4096}, ""),  # spans several planes
-    ("pool2d", "vec4", {"LAYOUT": "flat", "VEC": 4, "XBLOCK": 1024}, ""),  # one 8-wide load per window row
-    ("pool2d", "vec2_small", {"LAYOUT": "flat", "VEC": 2, "XBLOCK": 64}, ""),  # groups span rows and planes
-    ("pool2d", "rows_gather", {"LAYOUT": "rows", "TAPS": "gather", "ROWS": 4}, ""),  # shifted columns by tl.gather
-    ("pool2d", "rows_gather_wide", {"LAYOUT": "rows", "TAPS": "gather", "ROWS": 32, "num_warps_rows": 8}, ""),
-    ("pool2d", "rows_load", {"LAYOUT": "rows", "TAPS": "load", "ROWS": 8, "num_warps_rows": 2}, ""),  # own loads
-    ("pool2d", "rows_direct", {"LAYOUT": "rows", "TAPS": "direct", "ROWS": 16}, ""),  # no reshape, no gather
-    ("pool2d", "rows_shared", {"LAYOUT": "rows", "SHARE_ROWS": True, "ROWS": 8}, ""),  # input rows loaded once
-    ("pool2d", "rows_unshared", {"LAYOUT": "rows", "SHARE_ROWS": False, "STRIPS": 0}, "s1"),  # stride 1, per-row loads
+    ("pool2d", "tile", {**ONE_LAYOUT, "LAYOUT": "tile"}, ""),  # the original per-plane tiles
+    ("pool2d", "flat_scalar", {**ONE_LAYOUT, "LAYOUT": "flat", "PAIR": 0, "XBLOCK": 256}, ""),  # one load per window column
+    ("pool2d", "flat_pairs_wide", {**ONE_LAYOUT, "LAYOUT": "flat", "PAIR": 1, "XBLOCK": 4096}, ""),  # spans several planes
+    ("pool2d", "vec4", {**ONE_LAYOUT, "LAYOUT": "flat", "VEC": 4, "XBLOCK": 1024}, ""),  # one 8-wide load per window row
+    ("pool2d", "vec2_small", {**ONE_LAYOUT, "LAYOUT": "flat", "VEC": 2, "XBLOCK": 64}, ""),  # groups span rows and planes
+    ("pool2d", "rows_gather", {**ONE_LAYOUT, "LAYOUT": "rows", "TAPS": "gather", "ROWS": 4}, ""),  # shifted columns by tl.gather
+    ("pool2d", "rows_gather_wide", {**ONE_LAYOUT, "LAYOUT": "rows", "TAPS": "gather", "ROWS": 32, "num_warps_rows": 8}, ""),
+    ("pool2d", "rows_load", {**ONE_LAYOUT, "LAYOUT": "rows", "TAPS": "load", "ROWS": 8, "num_warps_rows": 2}, ""),  # own loads
+    ("pool2d", "rows_direct", {**ONE_LAYOUT, "LAYOUT": "rows", "TAPS": "direct", "ROWS": 16}, ""),  # no reshape, no gather
+    ("pool2d", "rows_shared", {**ONE_LAYOUT, "LAYOUT": "rows", "SHARE_ROWS": True, "ROWS": 8}, ""),  # input rows loaded once
+    ("pool2d", "rows_unshared", {**ONE_LAYOUT, "LAYOUT": "rows", "SHARE_ROWS": False, "STRIPS": 0}, "s1"),  # stride 1, per-row loads
     ("pool2d", "rows_shared_load_narrow",  # own loads per tap; 3-row strips cut planes, 2 strips a program
-     {"LAYOUT": "rows", "SHARE_ROWS": True, "TAPS": "load", "ROWS": 3, "STRIPS": 2, "num_warps_rows": 2}, ""),
+     {**ONE_LAYOUT, "LAYOUT": "rows", "SHARE_ROWS": True, "TAPS": "load", "ROWS": 3, "STRIPS": 2, "num_warps_rows": 2}, ""),
+    ("pool2d", "groups", {**ONE_LAYOUT, "LAYOUT": "groups"}, ""),  # a 16-byte column group a thread, 8-row strips
+    ("pool2d", "groups_words_persist",  # bf16 as words; 3-row strips cut planes; 4 programs loop over blocks
+     {**ONE_LAYOUT, "LAYOUT": "groups", "WORDS": 1, "ROWS": 3, "GROUPS": 16, "AHEAD": 2, "PERSIST": 1, "num_warps_groups": 1}, ""),
+    ("pool2d", "groups_narrow_planes",  # 4-column groups walking whole planes, no loads ahead
+     {**ONE_LAYOUT, "LAYOUT": "groups", "GROUP_V": 4, "ROWS": 56, "GROUPS": 64, "AHEAD": 1, "num_warps_groups": 2}, ""),
 ]
 
 CASES = [pytest.param(family, spec, overrides, id=f"{family}-{name}-{spec.stem}")

@@ -1,0 +1,66 @@
+"""Device-copy bandwidth at the sizes of the short memory-bound specs, for reading their "% of limit".
+
+Usage (GPU box, repo root): python3 benchmarks/gpu/copy_at_size.py [--out-dir benchmarks/results]
+
+The library's "% of limit" divides a kernel's bytes (inputs + outputs) per second by 4.25 TB/s, a large
+copy's rate. A kernel of ~30 us pays its launch, ramp-up and tail like a copy of the same bytes does, so
+this measures that copy: y.copy_(x) with x of the spec's input size (reads = writes; the spec's own
+traffic may be uneven, e.g. avgpool k2s2 reads 4x what it writes, so each spec also gets a copy of
+(in + out) / 2 bytes each way). do_bench median, L2 cleared, after a warm-up.
+Writes benchmarks/results/copy_at_size-<UTC>.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+from pathlib import Path
+
+import torch
+import triton
+from triton.testing import do_bench
+
+PEAK_COPY_GBPS = 4250.0  # the large-copy rate the library divides by (corpus/accelerators/h200.yaml)
+SIZES_MIB = {  # spec: (input MiB, output MiB)
+    "avgpool_k3s1p1_bf16": (49.0, 49.0),
+    "avgpool_k2s2_fp32": (98.0, 24.5),
+    "maxpool_k3s2p1_bf16": (196.0, 49.0),
+    "groupnorm_32g_fp32": (256.0, 256.0),
+    "large copy": (1024.0, 1024.0),
+}
+
+
+def copy_gbps(each_way_bytes: int) -> tuple[float, float]:
+    x = torch.empty(each_way_bytes, dtype=torch.uint8, device="cuda")
+    y = torch.empty_like(x)
+    ms = do_bench(lambda: y.copy_(x), warmup=25, rep=100, return_mode="median")
+    return ms, 2 * each_way_bytes / ms / 1e6
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--out-dir", default="benchmarks/results")
+    args = p.parse_args()
+    rows = []
+    for spec, (in_mib, out_mib) in SIZES_MIB.items():
+        each = int((in_mib + out_mib) / 2 * 2**20)
+        ms, gbps = copy_gbps(each)
+        rows.append({"spec": spec, "bytes_total": 2 * each, "copy_ms": ms, "copy_gbps": gbps,
+                     "fraction_of_limit": gbps / PEAK_COPY_GBPS})
+        print(f"[copy] {spec}: {2 * each / 2**20:.0f} MiB moved in {ms:.4f} ms = {gbps:.0f} GB/s "
+              f"({gbps / PEAK_COPY_GBPS:.0%} of {PEAK_COPY_GBPS:.0f})", flush=True)
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+    out = Path(args.out_dir) / f"copy_at_size-{stamp}.json"
+    out.write_text(json.dumps({"benchmark": "copy_at_size", "date": stamp,
+                               "command": "python3 benchmarks/gpu/copy_at_size.py",
+                               "device_name": torch.cuda.get_device_name(0),
+                               "versions": {"torch": torch.__version__, "triton": triton.__version__},
+                               "method": "do_bench median of y.copy_(x), warmup 25 ms, rep 100 ms, L2 cleared",
+                               "rows": rows}, indent=1))
+    print(f"[copy] wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
