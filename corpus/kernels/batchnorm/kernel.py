@@ -154,13 +154,7 @@ def _batchnorm_apply_kernel(
     tl.store(y_ptr + base + offs, (x * scale + shift).to(y_ptr.dtype.element_ty), mask=mask, eviction_policy=EVICT)
     if UPDATE_RUNNING:  # noqa: SIM102 - a constexpr branch around a runtime one
         if rem == 0:
-            rm = tl.load(run_mean_ptr + c).to(tl.float32)
-            rv = tl.load(run_var_ptr + c).to(tl.float32)
-            unbiased = m2 / tl.maximum(count - 1.0, 1.0)
-            tl.store(run_mean_ptr + c, ((1.0 - momentum) * rm + momentum * mean).to(run_mean_ptr.dtype.element_ty))
-            tl.store(run_var_ptr + c, ((1.0 - momentum) * rv + momentum * unbiased).to(run_var_ptr.dtype.element_ty))
-            if c == 0:
-                tl.store(batches_ptr, tl.load(batches_ptr) + 1)  # num_batches_tracked
+            _update_running(run_mean_ptr, run_var_ptr, batches_ptr, c, count, mean, m2, momentum)
 
 
 @triton.jit
