@@ -44,9 +44,13 @@ stride 1 along W):
   GROUP_V 4: 4 columns) and its V / SW outputs; items are numbered (plane, strip, group) with the groups
   of a row counted exactly (56 = 7 x 8 bf16), so no lane pads a row to a power of 2. Each thread walks its
   strip's input rows as SHARE_ROWS does (each row loaded once, folded along W once, output row r = fold of
-  the last KH folded rows), with AHEAD rows' loads in flight. The shifted window columns need no tl.gather
-  (no shared memory, no barriers): the vector splits into even and odd columns in registers and the column
-  left (right) of the group is a scalar load of the neighbour's vector (an L1 hit), shifted in by
+  the last KH folded rows), with AHEAD rows' loads in flight (a tuple ring; AHEAD >= the strip's input rows
+  issues them all up front, as a copy kernel would: sm_90 SASS at ROWS 8, bf16 words: AHEAD 10 issues all
+  10 row loads before the first fold, 56 registers; AHEAD 4 issues 5, the rest once the first arrive, 40). The shifted window columns need no shared memory and no
+  barriers: the vector splits into even and odd columns in registers and the column left (right) of the
+  group is, by HALO, a scalar load of the neighbour's vector ("load": an L1 hit, but each halo load asks
+  for as many sectors as the row load) or the neighbour lane's loaded unit ("shfl": a warp-local tl.gather,
+  SHFL.IDX on sm_90; loads only at a warp's edge lanes and past a strip's last group), shifted in by
   split/join. WORDS (bf16, even W): rows load as 32-bit words, each half unpacked to fp32 by one shift or
   mask (an extract + shift otherwise). GROUPS items a program; PERSIST caps the grid at PERSIST programs
   an SM looping over the blocks. SASS (sm_90, triton 3.6) per output: avgpool k3s1p1 bf16 9.4 (ROWS 8,
@@ -81,7 +85,11 @@ TUNABLES = {
     "STRIPS": 8,  # rows with SHARE_ROWS: strips (ROWS-row runs of a plane) per program; 0 = one 16-byte load a thread
     "GROUP_V": 4,  # groups: input columns a thread loads a row: 0 = one 16-byte vector, 4 = 4 columns
     "GROUPS": 128,  # groups: (strip, column group) items a block, a power of 2
-    "AHEAD": 4,  # groups: input rows whose loads are in flight (1 .. 4)
+    # groups: input rows whose loads are in flight (>= the strip's input rows: all up front), and the columns
+    # beside a group by "load" (scalar loads) or "shfl" (neighbour lanes): avgpool k3s1p1 bf16 0.0336 ms with
+    # 4 and "load", 0.0328 with 10 and "load", 0.0315 with 10 and "shfl" (sweep-20261130T220824Z.json)
+    "AHEAD": 10,
+    "HALO": "shfl",
     "PERSIST": 0,  # groups: at most PERSIST programs an SM, each looping over blocks (0: one block a program)
     "WORDS": 1,  # groups, bf16: load 32-bit words, unpacking each half by one shift or mask
     "num_warps_groups": 4,
@@ -515,10 +523,12 @@ def _pool2d_shared_rows_kernel(
 
 @triton.jit
 def _group_row(row_ptr, u0, ok, RW: tl.constexpr, L: tl.constexpr, NEED_L: tl.constexpr, NEED_R: tl.constexpr,
-               IS_MAX: tl.constexpr, WORDS: tl.constexpr):
+               IS_MAX: tl.constexpr, WORDS: tl.constexpr, SHFL: tl.constexpr, N: tl.constexpr, UG: tl.constexpr):
     # One input row of each group: units u0 .. u0 + L - 1 of the row (one vector load a thread; a unit is a
     # column, or with WORDS a 32-bit word of 2 bf16 columns; RW units a row) and, where the window reaches
-    # them, the units left and right of the group (scalar loads of the neighbours' vectors: L1 hits).
+    # them, the units left and right of the group: scalar loads of the neighbours' vectors (L1 hits), or
+    # with SHFL the neighbour lanes' loaded units (the groups u0 -+ L of the strip are items i -+ 1), loads
+    # only for lanes at a warp's edge or past the strip's last group (UG units).
     # Raw values (2 bf16 a register) until folded; padding reads -inf (max) or 0 (avg).
     if WORDS:
         fill: tl.constexpr = -8323200 if IS_MAX else 0  # 0xFF80FF80: two bf16 -inf
@@ -528,19 +538,53 @@ def _group_row(row_ptr, u0, ok, RW: tl.constexpr, L: tl.constexpr, NEED_L: tl.co
     a = tl.load(row_ptr[:, None] + tl.arange(0, L)[None, :], mask=ok[:, None] & (units < RW), other=fill)
     hl = tl.full(u0.shape, fill, dtype=a.dtype)
     hr = hl
-    if NEED_L:
-        hl = tl.load(row_ptr - 1, mask=ok & (u0 >= 1), other=fill)
-    if NEED_R:
-        hr = tl.load(row_ptr + L, mask=ok & (u0 + L < RW), other=fill)
+    if SHFL:
+        lane = tl.arange(0, N) % 32
+        first, last = _end_units(a, N, L)
+        near_l = (lane >= 1) & (u0 >= 1)
+        near_r = (lane <= 30) & (u0 + L < UG)
+        if NEED_L:
+            hl = tl.load(row_ptr - 1, mask=ok & (u0 >= 1) & ~near_l, other=fill)
+            hl = tl.where(near_l, _from_lane(last, -1, N), hl)
+        if NEED_R:
+            hr = tl.load(row_ptr + L, mask=ok & (u0 + L < RW) & ~near_r, other=fill)
+            hr = tl.where(near_r, _from_lane(first, 1, N), hr)
+    else:
+        if NEED_L:
+            hl = tl.load(row_ptr - 1, mask=ok & (u0 >= 1), other=fill)
+        if NEED_R:
+            hr = tl.load(row_ptr + L, mask=ok & (u0 + L < RW), other=fill)
     return a, hl, hr
 
 
 @triton.jit
+def _end_units(a, N: tl.constexpr, L: tl.constexpr):
+    # the first and last of each item's L units, L = 2 or 4 (split: register renames)
+    if L == 2:
+        first, last = tl.split(a)
+    else:
+        p, q = tl.split(tl.reshape(a, (N, 2, 2)))  # p = (a0, a2), q = (a1, a3)
+        first, _a2 = tl.split(p)
+        _a1, last = tl.split(q)
+    return first, last
+
+
+@triton.jit
+def _from_lane(v, d: tl.constexpr, N: tl.constexpr):
+    # v of the item d = -1 / +1 lanes away within each warp's 32 items: a warp-local tl.gather (SHFL on
+    # sm_90, no shared memory); the warp's edge lanes get their own v (the caller loads theirs instead)
+    lanes = tl.broadcast_to(tl.arange(0, 32)[None, :], (N // 32, 32))
+    src = tl.minimum(tl.maximum(lanes + d, 0), 31)
+    return tl.reshape(tl.gather(tl.reshape(v, (N // 32, 32)), src, 1), (N,))
+
+
+@triton.jit
 def _strip_row(in_ptr, ih0, k: tl.constexpr, u0, ok, H: tl.constexpr, RW: tl.constexpr, L: tl.constexpr,
-               NEED_L: tl.constexpr, NEED_R: tl.constexpr, IS_MAX: tl.constexpr, WORDS: tl.constexpr):
+               NEED_L: tl.constexpr, NEED_R: tl.constexpr, IS_MAX: tl.constexpr, WORDS: tl.constexpr,
+               SHFL: tl.constexpr, N: tl.constexpr, UG: tl.constexpr):
     # input row ih0 + k of each strip (rows outside the plane are padding)
     row_ok = ok & (ih0 + k >= 0) & (ih0 + k < H)
-    return _group_row(in_ptr + k * RW, u0, row_ok, RW, L, NEED_L, NEED_R, IS_MAX, WORDS)
+    return _group_row(in_ptr + k * RW, u0, row_ok, RW, L, NEED_L, NEED_R, IS_MAX, WORDS, SHFL, N, UG)
 
 
 @triton.jit
@@ -604,7 +648,7 @@ def _pool2d_groups_kernel(
     H: tl.constexpr, W: tl.constexpr, OH: tl.constexpr, OW: tl.constexpr,
     KH: tl.constexpr, KW: tl.constexpr, SH: tl.constexpr, SW: tl.constexpr, PH: tl.constexpr,
     PW: tl.constexpr, IS_MAX: tl.constexpr, ROWS: tl.constexpr, V: tl.constexpr, N: tl.constexpr,
-    AHEAD: tl.constexpr, WORDS: tl.constexpr, INT64: tl.constexpr,
+    AHEAD: tl.constexpr, WORDS: tl.constexpr, SHFL: tl.constexpr, INT64: tl.constexpr,
 ):
     # Item = (strip, group): V adjacent input columns (V / SW outputs) of a strip of ROWS output rows of one
     # plane; item index = (plane * NB + b) * G + g, so a warp's loads are whole row segments and no lane
@@ -646,32 +690,20 @@ def _pool2d_groups_kernel(
         p1 = tl.zeros((N, V // SW), dtype=tl.float32)  # read only once set: output row r needs rows >= r*SH
         p2 = p1
         p3 = p1
+        # rows loaded ahead, oldest first, each (units, left halo, right halo): rows 0 .. AHEAD - 2 before
+        # the walk, then row t + AHEAD - 1 before row t folds (AHEAD >= NT: every row of the strip up front)
+        ring = ()
+        for t in tl.static_range(AHEAD - 1):
+            if t < NT:
+                ring = ring + (_strip_row(in_ptr, ih0, t, u0, ok, H, RW, L, NEED_L, NEED_R, IS_MAX, WORDS, SHFL, N,
+                                          G * L),)
         for t in tl.static_range(NT):
-            if t == 0:  # rows 0 .. AHEAD - 2 into slots 0 .. AHEAD - 2 (the spare slots hold copies)
-                s0 = _strip_row(in_ptr, ih0, 0, u0, ok, H, RW, L, NEED_L, NEED_R, IS_MAX, WORDS)
-                s1 = s0
-                s2 = s0
-                s3 = s0
-                if AHEAD > 2 and NT > 1:
-                    s1 = _strip_row(in_ptr, ih0, 1, u0, ok, H, RW, L, NEED_L, NEED_R, IS_MAX, WORDS)
-                if AHEAD > 3 and NT > 2:
-                    s2 = _strip_row(in_ptr, ih0, 2, u0, ok, H, RW, L, NEED_L, NEED_R, IS_MAX, WORDS)
-            if t + AHEAD - 1 < NT and (t > 0 or AHEAD > 1):  # row t + AHEAD - 1 into slot AHEAD - 1
-                nxt = _strip_row(in_ptr, ih0, t + AHEAD - 1, u0, ok, H, RW, L, NEED_L, NEED_R, IS_MAX,
-                                 WORDS)
-                if AHEAD == 1:
-                    s0 = nxt
-                elif AHEAD == 2:
-                    s1 = nxt
-                elif AHEAD == 3:
-                    s2 = nxt
-                else:
-                    s3 = nxt
-            a, hl, hr = s0
+            if t + AHEAD - 1 < NT:
+                ring = ring + (_strip_row(in_ptr, ih0, t + AHEAD - 1, u0, ok, H, RW, L, NEED_L, NEED_R, IS_MAX,
+                                          WORDS, SHFL, N, G * L),)
+            a, hl, hr = ring[0]
+            ring = ring[1:]
             h = _group_fold(a, hl, hr, N, V, SW, KW, PW, NEED_L, NEED_R, IS_MAX, WORDS)
-            s0 = s1
-            s1 = s2
-            s2 = s3
             if t >= KH - 1 and (t - KH + 1) % SH == 0:
                 r = (t - KH + 1) // SH
                 acc = _window_out(h, p1, p2, p3, KH, KW, IS_MAX)
@@ -759,10 +791,16 @@ def _launch_groups(x: torch.Tensor, y: torch.Tensor, is_max: bool, k: tuple, s: 
     int64 = max(x.numel(), y.numel()) + (block + 2) * max(h * w, oh * ow) >= 2**31
     # bf16 as 32-bit words: every row starts on a word (even W, word-aligned tensor)
     words = bool(t["WORDS"]) and x.dtype == torch.bfloat16 and w % 2 == 0 and x.data_ptr() % 4 == 0
+    if t["HALO"] not in ("load", "shfl"):
+        raise ValueError(f"pool2d: TUNABLES['HALO'] is {t['HALO']!r}, not 'load' or 'shfl'")
+    # halo units from neighbour lanes: whole warps of items, 2 or 4 units a group (_end_units)
+    shfl = t["HALO"] == "shfl" and block % 32 == 0 and v // (2 if words else 1) in (2, 4)
+    # AHEAD past the strip's input rows loads them all up front, as AHEAD = rows does: one compiled kernel
+    ahead = min(t["AHEAD"], (rows - 1) * s[0] + k[0])
     _pool2d_groups_kernel[(programs,)](
         x, y, items, blocks,
         H=h, W=w, OH=oh, OW=ow, KH=k[0], KW=k[1], SH=s[0], SW=s[1], PH=p[0], PW=p[1], IS_MAX=is_max,
-        ROWS=rows, V=v, N=block, AHEAD=t["AHEAD"], WORDS=words, INT64=int64, num_warps=t["num_warps_groups"],
+        ROWS=rows, V=v, N=block, AHEAD=ahead, WORDS=words, SHFL=shfl, INT64=int64, num_warps=t["num_warps_groups"],
         num_stages=1,
     )
 

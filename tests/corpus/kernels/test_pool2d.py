@@ -114,10 +114,18 @@ def test_shared_rows_match_torch(case, dtype):
 
 # LAYOUT groups: 8-row strips, 16-byte groups; bf16 words, 3-row strips cut planes, a persistent grid looping
 # over 1-warp blocks; 4-column groups walking whole planes with no loads ahead
-GROUPS_OPTIONS = [{**ONE_LAYOUT, "LAYOUT": "groups", "ROWS": 8, "GROUP_V": 0, "GROUPS": 128, "AHEAD": 4, "PERSIST": 0, "WORDS": 0},
+GROUPS_OPTIONS = [{**ONE_LAYOUT, "LAYOUT": "groups", "ROWS": 8, "GROUP_V": 0, "GROUPS": 128, "AHEAD": 4, "PERSIST": 0, "WORDS": 0,
+                   "HALO": "load"},
                   {**ONE_LAYOUT, "LAYOUT": "groups", "ROWS": 3, "GROUP_V": 0, "GROUPS": 16, "AHEAD": 2, "PERSIST": 1, "WORDS": 1,
                    "num_warps_groups": 1},
-                  {**ONE_LAYOUT, "LAYOUT": "groups", "ROWS": 64, "GROUP_V": 4, "GROUPS": 32, "AHEAD": 1, "PERSIST": 0, "WORDS": 1}]
+                  {**ONE_LAYOUT, "LAYOUT": "groups", "ROWS": 64, "GROUP_V": 4, "GROUPS": 32, "AHEAD": 1, "PERSIST": 0, "WORDS": 1,
+                   "HALO": "load"},
+                  # halos from neighbour lanes (loads at warp edges and past a strip's last group) with every row of
+                  # a strip loaded up front; 16-byte groups (4 units: bf16 words, fp32 columns), 2 items a thread
+                  {**ONE_LAYOUT, "LAYOUT": "groups", "ROWS": 5, "GROUP_V": 4, "GROUPS": 64, "AHEAD": 16, "PERSIST": 0, "WORDS": 1,
+                   "HALO": "shfl", "num_warps_groups": 2},
+                  {**ONE_LAYOUT, "LAYOUT": "groups", "ROWS": 8, "GROUP_V": 0, "GROUPS": 64, "AHEAD": 6, "PERSIST": 0, "WORDS": 1,
+                   "HALO": "shfl", "num_warps_groups": 1}]
 
 
 @pytest.mark.parametrize("case", [
@@ -157,6 +165,9 @@ def test_launcher_names_bad_inputs():
             kernel.pool2d(torch.randn(1, 1, 8, 8), "max", 2)
         kernel.TUNABLES.update({"TAPS": "gather", "SHARE_ROWS": "stride2"})
         with pytest.raises(ValueError, match="SHARE_ROWS"):
+            kernel.pool2d(torch.randn(1, 1, 8, 8), "max", 2)
+        kernel.TUNABLES.update({"LAYOUT": "groups", "HALO": "shuffle"})
+        with pytest.raises(ValueError, match="HALO"):
             kernel.pool2d(torch.randn(1, 1, 8, 8), "max", 2)
     finally:
         kernel.TUNABLES.clear()
