@@ -131,6 +131,12 @@ OPTIONS: list[tuple[str, str, dict, str]] = [
      {**ONE_LAYOUT, "LAYOUT": "groups", "WORDS": 1, "ROWS": 3, "GROUPS": 16, "AHEAD": 2, "PERSIST": 1, "num_warps_groups": 1}, ""),
     ("pool2d", "groups_narrow_planes",  # 4-column groups walking whole planes, no loads ahead
      {**ONE_LAYOUT, "LAYOUT": "groups", "GROUP_V": 4, "ROWS": 56, "GROUPS": 64, "AHEAD": 1, "num_warps_groups": 2}, ""),
+    ("pool2d", "groups_shfl_all_ahead",  # halo columns from neighbour lanes; a strip's rows all loaded up front
+     {**ONE_LAYOUT, "LAYOUT": "groups", "HALO": "shfl", "GROUP_V": 4, "ROWS": 8, "AHEAD": 16, "GROUPS": 64,
+      "num_warps_groups": 2}, ""),
+    ("pool2d", "groups_shfl_wide_one_warp",  # 16-byte groups (4 units) sharing halos; 3-row strips cut planes
+     {**ONE_LAYOUT, "LAYOUT": "groups", "HALO": "shfl", "GROUP_V": 0, "ROWS": 3, "AHEAD": 6, "GROUPS": 32,
+      "num_warps_groups": 1}, ""),
 ]
 
 CASES = [pytest.param(family, spec, overrides, id=f"{family}-{name}-{spec.stem}")
