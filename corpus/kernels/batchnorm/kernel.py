@@ -7,7 +7,7 @@ Two kernels, because every channel's statistics need all of its N * HW elements 
 - _batchnorm_apply_kernel, grid C * N * blocks: merges the SPLIT partials of its channel (a few
   hundred bytes, L2-resident), writes y = (x - mean) * rstd * w + b; the first program of a channel
   also updates running_mean / running_var (and channel 0's, num_batches_tracked).
-STRATEGY "auto" (the default) takes "staged" (below) for 16-bit x larger than L2 and "two_kernel" otherwise.
+STRATEGY "auto" (the default) takes "streamed" (below) for x larger than L2 and "two_kernel" otherwise.
 STRATEGY "coop" instead makes one kernel that reads x once: SPLIT = cdiv(N * HW, COOP_CHUNK) programs
 share a channel, each holding a chunk of its N * HW values in registers; each publishes its chunk's
 (count, mean, M2), bumps the channel's counter and polls until all SPLIT are in, merges them and writes
@@ -38,6 +38,20 @@ one) reads the channel itself. The program holding a channel's first row updates
 STAGE_PREFETCH pipelines the steps: the first tile of the program's share of stage p + 1 (its rows may meet several
 channels: row sums first, then per channel) is loaded in step p before the poll and apply of stage p - LAG, so
 DRAM is busy during the wait; 2 also re-reads each applied channel's first tile from L2 before polling for it.
+STRATEGY "streamed" reads x once with no step-long latency chain: the channel-major order of TILE-value tiles (a
+tile is a block of one plane, so one channel: one shift and one scale) is cut into shares of SHARE tiles, share j
+belonging to program j % programs in step j // programs (a stage is a step's shares, STREAM_BYTES of x). Each step
+is ONE loop over SHARE tiles: iteration i loads tile i of the program's share of stage p from DRAM and adds it
+to per-lane sums of x - K, and loads tile i of its share of stage p - LAG from L2 and writes its y. Where the
+share's run in a channel ends, the lane sums are reduced and published as one tagged word (slot: share, channel
+within it); where the applied tile's channel changes, the program polls that channel's words (all written a
+step or more before: normally no wait) and keeps its scale and shift. Stages need not align with channels; LAG is raised so
+a channel is all read one step before it is applied (a program never waits for its own reads). The loop's loads
+run ahead through tl.range num_stages (cp.async into shared memory, which drops the eviction hints) or
+STREAM_AHEAD (the next tiles loaded into registers a tile early). STREAM_PLANES makes a tile [PLANES, TILE]: the
+same block of PLANES planes of one channel (C * HW apart), so 16-bit x moves as many bytes per tile (and per
+register prefetch) as 32-bit x with one scale and shift; the last group is masked where PLANES does not divide N.
+Polling out, the running statistics (the program applying a channel's first tile) and K are as in "staged".
 STRATEGY "two_kernel": bytes moved: x is read twice and y written once (1.5x the minimum) once the tensor is larger than L2.
 The stats kernel walks channels from last to first and the apply kernel from first to last, so the
 channels read last by the first kernel are still in L2 when the second starts.
@@ -54,10 +68,11 @@ TUNABLES = {
     "num_warps_stats": 8,
     "MAX_BLOCK_APPLY": 4096,  # apply kernel: elements of one plane per program
     "num_warps_apply": 8,
-    # "two_kernel" (stats, then apply: x read twice), "coop" or "staged" (x read once), or "auto": staged for 16-bit
-    # x larger than L2 (bf16 256x128x64x64: 0.1884 against two_kernel's 0.2313 ms), else two_kernel (fp32
-    # 64x256x56x56: staged 0.27-0.58 against 0.1624; its 3136-value planes cut rows to 64 values):
-    # benchmarks/results/sweep-20261130T174447Z.json, sweep-20261130T172234Z.json
+    # "two_kernel" (stats, then apply: x read twice), "coop", "staged" or "streamed" (x read once), or "auto":
+    # streamed for x larger than L2 (bf16 256x128x64x64: 0.1708 ms with 2-plane tiles against staged's 0.1894 and
+    # two_kernel's 0.2313; fp32 64x256x56x56: 0.1276 against two_kernel's 0.1626, staged 0.27-0.58), else
+    # two_kernel: benchmarks/results/sweep-20261130T225732Z.json, sweep-20261130T224140Z.json,
+    # sweep-20261130T174447Z.json
     "STRATEGY": "auto",
     "COOP_CHUNK": 16384,  # coop: values of a channel per program, held in registers (power of 2)
     "num_warps_coop": 16,
@@ -83,9 +98,27 @@ TUNABLES = {
     "STAGE_PREFETCH": 0,  # staged: 1 = the first tile of the next stage's share is loaded before this step's poll
     #                       and apply (DRAM stays busy while waiting), 2 = also each channel's first apply tile
     #                       is re-read from L2 before its poll
+    "STREAM_BYTES": 12582912,  # streamed: bytes of x per stage (about LAG + 1 stages stay in L2)
+    "STREAM_TILE": 4096,  # streamed: values per tile and plane (power of 2, a block of one plane: one channel)
+    # streamed defaults: the fp32 best of sweep-20261130T224140Z.json (register prefetch 0.1257 ms; cp.async
+    # STAGES 3 0.1577, STAGES 1 without AHEAD 0.1814)
+    "STREAM_STAGES": 1,  # streamed: tl.range num_stages of the tile loop (cp.async loads of STAGES - 1 tiles ahead
+    #                      in flight through shared memory; they drop the eviction hints)
+    "STREAM_AHEAD": True,  # streamed: the next tiles' loads are issued into registers a tile ahead (use STAGES 1)
+    # streamed: planes of a channel per tile (power of 2): [PLANES, TILE] values, one scale; 0 = as many as make a
+    # 16 KiB tile (bf16 4096-value planes: 2, 0.1708 ms against 0.1965 with 1; fp32 4096-value blocks: 1, 0.1276
+    # against 0.1306 with 2 planes of 2048: sweep-20261130T225732Z.json, sweep-20261130T224140Z.json)
+    "STREAM_PLANES": 0,
+    "num_warps_streamed": 4,
+    "STREAM_PROGRAMS_PER_SM": 2,  # streamed: persistent programs per SM (all resident: they wait on each other)
+    "STREAM_LAG": 2,  # streamed: the step reading stage p writes y of stage p - LAG (raised where a channel
+    #                   spans more stages, so a program never waits for its own later reads)
 }
-_AUTO_STAGED_MIN_BYTES = 64 << 20  # "auto": below this x stays in L2, where two_kernel's second read is cheap
-_MAX_SPIN_GPU = 50_000  # coop, staged: polls (~1 us each) before a program computes the stats itself
+_AUTO_STREAMED_MIN_BYTES = 64 << 20  # "auto": below this x stays in L2, where two_kernel's second read is cheap
+_STREAM_TILE_BYTES = 16384  # streamed, STREAM_PLANES 0: bytes of x a tile moves
+#                                    (staged and streamed above it)
+_MAX_SPIN_GPU = 50_000  # coop, staged, streamed: polls (~1 us each) before a program computes the stats itself
+_SHARED_BYTES_PER_SM = 227 * 1024  # H100/H200: what one SM's resident programs may use together
 
 
 @triton.jit
@@ -593,6 +626,121 @@ def _batchnorm_staged_kernel(
                          SEGS, ROWS, RUN, GW, EVEN, EVICT, UPDATE_RUNNING, PREFETCH == 2)
 
 
+@triton.jit
+def _stream_tile(u, n_units, n_batch, n_channels, hw, PER_CHANNEL: tl.constexpr, SEGS: tl.constexpr,
+                 TILE: tl.constexpr, PLANES: tl.constexpr):
+    """Tile u in channel-major order (channel, group of PLANES samples, TILE-value block of the plane): its channel,
+    [PLANES, TILE] offsets and mask (all off unless 0 <= u < n_units; planes past N off). A tile is one channel,
+    so one shift and one scale per tile; its planes are C * HW apart."""
+    live = (u >= 0) & (u < n_units)
+    u = tl.maximum(u, 0)  # the columns of a tile before the first are >= 0 too: all off below
+    c = u // PER_CHANNEL  # constant divisors: multiply-highs
+    rest = u - c * PER_CHANNEL
+    group = rest // SEGS
+    cols = (rest - group * SEGS) * TILE + tl.arange(0, TILE)
+    n = group * PLANES + tl.arange(0, PLANES)
+    offs = (n.to(tl.int64) * n_channels + c)[:, None] * hw + cols[None, :]
+    return c, offs, (n < n_batch)[:, None] & (cols < tl.where(live, hw, 0))[None, :]
+
+
+@triton.jit
+def _stream_channel_stats(x_ptr, slot_ptr, c, n_shares, words_per_share, n_batch, n_channels, hw, count, max_spin,
+                          PER_CHANNEL: tl.constexpr, SHARE: tl.constexpr, GW: tl.constexpr):
+    """(mean, var) of channel c: the words of the shares meeting its tiles, polled until all are in; after
+    max_spin polls (a program not started, e.g. in the interpreter) read from x."""
+    first = c * PER_CHANNEL
+    j = first // SHARE + tl.arange(0, GW)
+    meets = (j < n_shares) & (j * SHARE < first + PER_CHANNEL)
+    k = tl.load(x_ptr + tl.cast(c, tl.int64) * hw).to(tl.float32)  # issued before polling: not in its wake
+    # a share's words are its channels in order: c's is c less the share's first channel
+    ready, s_p, q_p = _poll_tagged(slot_ptr + j * words_per_share + c - j * SHARE // PER_CHANNEL, meets, max_spin)
+    if ready:
+        d = tl.sum(s_p, axis=0) / count
+        mean = k + d
+        var = tl.maximum(tl.sum(q_p, axis=0) / count - d * d, 0.0)
+    else:
+        n_c, mean, m2 = _channel_stats(x_ptr, c, n_batch, n_channels, hw, 1024)
+        var = m2 / n_c
+    return mean, var
+
+
+@triton.jit
+def _stream_loads(x_ptr, u, lag_tiles, n_units, n_batch, n_channels, hw, PER_CHANNEL: tl.constexpr,
+                  SEGS: tl.constexpr, TILE: tl.constexpr, PLANES: tl.constexpr):
+    """Tile u from DRAM (evict_last: the apply re-reads it LAG steps later) and tile u - lag_tiles from L2
+    (evict_first: its last use)."""
+    _, offs_r, mask_r = _stream_tile(u, n_units, n_batch, n_channels, hw, PER_CHANNEL, SEGS, TILE, PLANES)
+    x_r = tl.load(x_ptr + offs_r, mask=mask_r, other=0.0, eviction_policy="evict_last")
+    _, offs_a, mask_a = _stream_tile(u - lag_tiles, n_units, n_batch, n_channels, hw, PER_CHANNEL, SEGS, TILE, PLANES)
+    x_a = tl.load(x_ptr + offs_a, mask=mask_a, other=0.0, eviction_policy="evict_first")
+    return x_r, x_a
+
+
+@triton.jit
+def _batchnorm_streamed_kernel(
+    x_ptr, w_ptr, b_ptr, y_ptr, slot_ptr, run_mean_ptr, run_var_ptr, batches_ptr,
+    n_batch, n_channels, hw, n_units, n_shares, words_per_share, n_steps, count, eps, momentum, max_spin,
+    PER_CHANNEL: tl.constexpr, SHARE: tl.constexpr, SEGS: tl.constexpr, TILE: tl.constexpr, PLANES: tl.constexpr,
+    GW: tl.constexpr, LAG: tl.constexpr, STAGES: tl.constexpr, AHEAD: tl.constexpr, EVEN: tl.constexpr,
+    UPDATE_RUNNING: tl.constexpr,
+):
+    g = tl.program_id(0)
+    per_step = tl.num_programs(0) * SHARE  # tiles of a stage
+    lag_tiles = LAG * per_step  # the tile applied is this many before the tile read
+    u = g * SHARE  # the first tile this program reads
+    k = tl.load(x_ptr + tl.cast(u // PER_CHANNEL, tl.int64) * hw, mask=u < n_units, other=0.0).to(tl.float32)
+    if AHEAD:  # the next tiles' loads are in flight in registers while this iteration's are used
+        x_r_next, x_a_next = _stream_loads(x_ptr, u, lag_tiles, n_units, n_batch, n_channels, hw, PER_CHANNEL, SEGS,
+                                           TILE, PLANES)
+    acc_s = tl.zeros([TILE], tl.float32)  # per-lane sums of x - K over planes: reduced once per share and channel
+    acc_q = tl.zeros([TILE], tl.float32)
+    c_apply = -1  # the channel whose scale and shift are held
+    scale = 0.0
+    shift = 0.0
+    for t in tl.range(0, n_steps * SHARE, num_stages=STAGES):
+        step = t // SHARE
+        i = t - step * SHARE
+        # tile i of this program's share of stage `step` (read from DRAM) and of stage step - LAG (applied)
+        u = (step * tl.num_programs(0) + g) * SHARE + i
+        u_next = tl.where(i + 1 < SHARE, u + 1, u - i + per_step)
+        if AHEAD:
+            x_r, x_a = x_r_next, x_a_next
+            x_r_next, x_a_next = _stream_loads(x_ptr, u_next, lag_tiles, n_units, n_batch, n_channels, hw,
+                                               PER_CHANNEL, SEGS, TILE, PLANES)
+        else:
+            x_r, x_a = _stream_loads(x_ptr, u, lag_tiles, n_units, n_batch, n_channels, hw, PER_CHANNEL, SEGS, TILE,
+                                     PLANES)
+        k_next = tl.load(x_ptr + tl.cast(u_next // PER_CHANNEL, tl.int64) * hw, mask=u_next < n_units, other=0.0)
+        # K: the channel's first value, the same in every program, so the shares' sums add up without cancelling
+        c_r, _, mask_r = _stream_tile(u, n_units, n_batch, n_channels, hw, PER_CHANNEL, SEGS, TILE, PLANES)
+        d = x_r.to(tl.float32) - k
+        if not EVEN:  # lanes past the plane's end or N (EVEN: only whole tiles are off, and there x = K = 0)
+            d = tl.where(mask_r, d, 0.0)
+        acc_s += tl.sum(d, axis=0)  # the planes of a tile are in one thread's registers: no shuffles
+        acc_q += tl.sum(d * d, axis=0)
+        if (u < n_units) & ((i == SHARE - 1) | (u + 1 == (c_r + 1) * PER_CHANNEL)):  # the share's run in c_r ends
+            word = slot_ptr + (step * tl.num_programs(0) + g) * words_per_share + c_r - (u - i) // PER_CHANNEL
+            _publish_tagged(word, tl.sum(acc_s, axis=0), tl.sum(acc_q, axis=0))
+            acc_s = tl.zeros([TILE], tl.float32)
+            acc_q = tl.zeros([TILE], tl.float32)
+        k = k_next.to(tl.float32)
+        u_a = u - lag_tiles
+        c_a, offs_a, mask_a = _stream_tile(u_a, n_units, n_batch, n_channels, hw, PER_CHANNEL, SEGS, TILE, PLANES)
+        if (u_a >= 0) & (u_a < n_units) & (c_a != c_apply):  # read LAG steps ago: its words are normally in
+            w = tl.load(w_ptr + c_a).to(tl.float32)
+            b = tl.load(b_ptr + c_a).to(tl.float32)
+            mean, var = _stream_channel_stats(x_ptr, slot_ptr, c_a, n_shares, words_per_share, n_batch, n_channels, hw,
+                                              count, max_spin, PER_CHANNEL, SHARE, GW)
+            scale = tl.rsqrt(var + eps) * w
+            shift = b - mean * scale
+            if UPDATE_RUNNING:  # noqa: SIM102 - a constexpr branch around a runtime one
+                if u_a == c_a * PER_CHANNEL:  # the program applying the channel's first tile
+                    _update_running(run_mean_ptr, run_var_ptr, batches_ptr, c_a, count, mean, var * count, momentum)
+            c_apply = c_a
+        tl.store(y_ptr + offs_a, (x_a.to(tl.float32) * scale + shift).to(y_ptr.dtype.element_ty), mask=mask_a,
+                 eviction_policy="evict_first")
+
+
 def _num_sms(device: torch.device) -> int:
     if device.type == "cuda":
         return torch.cuda.get_device_properties(device).multi_processor_count
@@ -692,6 +840,47 @@ def _batch_norm_staged(x, weight, bias, running_mean, running_var, num_batches_t
     return y
 
 
+def _batch_norm_streamed(x, weight, bias, running_mean, running_var, num_batches_tracked, momentum, eps):
+    n, c = x.shape[0], x.shape[1]
+    hw = x.numel() // (n * c)
+    t = TUNABLES
+    tile = min(t["STREAM_TILE"], triton.next_power_of_2(hw))
+    segs = triton.cdiv(hw, tile)  # tiles per plane, the last one masked where TILE does not divide HW
+    planes = t["STREAM_PLANES"] or max(1, _STREAM_TILE_BYTES // (tile * x.element_size()))
+    planes = min(planes, triton.next_power_of_2(n))
+    per_channel = triton.cdiv(n, planes) * segs  # the last group of planes masked where PLANES does not divide N
+    n_units = c * per_channel
+    if n_units * 2 >= 2**31:
+        raise ValueError(f"batchnorm streamed: {n_units} tiles do not fit int32 tile indices")
+    per_sm, maxnreg = _resident(t["num_warps_streamed"], t["STREAM_PROGRAMS_PER_SM"])
+    stages = t["STREAM_STAGES"]
+    if per_sm * (stages - 1) * 2 * planes * tile * x.element_size() > _SHARED_BYTES_PER_SM:
+        raise ValueError(f"batchnorm streamed: {per_sm} programs of {stages} stages of {planes}x{tile}-value tiles do "
+                         "not fit one SM's shared memory (the programs wait on each other: all must be resident)")
+    n_programs = _num_sms(x.device) * per_sm
+    # tiles per program and step (at most what spreads all tiles over one step)
+    share = max(1, min(t["STREAM_BYTES"] * segs // (planes * hw * x.element_size() * n_programs),
+                       triton.cdiv(n_units, n_programs)))
+    n_shares = triton.cdiv(n_units, share)
+    # a channel of stage p must be all read (by every share meeting it) before step p + LAG applies it
+    lag = max(t["STREAM_LAG"], 1 + triton.cdiv(per_channel - 1, share * n_programs))
+    words = triton.cdiv(share - 1, per_channel) + 1  # channels a share meets at most: one word each
+    slots = torch.full((n_shares * words,), -1, dtype=torch.int64, device=x.device)  # -1: not in yet
+    y = torch.empty_like(x)
+    update = running_mean is not None and running_var is not None
+    _batchnorm_streamed_kernel[(n_programs,)](
+        x, weight, bias, y, slots,
+        running_mean if update else slots, running_var if update else slots, num_batches_tracked if update else slots,
+        n, c, hw, n_units, n_shares, words, triton.cdiv(n_shares, n_programs) + lag, float(n * hw), eps, momentum,
+        _MAX_SPIN_GPU if x.is_cuda else 0,
+        PER_CHANNEL=per_channel, SHARE=share, SEGS=segs, TILE=tile, PLANES=planes,
+        GW=triton.next_power_of_2(triton.cdiv(per_channel, share) + 1), LAG=lag, STAGES=stages,
+        AHEAD=t["STREAM_AHEAD"], EVEN=hw % tile == 0 and n % planes == 0, UPDATE_RUNNING=update,
+        num_warps=t["num_warps_streamed"], maxnreg=maxnreg,
+    )
+    return y
+
+
 def batch_norm_train(x, weight, bias, running_mean, running_var, num_batches_tracked, momentum: float,
                      eps: float):
     if x.dim() < 2:
@@ -704,14 +893,17 @@ def batch_norm_train(x, weight, bias, running_mean, running_var, num_batches_tra
     t = TUNABLES
     strategy = t["STRATEGY"]
     if strategy == "auto":
-        strategy = "staged" if x.element_size() == 2 and x.numel() * 2 > _AUTO_STAGED_MIN_BYTES else "two_kernel"
+        large = x.numel() * x.element_size() > _AUTO_STREAMED_MIN_BYTES
+        strategy = "streamed" if large else "two_kernel"
     if strategy == "coop":
         return _batch_norm_coop(x, weight, bias, running_mean, running_var, num_batches_tracked, momentum, eps)
     if strategy == "staged":
         return _batch_norm_staged(x, weight, bias, running_mean, running_var, num_batches_tracked, momentum, eps)
+    if strategy == "streamed":
+        return _batch_norm_streamed(x, weight, bias, running_mean, running_var, num_batches_tracked, momentum, eps)
     if strategy != "two_kernel":
         raise ValueError(f"batchnorm: TUNABLES['STRATEGY'] = {t['STRATEGY']!r}, expected 'auto', 'two_kernel', "
-                         "'coop' or 'staged'")
+                         "'coop', 'staged' or 'streamed'")
     split = t["SPLIT"]
     parts = torch.empty((3, c * split), dtype=torch.float32, device=x.device)
     _batchnorm_stats_kernel[(c * split,)](

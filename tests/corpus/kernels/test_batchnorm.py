@@ -4,8 +4,9 @@ Usage: .venv/bin/python -m pytest -x -q tests/corpus/kernels/test_batchnorm.py
 
 Each spec is evaluated as a copy with SIZE = "tiny" on every variant (the Triton interpreter runs ~1 ms
 per program). Also: running statistics and num_batches_tracked follow nn.BatchNorm2d in training
-(default, coop paths with each COOP_SYNC, and staged with and without STAGE_PREFETCH: the program holding a
-channel's first row updates it).
+(default, coop paths with each COOP_SYNC, staged with and without STAGE_PREFETCH: the program holding a
+channel's first row updates it, and streamed, with one or several planes per tile: the program applying a
+channel's first tile).
 """
 
 from __future__ import annotations
@@ -50,9 +51,16 @@ def kernel():
      "num_warps_staged": 4},
     {"STRATEGY": "staged", "STAGE_PREFETCH": 2, "STAGE_BYTES": 2097152, "STAGE_TILE": 1024, "STAGE_RUN": 64,
      "STAGE_LAG": 2, "num_warps_staged": 4},
+    {"STRATEGY": "streamed", "STREAM_BYTES": 64, "STREAM_TILE": 16, "STREAM_AHEAD": False, "STREAM_STAGES": 3,
+     "num_warps_streamed": 2},
+    {"STRATEGY": "streamed", "STREAM_BYTES": 20971520, "STREAM_TILE": 64, "STREAM_AHEAD": True, "STREAM_STAGES": 1,
+     "STREAM_PROGRAMS_PER_SM": 1, "num_warps_streamed": 2},
+    {"STRATEGY": "streamed", "STREAM_BYTES": 64, "STREAM_TILE": 16, "STREAM_PLANES": 4, "num_warps_streamed": 2},
 ], ids=["default", "coop_prefetch", "coop_tagged_prefetch_early", "coop_last_prefetch", "coop_last_one_chunk",
         "staged_partial_last_stage", "staged_lag2_many_programs", "staged_shares_span_channels",
-        "staged_prefetch_partial_last_stage", "staged_prefetch_early_heads_span_channels"])
+        "staged_prefetch_partial_last_stage", "staged_prefetch_early_heads_span_channels",
+        "streamed_tiles_cut_planes_lag_raised", "streamed_ahead_shares_span_channels",
+        "streamed_planes_ragged_shares_cut_channels"])
 def test_running_stats_follow_batchnorm2d(overrides: dict, monkeypatch):
     """9x7 planes: the coop chunks cut planes (runs of 64, 63 valid) and the last chunk is partial."""
     k = kernel()
@@ -81,23 +89,28 @@ class _Taken(Exception):
 
 
 @pytest.mark.parametrize(("dtype", "min_bytes", "expected"), [
-    (torch.bfloat16, 1024, "staged"),  # 16-bit and larger than the threshold
+    (torch.bfloat16, 1024, "streamed"),  # 16-bit and larger than the threshold
     (torch.bfloat16, 1 << 26, "two_kernel"),  # 16-bit but L2-sized
-    (torch.float32, 1024, "two_kernel"),  # fp32 stays on two_kernel
+    (torch.float32, 1024, "streamed"),  # 32-bit and larger than the threshold
+    (torch.float32, 1 << 26, "two_kernel"),  # 32-bit but L2-sized
 ])
-def test_auto_strategy_picks_by_dtype_and_size(dtype, min_bytes, expected, monkeypatch):
+def test_auto_strategy_picks_by_size(dtype, min_bytes, expected, monkeypatch):
     k = kernel()
     monkeypatch.setitem(k.TUNABLES, "STRATEGY", "auto")
-    monkeypatch.setattr(k, "_AUTO_STAGED_MIN_BYTES", min_bytes)
+    monkeypatch.setattr(k, "_AUTO_STREAMED_MIN_BYTES", min_bytes)
 
     def staged(*args):
         raise _Taken("staged")
+
+    def streamed(*args):
+        raise _Taken("streamed")
 
     class TwoKernel:  # stands in for the stats kernel: `kernel[grid](...)`
         def __getitem__(self, grid):
             raise _Taken("two_kernel")
 
     monkeypatch.setattr(k, "_batch_norm_staged", staged)
+    monkeypatch.setattr(k, "_batch_norm_streamed", streamed)
     monkeypatch.setattr(k, "_batchnorm_stats_kernel", TwoKernel())
     with pytest.raises(_Taken) as taken:
         k.batch_norm_train(torch.randn(2, 2, 16, 16).to(dtype), torch.ones(2), torch.zeros(2), None, None, None,

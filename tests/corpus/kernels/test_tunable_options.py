@@ -56,6 +56,20 @@ OPTIONS: list[tuple[str, str, dict, str]] = [
       "STAGE_RUN": 64, "STAGE_PROGRAMS_PER_SM": 4, "num_warps_staged": 2}, ""),
     ("batchnorm", "staged_prefetch_heads_span_channels",  # one stage; a head of 32 rows meets several channels
      {"STRATEGY": "staged", "STAGE_PREFETCH": 2, "STAGE_TILE": 2048, "STAGE_RUN": 64, "num_warps_staged": 4}, ""),
+    ("batchnorm", "streamed", {"STRATEGY": "streamed"}, ""),  # default STREAM_* (auto's pick for large fp32 x): one
+    #                                                            stage (tiny tensors); 70x70 planes: a masked tile
+    ("batchnorm", "streamed_small_shares_ahead",  # 64-value tiles, shares of a tile or two, loads a tile ahead
+     {"STRATEGY": "streamed", "STREAM_BYTES": 2048, "STREAM_TILE": 64, "STREAM_AHEAD": True, "STREAM_STAGES": 1,
+      "num_warps_streamed": 2}, ""),
+    ("batchnorm", "streamed_lag3_many_programs",  # 16 programs, some with no tiles; y three stages behind
+     {"STRATEGY": "streamed", "STREAM_BYTES": 64, "STREAM_TILE": 256, "STREAM_LAG": 3, "STREAM_STAGES": 2,
+      "STREAM_AHEAD": False, "STREAM_PROGRAMS_PER_SM": 4, "num_warps_streamed": 2}, ""),
+    ("batchnorm", "streamed_planes_ragged_shares_cut_channels",  # [4, 64] tiles: N = 3 and 2 (variants) leave planes
+     {"STRATEGY": "streamed", "STREAM_PLANES": 4, "STREAM_TILE": 64, "STREAM_BYTES": 2048,  # off; 70x70: columns
+      "num_warps_streamed": 2}, ""),  # off too
+    ("batchnorm", "streamed_planes_cp_async_many_programs",  # [2, 256] tiles through cp.async; 16 programs
+     {"STRATEGY": "streamed", "STREAM_PLANES": 2, "STREAM_TILE": 256, "STREAM_BYTES": 64, "STREAM_AHEAD": False,
+      "STREAM_STAGES": 3, "STREAM_PROGRAMS_PER_SM": 4, "num_warps_streamed": 2}, ""),
     ("cumsum", "fp32_chunks_compensated", {"FP64_ACC": 2}, ""),  # compensated carry across chunks
     ("cumsum", "one_chunk_two_rows", {"FP64_ACC": 2, "BLOCK": 4096, "TILE": 8192}, ""),
     ("cumsum", "plain_fp32", {"FP64_ACC": 0, "BLOCK": 512}, ""),
