@@ -537,6 +537,22 @@ def _stage_read_ahead(x_ptr, slot_ptr, stage, n_stages, x_head, k_head, stage_ch
 
 
 @triton.jit
+def _polled_stats(x_ptr, word_ptrs, meets, c, n_batch, n_channels, hw, count, max_spin):
+    """(mean, var) of channel c from the shifted-sum words at word_ptrs (lanes where meets), polled until all are
+    in; after max_spin polls (a program not started, e.g. in the interpreter) read from x."""
+    k = tl.load(x_ptr + tl.cast(c, tl.int64) * hw).to(tl.float32)  # issued before polling: not in its wake
+    ready, s_p, q_p = _poll_tagged(word_ptrs, meets, max_spin)
+    if ready:
+        d = tl.sum(s_p, axis=0) / count
+        mean = k + d
+        var = tl.maximum(tl.sum(q_p, axis=0) / count - d * d, 0.0)
+    else:
+        n_c, mean, m2 = _channel_stats(x_ptr, c, n_batch, n_channels, hw, 1024)
+        var = m2 / n_c
+    return mean, var
+
+
+@triton.jit
 def _stage_channel_stats(x_ptr, slot_ptr, c, cl, sc, n_batch, n_channels, hw, rows_per_channel, count, max_spin,
                          GW: tl.constexpr):
     """(mean, var) of channel c (local channel cl of a stage of sc): the words of the programs whose shares
@@ -549,16 +565,7 @@ def _stage_channel_stats(x_ptr, slot_ptr, c, cl, sc, n_batch, n_channels, hw, ro
     lo_g = g * total // n_programs
     hi_g = (g + 1) * total // n_programs
     meets = (g < n_programs) & (hi_g > lo_g) & (lo_g < row0 + rows_per_channel) & (hi_g > row0)
-    k = tl.load(x_ptr + tl.cast(c, tl.int64) * hw).to(tl.float32)  # issued before polling: not in its wake
-    ready, s_p, q_p = _poll_tagged(slot_ptr + c * n_programs + g, meets, max_spin)
-    if ready:
-        d = tl.sum(s_p, axis=0) / count
-        mean = k + d
-        var = tl.maximum(tl.sum(q_p, axis=0) / count - d * d, 0.0)
-    else:
-        n_c, mean, m2 = _channel_stats(x_ptr, c, n_batch, n_channels, hw, 1024)
-        var = m2 / n_c
-    return mean, var
+    return _polled_stats(x_ptr, slot_ptr + c * n_programs + g, meets, c, n_batch, n_channels, hw, count, max_spin)
 
 
 @triton.jit
@@ -651,17 +658,9 @@ def _stream_channel_stats(x_ptr, slot_ptr, c, n_shares, words_per_share, n_batch
     first = c * PER_CHANNEL
     j = first // SHARE + tl.arange(0, GW)
     meets = (j < n_shares) & (j * SHARE < first + PER_CHANNEL)
-    k = tl.load(x_ptr + tl.cast(c, tl.int64) * hw).to(tl.float32)  # issued before polling: not in its wake
     # a share's words are its channels in order: c's is c less the share's first channel
-    ready, s_p, q_p = _poll_tagged(slot_ptr + j * words_per_share + c - j * SHARE // PER_CHANNEL, meets, max_spin)
-    if ready:
-        d = tl.sum(s_p, axis=0) / count
-        mean = k + d
-        var = tl.maximum(tl.sum(q_p, axis=0) / count - d * d, 0.0)
-    else:
-        n_c, mean, m2 = _channel_stats(x_ptr, c, n_batch, n_channels, hw, 1024)
-        var = m2 / n_c
-    return mean, var
+    return _polled_stats(x_ptr, slot_ptr + j * words_per_share + c - j * SHARE // PER_CHANNEL, meets, c, n_batch,
+                         n_channels, hw, count, max_spin)
 
 
 @triton.jit
