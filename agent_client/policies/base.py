@@ -14,6 +14,7 @@ from agent_client.session.records import Node
 
 class Policy(Protocol):
     name: str
+    waits_for_drafts: bool
 
     def observe(self, node: Node) -> None:
         """Called once per node when it is evaluated (or recorded as malformed)."""
@@ -24,6 +25,8 @@ class Policy(Protocol):
 
 class PolicyBase:
     name = "base"
+    # True: while a draft is being evaluated, a None from select means "wait for it", not "draft again"
+    waits_for_drafts = False
 
     def __init__(self, seed: int = 0):
         self.rng = random.Random(seed)

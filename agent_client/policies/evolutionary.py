@@ -5,7 +5,9 @@ Usage: IslandPolicy(seed=0, islands=3, tournament=3, migrate_every=6)
 Drafts are dealt to islands in turn and children live on their parent's island, so separate
 lineages evolve apart (diversity); every `migrate_every` selections the best node of each island
 is copied to the next one (ring), so a good idea spreads without taking over at once. An island
-with no passing node asks for a draft, which then joins that island.
+with no passing node asks for a draft, which then joins that island; while a draft is still being
+evaluated the loop waits for it instead (it joins the island that asked), so how fast the harness runs
+does not change how many drafts a session spends.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from agent_client.session.records import Node
 
 class IslandPolicy(PolicyBase):
     name = "evolutionary"
+    # a draft in flight joins the island that asks next for one: drafting again would give it two
+    waits_for_drafts = True
 
     def __init__(self, seed: int = 0, islands: int = 3, tournament: int = 3, migrate_every: int = 6):
         super().__init__(seed)

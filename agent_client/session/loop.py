@@ -159,7 +159,11 @@ class Tuner:
             return None
         if not evaluated:
             return _WAIT if self.inflight else None
-        return self.policy.select(evaluated)
+        parent = self.policy.select(evaluated)
+        if parent is None and self.policy.waits_for_drafts and any(
+                n.kind == "draft" and n.status == "pending" for n in self.nodes.values()):
+            return _WAIT
+        return parent
 
     def _request(self, parent: Node | None) -> None:
         c = self.config
