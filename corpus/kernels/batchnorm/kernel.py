@@ -776,6 +776,14 @@ def _resident(num_warps: int, programs_per_sm: int) -> tuple:
     return per_sm, (255 if regs > 255 else regs // 8 * 8)
 
 
+def _running_args(running_mean, running_var, num_batches_tracked, stand_in: torch.Tensor) -> tuple:
+    """(update, the three running-statistics arguments): without running statistics the kernel is compiled
+    with UPDATE_RUNNING False and never reads them, so `stand_in` fills their places."""
+    update = running_mean is not None and running_var is not None
+    running = (running_mean, running_var, num_batches_tracked) if update else (stand_in,) * 3
+    return update, running
+
+
 def _batch_norm_coop(x, weight, bias, running_mean, running_var, num_batches_tracked, momentum, eps):
     n, c = x.shape[0], x.shape[1]
     hw = x.numel() // (n * c)
@@ -797,11 +805,9 @@ def _batch_norm_coop(x, weight, bias, running_mean, running_var, num_batches_tra
     # last: one (mean, rstd) word per channel, -1 until its last arriver publishes it
     word = torch.full((c,), -1, dtype=torch.int64, device=x.device) if sync == "last" else part
     y = torch.empty_like(x)
-    update = running_mean is not None and running_var is not None
+    update, running = _running_args(running_mean, running_var, num_batches_tracked, part)
     _batchnorm_coop_kernel[grid](
-        x, weight, bias, y, part, count, word,
-        running_mean if update else part, running_var if update else part,
-        num_batches_tracked if update else part,
+        x, weight, bias, y, part, count, word, *running,
         n, c, hw, runs, eps, momentum, _MAX_SPIN_GPU if x.is_cuda else 0,
         SPLIT=split, SPLIT_P2=triton.next_power_of_2(split), ROWS=rows, RUN=run,
         PREFETCH=t["COOP_PREFETCH"], SYNC=sync, UPDATE_RUNNING=update, num_warps=t["num_warps_coop"], maxnreg=maxnreg,
@@ -827,10 +833,9 @@ def _batch_norm_staged(x, weight, bias, running_mean, running_var, num_batches_t
     # programs meeting one channel: at most cdiv(programs, channels of the stage) + 2 (the last stage the smallest)
     window = triton.next_power_of_2(triton.cdiv(n_programs, c - (n_stages - 1) * sc) + 2)
     y = torch.empty_like(x)
-    update = running_mean is not None and running_var is not None
+    update, running = _running_args(running_mean, running_var, num_batches_tracked, slots)
     _batchnorm_staged_kernel[(n_programs,)](
-        x, weight, bias, y, slots,
-        running_mean if update else slots, running_var if update else slots, num_batches_tracked if update else slots,
+        x, weight, bias, y, slots, *running,
         n, c, hw, n_stages, sc, n * segs, float(n * hw), eps, momentum, _MAX_SPIN_GPU if x.is_cuda else 0,
         SEGS=segs, ROWS=t["STAGE_TILE"] // run, RUN=run, GW=window, LAG=t["STAGE_LAG"], EVEN=hw % run == 0,
         EVICT=t["STAGE_EVICT"], UPDATE_RUNNING=update, PREFETCH=t["STAGE_PREFETCH"], num_warps=t["num_warps_staged"],
@@ -866,10 +871,9 @@ def _batch_norm_streamed(x, weight, bias, running_mean, running_var, num_batches
     words = triton.cdiv(share - 1, per_channel) + 1  # channels a share meets at most: one word each
     slots = torch.full((n_shares * words,), -1, dtype=torch.int64, device=x.device)  # -1: not in yet
     y = torch.empty_like(x)
-    update = running_mean is not None and running_var is not None
+    update, running = _running_args(running_mean, running_var, num_batches_tracked, slots)
     _batchnorm_streamed_kernel[(n_programs,)](
-        x, weight, bias, y, slots,
-        running_mean if update else slots, running_var if update else slots, num_batches_tracked if update else slots,
+        x, weight, bias, y, slots, *running,
         n, c, hw, n_units, n_shares, words, triton.cdiv(n_shares, n_programs) + lag, float(n * hw), eps, momentum,
         _MAX_SPIN_GPU if x.is_cuda else 0,
         PER_CHANNEL=per_channel, SHARE=share, SEGS=segs, TILE=tile, PLANES=planes,
@@ -913,11 +917,9 @@ def batch_norm_train(x, weight, bias, running_mean, running_var, num_batches_tra
     y = torch.empty_like(x)
     block = min(triton.next_power_of_2(hw), t["MAX_BLOCK_APPLY"])
     blocks_per_plane = triton.cdiv(hw, block)
-    update = running_mean is not None and running_var is not None
+    update, running = _running_args(running_mean, running_var, num_batches_tracked, parts)
     _batchnorm_apply_kernel[(c * n * blocks_per_plane,)](
-        x, weight, bias, y, parts[0], parts[1], parts[2],
-        running_mean if update else parts, running_var if update else parts,
-        num_batches_tracked if update else parts,
+        x, weight, bias, y, parts[0], parts[1], parts[2], *running,
         n, c, hw, blocks_per_plane, eps, momentum,
         SPLIT=split, BLOCK=block, UPDATE_RUNNING=update, EVICT="evict_first" if t["EVICT_APPLY"] else "",
         num_warps=max(1, min(t["num_warps_apply"], block // 256)),

@@ -56,8 +56,8 @@ OPTIONS: list[tuple[str, str, dict, str]] = [
       "STAGE_RUN": 64, "STAGE_PROGRAMS_PER_SM": 4, "num_warps_staged": 2}, ""),
     ("batchnorm", "staged_prefetch_heads_span_channels",  # one stage; a head of 32 rows meets several channels
      {"STRATEGY": "staged", "STAGE_PREFETCH": 2, "STAGE_TILE": 2048, "STAGE_RUN": 64, "num_warps_staged": 4}, ""),
-    ("batchnorm", "streamed", {"STRATEGY": "streamed"}, ""),  # default STREAM_* (auto's pick for large fp32 x): one
-    #                                                            stage (tiny tensors); 70x70 planes: a masked tile
+    ("batchnorm", "streamed", {"STRATEGY": "streamed"}, ""),  # default STREAM_* (auto's pick for x larger than L2):
+    #                                                            one stage (tiny tensors); 70x70 planes: a masked tile
     ("batchnorm", "streamed_small_shares_ahead",  # 64-value tiles, shares of a tile or two, loads a tile ahead
      {"STRATEGY": "streamed", "STREAM_BYTES": 2048, "STREAM_TILE": 64, "STREAM_AHEAD": True, "STREAM_STAGES": 1,
       "num_warps_streamed": 2}, ""),
