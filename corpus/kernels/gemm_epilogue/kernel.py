@@ -39,6 +39,14 @@ TUNABLES = {
     "FLATTEN": False,  # persistent kernel only: flatten tile and K loops so loads for the next tile prefetch
     "WARP_SPECIALIZE": False,  # persistent kernel only: compiler warp specialisation of the tile loop (GPU only)
     "PROGRAMS_PER_SM": 1,  # persistent kernel only: 2 = two programs per SM, one's epilogue overlapping the other's MMAs
+    # EPILOGUE_16BIT: the epilogue's arithmetic on 16-bit outputs (not the row-sum path). "fp32": everything in
+    # fp32, one rounding at the store. "lean": the bias as the accumulator's start value (one add less), the scale
+    # folded into GELU's half (h = x * scale / 2, y = h + h tanh z: one multiply less), and the residual added to
+    # the rounded output in packed 16-bit (add.rn.bf16x2 / f16x2: one op per two values, no unpacking), as
+    # eager's own last add does. Why: the non-warp-specialised kernel issues the epilogue between two tiles'
+    # MMAs; the tall bf16 kernel's SASS (triton 3.6) goes from 2152 to 1704 instructions a thread.
+    # 4096^3: "fp32" 0.1967-0.1973 ms against "lean" 0.2022-0.2033 (benchmarks/results/sweep-20261201T012240Z.json)
+    "EPILOGUE_16BIT": "fp32",
     # bf16/fp16, tall and skinny (M >= 8 N, e.g. 32768 x 2048 -> 512): the same keys with a TALL_ prefix
     "TALL_BLOCK_M": 128,
     "TALL_BLOCK_N": 256,
@@ -52,6 +60,8 @@ TUNABLES = {
     "TALL_FLATTEN": False,
     "TALL_WARP_SPECIALIZE": False,
     "TALL_PROGRAMS_PER_SM": 1,
+    # "lean" 0.1167-0.1214 ms against "fp32" 0.1182-0.1214, interleaved (benchmarks/results/sweep-20261201T012240Z.json)
+    "TALL_EPILOGUE_16BIT": "lean",
     # fp32 inputs, every shape: the same keys with an FP32_ prefix
     "FP32_BLOCK_M": 128,
     "FP32_BLOCK_N": 128,
@@ -65,6 +75,7 @@ TUNABLES = {
     "FP32_FLATTEN": False,
     "FP32_WARP_SPECIALIZE": False,
     "FP32_PROGRAMS_PER_SM": 1,
+    "FP32_EPILOGUE_16BIT": "fp32",  # fp32 outputs are always computed in fp32 (the key completes the FP32_ set)
     # "tf32x3" (default): each fp32 operand split into a TF32 high part and a TF32 remainder, three
     # tensor-core products (the remainder x remainder term dropped): relative error near fp32 FMA's
     # (benchmarks/gpu/gemm_precision.py measures it against fp64), 3.6x faster than "ieee" on the H200.
@@ -111,9 +122,32 @@ def _mma(a, b, acc, IS_FP32: tl.constexpr, FP32_PRECISION: tl.constexpr, UPCAST_
 
 
 @triton.jit
+def _acc_start(b_ptr, off_n, N, BIAS_IN_ACC: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """The accumulator's start: zeros, or with BIAS_IN_ACC the bias row, so the MMAs add onto it and the
+    epilogue has one add per value less."""
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    if BIAS_IN_ACC:
+        cols = off_n + tl.arange(0, BLOCK_N)
+        acc += tl.load(b_ptr + cols, mask=cols < N, other=0.0).to(tl.float32)[None, :]
+    return acc
+
+
+@triton.jit
+def _add_16bit(a, b, PACKED_ADD: tl.constexpr):
+    """a + b for 16-bit a, b, rounded once to their type: PACKED_ADD, the PTX add.rn.{bf16,f16}x2 (two values per
+    instruction, GPU), or "" for the same through fp32 (the exact sum of two 16-bit values fits fp32's mantissa
+    unless their exponents are far apart, where the smaller is under half an ulp of the larger either way)."""
+    if PACKED_ADD == "":
+        return (a.to(tl.float32) + b.to(tl.float32)).to(a.dtype)
+    return tl.inline_asm_elementwise(PACKED_ADD + " $0, $1, $2;", "=r,r,r", [a, b], dtype=a.dtype, is_pure=True,
+                                     pack=2)
+
+
+@triton.jit
 def _epilogue(acc, off_m, off_n, b_ptr, r_ptr, y_ptr, r_desc, y_desc, M, N, stride_rm, stride_rn, stride_ym,
               stride_yn, scale, HAS_BIAS: tl.constexpr, HAS_RESIDUAL: tl.constexpr, ACTIVATION: tl.constexpr,
-              ROW_SUM: tl.constexpr, TMA_EPILOGUE: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+              ROW_SUM: tl.constexpr, TMA_EPILOGUE: tl.constexpr, LEAN: tl.constexpr, PACKED_ADD: tl.constexpr,
+              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
     # In fp32 registers: bias, activation, scale, residual; then one store of the (BLOCK_M, BLOCK_N) tile at
     # (off_m, off_n), or with ROW_SUM one fp32 partial sum per row added atomically into y (M,): the M x N
     # tile never leaves the SM. TMA_EPILOGUE: residual and output tiles move by TMA (edges zero-filled on
@@ -130,7 +164,10 @@ def _epilogue(acc, off_m, off_n, b_ptr, r_ptr, y_ptr, r_desc, y_desc, M, N, stri
         inner = 0.7978845608028654 * (acc + 0.044715 * acc * acc * acc)
         acc = acc / (1.0 + tl.math.exp2(inner * -2.8853900817779268))  # -2 log2(e): x * sigmoid(2 inner)
     elif ACTIVATION == "gelu_tanh_hw":  # "gelu" on 16-bit outputs with GELU_16BIT = "tanh_hw", on a GPU
-        half = 0.5 * acc
+        if LEAN:  # the scale rides on the half: no multiply after
+            half = (0.5 * scale) * acc
+        else:
+            half = 0.5 * acc
         inner = acc * (0.7978845608028654 + 0.035677408136300125 * acc * acc)
         acc = half + half * tl.inline_asm_elementwise("tanh.approx.f32 $0, $1;", "=f,f", [inner], dtype=tl.float32,
                                                       is_pure=True, pack=1)
@@ -139,14 +176,18 @@ def _epilogue(acc, off_m, off_n, b_ptr, r_ptr, y_ptr, r_desc, y_desc, M, N, stri
         acc = 0.5 * acc * (1.0 + (2.0 * tl.sigmoid(2.0 * inner) - 1.0))
     elif ACTIVATION == "silu":
         acc = acc * tl.sigmoid(acc)
-    acc = acc * scale
+    if not (LEAN and ACTIVATION == "gelu_tanh_hw"):
+        acc = acc * scale
     mask = (rows[:, None] < M) & (cols[None, :] < N)
     if HAS_RESIDUAL:
         if TMA_EPILOGUE:
-            acc += r_desc.load([off_m, off_n]).to(tl.float32)
+            r = r_desc.load([off_m, off_n])
         else:
-            r_ptrs = r_ptr + rows[:, None] * stride_rm + cols[None, :] * stride_rn
-            acc += tl.load(r_ptrs, mask=mask, other=0.0).to(tl.float32)
+            r = tl.load(r_ptr + rows[:, None] * stride_rm + cols[None, :] * stride_rn, mask=mask, other=0.0)
+        if LEAN and not ROW_SUM:  # rounded first, then one 16-bit add (the residual is never widened)
+            acc = _add_16bit(acc.to(y_ptr.dtype.element_ty), r, PACKED_ADD)
+        else:
+            acc += r.to(tl.float32)
     if ROW_SUM:
         tl.atomic_add(y_ptr + rows * stride_ym, tl.sum(tl.where(mask, acc, 0.0), 1), mask=rows < M)
     elif TMA_EPILOGUE:
@@ -167,6 +208,7 @@ def _gemm_epilogue_kernel(
     scale,
     HAS_BIAS: tl.constexpr, HAS_RESIDUAL: tl.constexpr, ACTIVATION: tl.constexpr, ROW_SUM: tl.constexpr,
     EVEN_K: tl.constexpr, IS_FP32: tl.constexpr, FP32_PRECISION: tl.constexpr, UPCAST_DOT: tl.constexpr,
+    LEAN: tl.constexpr, PACKED_ADD: tl.constexpr, BIAS_IN_ACC: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
 ):
     """One output tile per program; operands through pointers (any strides, any alignment)."""
@@ -178,7 +220,7 @@ def _gemm_epilogue_kernel(
     x_ptrs = x_ptr + rows[:, None] * stride_xm + ks[None, :] * stride_xk
     w_ptrs = w_ptr + ks[:, None] * stride_wk + cols[None, :] * stride_wn  # a (BLOCK_K, BLOCK_N) tile of W^T
 
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    acc = _acc_start(b_ptr, pid_n * BLOCK_N, N, BIAS_IN_ACC, BLOCK_M, BLOCK_N)
     for k in range(tl.cdiv(K, BLOCK_K)):
         if EVEN_K:
             a = tl.load(x_ptrs)
@@ -192,7 +234,7 @@ def _gemm_epilogue_kernel(
         w_ptrs += BLOCK_K * stride_wk
     _epilogue(acc, pid_m * BLOCK_M, pid_n * BLOCK_N, b_ptr, r_ptr, y_ptr, r_ptr, y_ptr, M, N, stride_rm,
               stride_rn, stride_ym, stride_yn, scale, HAS_BIAS, HAS_RESIDUAL, ACTIVATION, ROW_SUM, False,
-              BLOCK_M, BLOCK_N)
+              LEAN, PACKED_ADD, BLOCK_M, BLOCK_N)
 
 
 @triton.jit
@@ -205,7 +247,7 @@ def _gemm_epilogue_tma_kernel(
     HAS_BIAS: tl.constexpr, HAS_RESIDUAL: tl.constexpr, ACTIVATION: tl.constexpr, ROW_SUM: tl.constexpr,
     IS_FP32: tl.constexpr, FP32_PRECISION: tl.constexpr, UPCAST_DOT: tl.constexpr, NUM_PROGRAMS: tl.constexpr,
     TMA_EPILOGUE: tl.constexpr, EPILOGUE_SUBTILE: tl.constexpr, FLATTEN: tl.constexpr,
-    WARP_SPECIALIZE: tl.constexpr,
+    WARP_SPECIALIZE: tl.constexpr, LEAN: tl.constexpr, PACKED_ADD: tl.constexpr, BIAS_IN_ACC: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
 ):
     """Persistent: one program per SM walks the tiles; x and W tiles come by TMA (edges zero-filled).
@@ -222,7 +264,7 @@ def _gemm_epilogue_tma_kernel(
         pid_m, pid_n = _tile_coords(tile, M, N, BLOCK_M, BLOCK_N, GROUP_M)
         off_m = pid_m * BLOCK_M
         off_n = pid_n * BLOCK_N
-        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        acc = _acc_start(b_ptr, off_n, N, BIAS_IN_ACC, BLOCK_M, BLOCK_N)
         for k in range(k_steps):
             a = x_desc.load([off_m, k * BLOCK_K])
             b = w_desc.load([off_n, k * BLOCK_K])  # a (BLOCK_N, BLOCK_K) tile of W
@@ -232,18 +274,18 @@ def _gemm_epilogue_tma_kernel(
             acc0, acc1 = tl.split(halves)
             _epilogue(acc0, off_m, off_n, b_ptr, r_ptr, y_ptr, r_desc, y_desc, M, N, stride_rm, stride_rn,
                       stride_ym, stride_yn, scale, HAS_BIAS, HAS_RESIDUAL, ACTIVATION, ROW_SUM, TMA_EPILOGUE,
-                      BLOCK_M, BLOCK_N // 2)
+                      LEAN, PACKED_ADD, BLOCK_M, BLOCK_N // 2)
             _epilogue(acc1, off_m, off_n + BLOCK_N // 2, b_ptr, r_ptr, y_ptr, r_desc, y_desc, M, N, stride_rm,
                       stride_rn, stride_ym, stride_yn, scale, HAS_BIAS, HAS_RESIDUAL, ACTIVATION, ROW_SUM,
-                      TMA_EPILOGUE, BLOCK_M, BLOCK_N // 2)
+                      TMA_EPILOGUE, LEAN, PACKED_ADD, BLOCK_M, BLOCK_N // 2)
         else:
             _epilogue(acc, off_m, off_n, b_ptr, r_ptr, y_ptr, r_desc, y_desc, M, N, stride_rm, stride_rn,
                       stride_ym, stride_yn, scale, HAS_BIAS, HAS_RESIDUAL, ACTIVATION, ROW_SUM, TMA_EPILOGUE,
-                      BLOCK_M, BLOCK_N)
+                      LEAN, PACKED_ADD, BLOCK_M, BLOCK_N)
 
 
 _STRATEGY = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_warps", "num_stages", "PERSISTENT_TMA",
-             "TMA_EPILOGUE", "EPILOGUE_SUBTILE", "FLATTEN", "WARP_SPECIALIZE", "PROGRAMS_PER_SM")
+             "TMA_EPILOGUE", "EPILOGUE_SUBTILE", "FLATTEN", "WARP_SPECIALIZE", "PROGRAMS_PER_SM", "EPILOGUE_16BIT")
 
 
 def _config(dtype: torch.dtype, M: int, N: int) -> dict:
@@ -311,13 +353,22 @@ def gemm_epilogue(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | No
     gelu_form = TUNABLES["GELU_16BIT"]
     if gelu_form not in ("erf", "tanh_form", "tanh_hw"):
         raise ValueError(f"gemm_epilogue: TUNABLES GELU_16BIT={gelu_form!r} is not 'erf', 'tanh_form' or 'tanh_hw'")
+    lean_form = cfg["EPILOGUE_16BIT"]
+    if lean_form not in ("fp32", "lean"):
+        raise ValueError(f"gemm_epilogue: TUNABLES [TALL_|FP32_]EPILOGUE_16BIT={lean_form!r} is not 'fp32' or 'lean'")
+    lean = lean_form == "lean" and x.dtype != torch.float32
     if activation == "gelu" and gelu_form != "erf" and x.dtype != torch.float32:
         # within a twentieth of the 16-bit tolerance of the erf form; tanh.approx is PTX: GPU only
         activation = "gelu_tanh_hw" if gelu_form == "tanh_hw" and x.device.type == "cuda" else "gelu_tanh_form"
     common = {
-        "HAS_BIAS": bias is not None, "HAS_RESIDUAL": residual is not None, "ACTIVATION": activation,
+        # lean: the bias starts the accumulator (BIAS_IN_ACC) instead of being added in the epilogue (HAS_BIAS)
+        "HAS_BIAS": bias is not None and not lean, "BIAS_IN_ACC": bias is not None and lean, "HAS_RESIDUAL": residual is not None, "ACTIVATION": activation,
         "ROW_SUM": row_sum, "IS_FP32": x.dtype == torch.float32, "FP32_PRECISION": fp32_precision,
         "UPCAST_DOT": x.device.type == "cpu",
+        "LEAN": lean,
+        # add.rn.*x2 is PTX (sm_90+): the interpreter adds through fp32
+        "PACKED_ADD": {torch.bfloat16: "add.rn.bf16x2", torch.float16: "add.rn.f16x2"}.get(x.dtype, "")
+        if x.device.type == "cuda" else "",
         "BLOCK_M": cfg["BLOCK_M"], "BLOCK_N": cfg["BLOCK_N"], "BLOCK_K": cfg["BLOCK_K"], "GROUP_M": cfg["GROUP_M"],
         "num_warps": cfg["num_warps"], "num_stages": cfg["num_stages"],
     }

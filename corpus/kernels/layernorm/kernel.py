@@ -4,6 +4,16 @@ Two paths, chosen by the launcher from the row width N:
 - fused (N <= MAX_FUSED_N): the row stays in registers: mean, then the centred variance (two-pass
   numerics, one pass over memory), then y = (x - mean) * rstd * w + b. Narrow rows share a program.
   Bytes moved: read x once, write y once (+ w and b, which stay in L2).
+- COLS_CONSTEXPR: the fused kernel compiled for the row width, so register chunks that lie wholly past the
+  row (5120 in an 8192-lane tile: a quarter of each thread's values) compile away instead of running masked.
+- PAIRS (the default for bf16 x, weight and bias of even width): the fused path on 32-bit words of two bf16
+  values, the width compiled in: the low value is word << 16 and the high one word & 0xFFFF0000 (one integer
+  op a value instead of two or three), the squares summed in one reduction over the (low, high) tuple (one
+  FFMA a value), y packed two values a word by one cvt.rn.bf16x2 (the interpreter: the same rounding in
+  Triton ops). Few warps win: one per PAIR_ROW_BYTES_PER_WARP (8192) bytes of a program's rows, so a
+  5120-wide row gets 2. On the H200 (65536x5120, benchmarks/results/sweep-20261201T010657Z.json) that ran
+  0.319 ms (98.9% of copy bandwidth) against 0.325 with 4 warps, 0.329 with 8, and 0.376 for the fused
+  kernel's default (8 warps, width not compiled in); COLS_CONSTEXPR with 4 warps ran 0.326.
 - looped (wider rows): a persistent grid walks rows; pass 1 merges per-block (count, mean, M2)
   statistics with Chan's formula (no sum-of-squares cancellation), pass 2 re-reads the row from its
   end backwards (L2-warm) and writes y.
@@ -22,27 +32,89 @@ TUNABLES = {
     "num_warps_fused": 0,  # fused path: 0 = from the row's bytes (ROW_BYTES_PER_WARP)
     "ROW_BYTES_PER_WARP": 1024,  # fused path: one warp per this many bytes of the rows a program holds
     "ROWS_FUSED": 0,  # fused path: rows per program, 0 = as many as fill 2048 lanes (power of 2)
+    "COLS_CONSTEXPR": False,  # fused path: the row width compiled in (lanes past it compile away)
+    "PAIRS": True,  # fused path for bf16: 32-bit words of two values, width compiled in (see the docstring)
+    "PAIR_WARPS": 0,  # pairs path: warps, 0 = from the row's bytes (PAIR_ROW_BYTES_PER_WARP)
+    "PAIR_ROW_BYTES_PER_WARP": 8192,  # pairs path: one warp per this many bytes of the rows a program holds
 }
 
 
 @triton.jit
 def _layernorm_fused_kernel(
-    x_ptr, w_ptr, b_ptr, y_ptr, n_rows, n_cols, stride_x, stride_y, eps,
-    ROWS: tl.constexpr, BLOCK: tl.constexpr,
+    x_ptr, w_ptr, b_ptr, y_ptr, n_rows, n_cols_arg, stride_x, stride_y, eps,
+    ROWS: tl.constexpr, BLOCK: tl.constexpr, N_CONST: tl.constexpr,
 ):
+    if N_CONST > 0:  # the width compiled in: masks of chunks past it are constant
+        n_cols = N_CONST
+    else:
+        n_cols = n_cols_arg
     rows = tl.program_id(0).to(tl.int64) * ROWS + tl.arange(0, ROWS)
     cols = tl.arange(0, BLOCK)
     col_mask = cols < n_cols
     mask = (rows[:, None] < n_rows) & col_mask[None, :]
     x = tl.load(x_ptr + rows[:, None] * stride_x + cols[None, :], mask=mask, other=0.0).to(tl.float32)
     mean = tl.sum(x, axis=1) / n_cols
-    xc = tl.where(mask, x - mean[:, None], 0.0)
+    xc = tl.where(col_mask[None, :], x - mean[:, None], 0.0)  # rows past the last are never stored
     var = tl.sum(xc * xc, axis=1) / n_cols
     rstd = tl.rsqrt(var + eps)
     w = tl.load(w_ptr + cols, mask=col_mask, other=0.0).to(tl.float32)
     b = tl.load(b_ptr + cols, mask=col_mask, other=0.0).to(tl.float32)
     y = xc * rstd[:, None] * w[None, :] + b[None, :]
     tl.store(y_ptr + rows[:, None] * stride_y + cols[None, :], y.to(y_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _bf16_pair(words):
+    """fp32 (low, high) values of 32-bit words holding two bf16 values (little-endian: low = even column)."""
+    lo = (words << 16).to(tl.float32, bitcast=True)
+    hi = (words & -65536).to(tl.float32, bitcast=True)
+    return lo, hi
+
+
+@triton.jit
+def _bf16_word(lo, hi, ASM: tl.constexpr):
+    """32-bit words of two bf16 values rounded from fp32 (lo, hi): one packed cvt a word on the GPU (Triton's
+    own conversion of separate tensors takes one a value plus a byte permute)."""
+    if ASM:  # cvt's first source goes to the upper half
+        return tl.inline_asm_elementwise("cvt.rn.bf16x2.f32 $0, $2, $1;", "=r,f,f", [lo, hi], dtype=tl.int32,
+                                         is_pure=True, pack=1)
+    lo_bits = lo.to(tl.bfloat16).to(tl.int16, bitcast=True).to(tl.int32) & 0xFFFF
+    hi_bits = hi.to(tl.bfloat16).to(tl.int16, bitcast=True).to(tl.int32)
+    return (hi_bits << 16) | lo_bits
+
+
+@triton.jit
+def _add_pairs(a_lo, a_hi, b_lo, b_hi):
+    return a_lo + b_lo, a_hi + b_hi
+
+
+@triton.jit
+def _row_sum(lo, hi):
+    """Per-row sum of the low and high values: one reduction tree for both, each in-thread step one add."""
+    s_lo, s_hi = tl.reduce((lo, hi), 1, _add_pairs)
+    return s_lo + s_hi
+
+
+@triton.jit
+def _layernorm_pairs_kernel(
+    xw_ptr, ww_ptr, bw_ptr, yw_ptr, n_rows, stride_xw, stride_yw, eps,
+    N: tl.constexpr, ROWS: tl.constexpr, BLOCK_P: tl.constexpr, ASM: tl.constexpr,
+):
+    """bf16 rows as 32-bit words (two values each); strides in words."""
+    rows = tl.program_id(0).to(tl.int64) * ROWS + tl.arange(0, ROWS)
+    pairs = tl.arange(0, BLOCK_P)
+    pmask = pairs < N // 2
+    mask = (rows[:, None] < n_rows) & pmask[None, :]
+    lo, hi = _bf16_pair(tl.load(xw_ptr + rows[:, None] * stride_xw + pairs[None, :], mask=mask, other=0))
+    mean = tl.sum(lo + hi, axis=1) / N
+    lo_c = tl.where(pmask[None, :], lo - mean[:, None], 0.0)  # the columns alone: constant per register
+    hi_c = tl.where(pmask[None, :], hi - mean[:, None], 0.0)
+    rstd = tl.rsqrt(_row_sum(lo_c * lo_c, hi_c * hi_c) / N + eps)
+    w_lo, w_hi = _bf16_pair(tl.load(ww_ptr + pairs, mask=pmask, other=0))
+    b_lo, b_hi = _bf16_pair(tl.load(bw_ptr + pairs, mask=pmask, other=0))
+    y_lo = lo_c * rstd[:, None] * w_lo[None, :] + b_lo[None, :]
+    y_hi = hi_c * rstd[:, None] * w_hi[None, :] + b_hi[None, :]
+    tl.store(yw_ptr + rows[:, None] * stride_yw + pairs[None, :], _bf16_word(y_lo, y_hi, ASM), mask=mask)
 
 
 @triton.jit
@@ -91,10 +163,27 @@ def _fused_warps(rows: int, n_cols: int, element_size: int, bytes_per_warp: int)
     return max(2, min(32, 1 << (want.bit_length() - 1)))
 
 
+def _pair_warps(rows: int, n_cols: int, bytes_per_warp: int) -> int:
+    """Warps for the pairs path: the next power of two of the rows' bf16 bytes / bytes_per_warp, in [1, 16].
+    Fewer warps than the fused path: each thread holds more words, and more programs share an SM."""
+    want = triton.cdiv(rows * n_cols * 2, bytes_per_warp)
+    return min(16, triton.next_power_of_2(want))
+
+
 def _num_sms(device: torch.device) -> int:
     if device.type == "cuda":
         return torch.cuda.get_device_properties(device).multi_processor_count
     return 4  # the CPU interpreter: a small grid
+
+
+def _pair_words(x2: torch.Tensor, w: torch.Tensor, b: torch.Tensor):
+    """x2, w, b viewed as 32-bit words of two bf16 values, or None where the pairs path does not apply."""
+    tensors = (x2, w, b)
+    if any(t.dtype != torch.bfloat16 for t in tensors) or x2.shape[1] % 2 or x2.stride(0) % 2:
+        return None
+    if any(t.storage_offset() % 2 or t.data_ptr() % 4 for t in tensors):
+        return None
+    return tuple(t.view(torch.int32) for t in tensors)
 
 
 def layer_norm_rows(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, eps: float) -> torch.Tensor:
@@ -110,14 +199,25 @@ def layer_norm_rows(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, e
     y = torch.empty((n_rows, n_cols), dtype=x.dtype, device=x.device)
     w, b = weight.contiguous(), bias.contiguous()
     t = TUNABLES
+    words = _pair_words(x2, w, b) if t["PAIRS"] else None
     if n_cols <= t["MAX_FUSED_N"]:
         block = triton.next_power_of_2(n_cols)
         rows = t["ROWS_FUSED"] or max(1, min(2048 // block, triton.next_power_of_2(n_rows)))  # narrow rows
-        warps = t["num_warps_fused"] or _fused_warps(rows, n_cols, x2.element_size(), t["ROW_BYTES_PER_WARP"])
-        _layernorm_fused_kernel[(triton.cdiv(n_rows, rows),)](
-            x2, w, b, y, n_rows, n_cols, x2.stride(0), y.stride(0), eps,
-            ROWS=rows, BLOCK=block, num_warps=warps,
-        )
+        grid = (triton.cdiv(n_rows, rows),)
+        if words is not None:
+            xw, ww, bw = words
+            yw = y.view(torch.int32)
+            _layernorm_pairs_kernel[grid](
+                xw, ww, bw, yw, n_rows, xw.stride(0), yw.stride(0), eps,
+                N=n_cols, ROWS=rows, BLOCK_P=max(1, block // 2), ASM=x.is_cuda,
+                num_warps=t["PAIR_WARPS"] or _pair_warps(rows, n_cols, t["PAIR_ROW_BYTES_PER_WARP"]),
+            )
+        else:
+            warps = t["num_warps_fused"] or _fused_warps(rows, n_cols, x2.element_size(), t["ROW_BYTES_PER_WARP"])
+            _layernorm_fused_kernel[grid](
+                x2, w, b, y, n_rows, n_cols, x2.stride(0), y.stride(0), eps,
+                ROWS=rows, BLOCK=block, N_CONST=n_cols if t["COLS_CONSTEXPR"] else 0, num_warps=warps,
+            )
     else:
         grid = (min(n_rows, _num_sms(x.device) * t["PROGRAMS_PER_SM"]),)
         _layernorm_looped_kernel[grid](

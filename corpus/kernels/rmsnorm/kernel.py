@@ -3,6 +3,16 @@
 Two paths, chosen by the launcher from the row width N:
 - fused (N <= MAX_FUSED_N): the row stays in registers; one read of x, one write of y (w stays in L2).
   Narrow rows share a program.
+- COLS_CONSTEXPR: the fused kernel compiled for the row width, so register chunks that lie wholly past the
+  row (a width short of its power-of-two tile) compile away instead of running masked; for 4096 or 8192 it
+  only folds the mask and the 1/N.
+- PAIRS (bf16 x and weight; even width): the fused path on 32-bit words of two bf16 values, the width
+  compiled in: the low value is word << 16 and the high one word & 0xFFFF0000 (one integer op a value), the
+  squares summed in one reduction over the (low, high) tuple, y packed two values a word by one
+  cvt.rn.bf16x2 (the interpreter: the same rounding in Triton ops). Warps as in layernorm: one per
+  PAIR_ROW_BYTES_PER_WARP bytes (a 4096-wide row: 1), or PAIR_WARPS. Ported from layernorm, where it took
+  65536x5120 bf16 from 84% to 98.9% of copy bandwidth on the H200
+  (benchmarks/results/sweep-20261201T010657Z.json).
 - looped (wider rows): a persistent grid walks rows; pass 1 accumulates x^2 per lane in fp32, pass 2
   re-reads the row from its end backwards (L2-warm) and writes y.
 """
@@ -20,14 +30,22 @@ TUNABLES = {
     "num_warps_fused": 0,  # fused path: 0 = from the row's bytes (ROW_BYTES_PER_WARP)
     "ROW_BYTES_PER_WARP": 1024,  # fused path: one warp per this many bytes of the rows a program holds
     "ROWS_FUSED": 0,  # fused path: rows per program, 0 = as many as fill 2048 lanes (power of 2)
+    "COLS_CONSTEXPR": False,  # fused path: the row width compiled in (lanes past it compile away)
+    "PAIRS": False,  # fused path for bf16: 32-bit words of two values, width compiled in (see the docstring)
+    "PAIR_WARPS": 0,  # pairs path: warps, 0 = from the row's bytes (PAIR_ROW_BYTES_PER_WARP)
+    "PAIR_ROW_BYTES_PER_WARP": 8192,  # pairs path: one warp per this many bytes of the rows a program holds
 }
 
 
 @triton.jit
 def _rmsnorm_fused_kernel(
-    x_ptr, w_ptr, y_ptr, n_rows, n_cols, stride_x, stride_y, eps,
-    ROWS: tl.constexpr, BLOCK: tl.constexpr,
+    x_ptr, w_ptr, y_ptr, n_rows, n_cols_arg, stride_x, stride_y, eps,
+    ROWS: tl.constexpr, BLOCK: tl.constexpr, N_CONST: tl.constexpr,
 ):
+    if N_CONST > 0:  # the width compiled in: masks of chunks past it are constant
+        n_cols = N_CONST
+    else:
+        n_cols = n_cols_arg
     rows = tl.program_id(0).to(tl.int64) * ROWS + tl.arange(0, ROWS)
     cols = tl.arange(0, BLOCK)
     col_mask = cols < n_cols
@@ -37,6 +55,56 @@ def _rmsnorm_fused_kernel(
     w = tl.load(w_ptr + cols, mask=col_mask, other=0.0).to(tl.float32)
     y = x * rstd[:, None] * w[None, :]
     tl.store(y_ptr + rows[:, None] * stride_y + cols[None, :], y.to(y_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _bf16_pair(words):
+    """fp32 (low, high) values of 32-bit words holding two bf16 values (little-endian: low = even column)."""
+    lo = (words << 16).to(tl.float32, bitcast=True)
+    hi = (words & -65536).to(tl.float32, bitcast=True)
+    return lo, hi
+
+
+@triton.jit
+def _bf16_word(lo, hi, ASM: tl.constexpr):
+    """32-bit words of two bf16 values rounded from fp32 (lo, hi): one packed cvt a word on the GPU (Triton's
+    own conversion of separate tensors takes one a value plus a byte permute)."""
+    if ASM:  # cvt's first source goes to the upper half
+        return tl.inline_asm_elementwise("cvt.rn.bf16x2.f32 $0, $2, $1;", "=r,f,f", [lo, hi], dtype=tl.int32,
+                                         is_pure=True, pack=1)
+    lo_bits = lo.to(tl.bfloat16).to(tl.int16, bitcast=True).to(tl.int32) & 0xFFFF
+    hi_bits = hi.to(tl.bfloat16).to(tl.int16, bitcast=True).to(tl.int32)
+    return (hi_bits << 16) | lo_bits
+
+
+@triton.jit
+def _add_pairs(a_lo, a_hi, b_lo, b_hi):
+    return a_lo + b_lo, a_hi + b_hi
+
+
+@triton.jit
+def _row_sum(lo, hi):
+    """Per-row sum of the low and high values: one reduction tree for both, each in-thread step one add."""
+    s_lo, s_hi = tl.reduce((lo, hi), 1, _add_pairs)
+    return s_lo + s_hi
+
+
+@triton.jit
+def _rmsnorm_pairs_kernel(
+    xw_ptr, ww_ptr, yw_ptr, n_rows, stride_xw, stride_yw, eps,
+    N: tl.constexpr, ROWS: tl.constexpr, BLOCK_P: tl.constexpr, ASM: tl.constexpr,
+):
+    """bf16 rows as 32-bit words (two values each); strides in words. Masked words load as 0: no square."""
+    rows = tl.program_id(0).to(tl.int64) * ROWS + tl.arange(0, ROWS)
+    pairs = tl.arange(0, BLOCK_P)
+    pmask = pairs < N // 2
+    mask = (rows[:, None] < n_rows) & pmask[None, :]
+    lo, hi = _bf16_pair(tl.load(xw_ptr + rows[:, None] * stride_xw + pairs[None, :], mask=mask, other=0))
+    rstd = tl.rsqrt(_row_sum(lo * lo, hi * hi) / N + eps)
+    w_lo, w_hi = _bf16_pair(tl.load(ww_ptr + pairs, mask=pmask, other=0))
+    y_lo = lo * rstd[:, None] * w_lo[None, :]
+    y_hi = hi * rstd[:, None] * w_hi[None, :]
+    tl.store(yw_ptr + rows[:, None] * stride_yw + pairs[None, :], _bf16_word(y_lo, y_hi, ASM), mask=mask)
 
 
 @triton.jit
@@ -69,10 +137,27 @@ def _fused_warps(rows: int, n_cols: int, element_size: int, bytes_per_warp: int)
     return max(2, min(32, 1 << (want.bit_length() - 1)))
 
 
+def _pair_warps(rows: int, n_cols: int, bytes_per_warp: int) -> int:
+    """Warps for the pairs path: the next power of two of the rows' bf16 bytes / bytes_per_warp, in [1, 16]
+    (layernorm's rule: its 5120-wide bf16 rows ran best with 2)."""
+    want = triton.cdiv(rows * n_cols * 2, bytes_per_warp)
+    return min(16, triton.next_power_of_2(want))
+
+
 def _num_sms(device: torch.device) -> int:
     if device.type == "cuda":
         return torch.cuda.get_device_properties(device).multi_processor_count
     return 4  # the CPU interpreter: a small grid
+
+
+def _pair_words(x2: torch.Tensor, w: torch.Tensor):
+    """x2 and w viewed as 32-bit words of two bf16 values, or None where the pairs path does not apply."""
+    tensors = (x2, w)
+    if any(t.dtype != torch.bfloat16 for t in tensors) or x2.shape[1] % 2 or x2.stride(0) % 2:
+        return None
+    if any(t.storage_offset() % 2 or t.data_ptr() % 4 for t in tensors):
+        return None
+    return tuple(t.view(torch.int32) for t in tensors)
 
 
 def rms_norm_rows(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
@@ -90,11 +175,22 @@ def rms_norm_rows(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Te
     if n_cols <= t["MAX_FUSED_N"]:
         block = triton.next_power_of_2(n_cols)
         rows = t["ROWS_FUSED"] or max(1, min(2048 // block, triton.next_power_of_2(n_rows)))  # narrow rows
-        warps = t["num_warps_fused"] or _fused_warps(rows, n_cols, x2.element_size(), t["ROW_BYTES_PER_WARP"])
-        _rmsnorm_fused_kernel[(triton.cdiv(n_rows, rows),)](
-            x2, w, y, n_rows, n_cols, x2.stride(0), y.stride(0), eps,
-            ROWS=rows, BLOCK=block, num_warps=warps,
-        )
+        grid = (triton.cdiv(n_rows, rows),)
+        words = _pair_words(x2, w) if t["PAIRS"] else None
+        if words is not None:
+            xw, ww = words
+            yw = y.view(torch.int32)
+            _rmsnorm_pairs_kernel[grid](
+                xw, ww, yw, n_rows, xw.stride(0), yw.stride(0), eps,
+                N=n_cols, ROWS=rows, BLOCK_P=max(1, block // 2), ASM=x.is_cuda,
+                num_warps=t["PAIR_WARPS"] or _pair_warps(rows, n_cols, t["PAIR_ROW_BYTES_PER_WARP"]),
+            )
+        else:
+            warps = t["num_warps_fused"] or _fused_warps(rows, n_cols, x2.element_size(), t["ROW_BYTES_PER_WARP"])
+            _rmsnorm_fused_kernel[grid](
+                x2, w, y, n_rows, n_cols, x2.stride(0), y.stride(0), eps,
+                ROWS=rows, BLOCK=block, N_CONST=n_cols if t["COLS_CONSTEXPR"] else 0, num_warps=warps,
+            )
     else:
         grid = (min(n_rows, _num_sms(x.device) * t["PROGRAMS_PER_SM"]),)
         _rmsnorm_looped_kernel[grid](

@@ -167,3 +167,43 @@ def test_launcher_names_bad_inputs():
         kernel.gemm_epilogue(x, torch.randn(6, 8), activation="tanh")
     with pytest.raises(ValueError, match="reduce"):
         kernel.gemm_epilogue(x, torch.randn(6, 8), reduce="max")
+
+
+@pytest.mark.parametrize("lean, persistent", [("lean", True), ("lean", False), ("fp32", True)],
+                         ids=["lean-persistent", "lean-pointer", "fp32-persistent"])
+@pytest.mark.parametrize("spec", [s for s in SPECS if "bf16" in s.stem], ids=lambda p: p.stem)
+def test_epilogue_16bit_forms_pass_16bit_specs(spec: Path, lean: str, persistent: bool, tmp_path: Path):
+    # "lean": the bias starts the accumulator, the scale rides on GELU's half, the residual is added to the
+    # rounded output (the interpreter adds through fp32; the GPU by add.rn.bf16x2); both kernels, both prefixes.
+    source = with_tunables((FAMILY / "kernel.py").read_text(), {
+        "EPILOGUE_16BIT": lean, "TALL_EPILOGUE_16BIT": lean,
+        "PERSISTENT_TMA": persistent, "TALL_PERSISTENT_TMA": persistent})
+    verdict = evaluate(tiny_copy(spec, tmp_path), source, backend="triton", device="cpu", config=CPU_CONFIG)
+    assert verdict.status is Status.passed, verdict.reasons
+
+
+def test_lean_residual_add_rounds_like_eager():
+    # The lean epilogue's output is round(round(y) + r) in bf16, eager's last add; the fp32 form is round(y + r).
+    # They differ by at most y's rounding plus the result's: a bf16 ulp of each (half an ulp each on the GPU,
+    # which rounds to nearest; the interpreter's fp32 -> bf16 conversion truncates, a full ulp).
+    kernel = import_file(FAMILY / "kernel.py", "test_gemm_kernel_lean")
+    torch.manual_seed(1)
+    x, w, b, r = torch.randn(64, 32), torch.randn(16, 32), torch.randn(16), torch.randn(64, 16)
+    x, w, b, r = (t.to(torch.bfloat16) for t in (x, w, b, r))
+    outs = {}
+    for form in ("fp32", "lean"):
+        kernel.TUNABLES.update({"EPILOGUE_16BIT": form, "TALL_EPILOGUE_16BIT": form})
+        outs[form] = kernel.gemm_epilogue(x, w, b, r, 0.5, "gelu").double()
+    eps = torch.finfo(torch.bfloat16).eps
+    y = outs["fp32"] - r.double()  # the value before the residual, to within the fp32 form's rounding
+    bound = eps * (outs["fp32"].abs() + y.abs()) * 1.01 + 1e-6
+    diff = (outs["lean"] - outs["fp32"]).abs()
+    assert (diff <= bound).all()
+    assert (diff > 0).any()  # the forms do differ: the lean path ran
+
+
+def test_bad_epilogue_16bit_is_named():
+    kernel = import_file(FAMILY / "kernel.py", "test_gemm_kernel_lean_bad")
+    kernel.TUNABLES["EPILOGUE_16BIT"] = "bf16"
+    with pytest.raises(ValueError, match="EPILOGUE_16BIT"):
+        kernel.gemm_epilogue(torch.randn(4, 8, dtype=torch.bfloat16), torch.randn(6, 8, dtype=torch.bfloat16))

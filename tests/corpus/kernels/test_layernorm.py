@@ -44,3 +44,36 @@ def test_constant_rows_give_the_bias():
     w, b = torch.randn(50), torch.randn(50)
     torch.testing.assert_close(kernel().layer_norm_rows(x, w, b, 1e-5), b.expand(3, 50))
 
+
+
+@pytest.mark.parametrize("overrides", [
+    {},
+    {"PAIR_WARPS": 4, "ROWS_FUSED": 4},
+    {"PAIRS": False},
+    {"PAIRS": False, "COLS_CONSTEXPR": True, "ROWS_FUSED": 2},
+], ids=["pairs", "pairs_rows4", "fused", "fused_cols_constexpr_rows2"])
+def test_bf16_rows_match_torch(overrides: dict, monkeypatch):
+    """Even widths (by default the pairs path: 32-bit words), a ragged last program, an offset far from zero
+    (the centred variance), and an odd width and a misaligned row (the pairs path falls back to the fused
+    one). Each width runs twice: the second call reuses the kernel compiled for it."""
+    k = kernel()
+    for key, value in overrides.items():
+        monkeypatch.setitem(k.TUNABLES, key, value)
+    torch.manual_seed(0)
+    for rows, cols, offset in [(5, 96, 100.0), (3, 20, 0.0), (3, 21, 1.0)]:
+        x = (torch.randn(rows, cols + 2) * 2.0 + offset).to(torch.bfloat16)  # an even row stride
+        w, b = torch.randn(cols).to(torch.bfloat16), torch.randn(cols).to(torch.bfloat16)
+        aligned, shifted = x[:, :cols], x[:, 1:cols + 1]  # the second starts one value (half a word) in
+        assert (k._pair_words(aligned, w, b) is None) == (cols % 2 == 1)
+        assert k._pair_words(shifted, w, b) is None
+        for xs in (aligned, shifted, aligned):
+            want = torch.nn.functional.layer_norm(xs.float(), (cols,), w.float(), b.float(), 1e-5)
+            got = k.layer_norm_rows(xs, w, b, 1e-5)
+            torch.testing.assert_close(got.float(), want, atol=2e-2, rtol=2e-2)
+
+
+def test_pair_warps_follow_the_row_bytes():
+    """One warp per 8192 bytes, rounded up to a power of two in [1, 16]: 5120 bf16 (10240 bytes) gets 2."""
+    k = kernel()
+    assert [k._pair_warps(1, n, 8192) for n in (96, 4096, 5120, 8192, 16384)] == [1, 1, 2, 2, 4]
+    assert k._pair_warps(16, 96, 8192) == 1 and k._pair_warps(1, 16384, 2048) == 16

@@ -45,3 +45,34 @@ def test_scale_invariance():
     torch.testing.assert_close(k.rms_norm_rows(x * 1000.0, w, 0.0), k.rms_norm_rows(x, w, 0.0), rtol=1e-5,
                                atol=1e-5)
 
+
+
+@pytest.mark.parametrize("overrides", [
+    {"PAIRS": True},
+    {"PAIRS": True, "PAIR_WARPS": 4, "ROWS_FUSED": 4},
+    {"COLS_CONSTEXPR": True, "ROWS_FUSED": 2},
+], ids=["pairs", "pairs_rows4", "cols_constexpr_rows2"])
+def test_bf16_rows_match_torch(overrides: dict, monkeypatch):
+    """Even widths (the pairs path: 32-bit words), a ragged last program, and an odd width and a misaligned
+    row (the pairs path falls back to the fused one). Each width runs twice: the second call reuses the
+    kernel compiled for it."""
+    k = kernel()
+    for key, value in overrides.items():
+        monkeypatch.setitem(k.TUNABLES, key, value)
+    torch.manual_seed(0)
+    for rows, cols in [(5, 96), (3, 20), (3, 21)]:
+        x = (torch.randn(rows, cols + 2) * 2.0).to(torch.bfloat16)  # an even row stride
+        w = torch.randn(cols).to(torch.bfloat16)
+        aligned, shifted = x[:, :cols], x[:, 1:cols + 1]  # the second starts one value (half a word) in
+        assert (k._pair_words(aligned, w) is None) == (cols % 2 == 1)
+        assert k._pair_words(shifted, w) is None
+        for xs in (aligned, shifted, aligned):
+            want = torch.nn.functional.rms_norm(xs.float(), (cols,), w.float(), 1e-6)
+            got = k.rms_norm_rows(xs, w, 1e-6)
+            torch.testing.assert_close(got.float(), want, atol=2e-2, rtol=2e-2)
+
+
+def test_pair_warps_follow_the_row_bytes():
+    """One warp per 8192 bytes, rounded up to a power of two in [1, 16]."""
+    k = kernel()
+    assert [k._pair_warps(1, n, 8192) for n in (96, 4096, 5120, 8192, 16384)] == [1, 1, 2, 2, 4]
