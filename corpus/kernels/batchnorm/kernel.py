@@ -52,6 +52,12 @@ STREAM_AHEAD (the next tiles loaded into registers a tile early). STREAM_PLANES 
 same block of PLANES planes of one channel (C * HW apart), so 16-bit x moves as many bytes per tile (and per
 register prefetch) as 32-bit x with one scale and shift; the last group is masked where PLANES does not divide N.
 Polling out, the running statistics (the program applying a channel's first tile) and K are as in "staged".
+STREAM_AHEAD 2 keeps two tiles' loads in flight in registers; STREAM_LANES cuts a tile's block of a plane into rows
+of LANES values summed within each thread first, so the per-lane sums take fewer registers (room for more programs
+per SM or the deeper prefetch under maxnreg).
+WORKSPACE "epoch" (staged, streamed) drops the fill kernel before each launch: the slot words live in a workspace
+cached per (layout, stream), and each launch ORs its parity (one ticket atomic per program) into bit 63 of its
+words; a poll XORs it back, so the words the launch before left, and the -1 they start as, read as not in.
 STRATEGY "two_kernel": bytes moved: x is read twice and y written once (1.5x the minimum) once the tensor is larger than L2.
 The stats kernel walks channels from last to first and the apply kernel from first to last, so the
 channels read last by the first kernel are still in L2 when the second starts.
@@ -104,19 +110,36 @@ TUNABLES = {
     # STAGES 3 0.1577, STAGES 1 without AHEAD 0.1814)
     "STREAM_STAGES": 1,  # streamed: tl.range num_stages of the tile loop (cp.async loads of STAGES - 1 tiles ahead
     #                      in flight through shared memory; they drop the eviction hints)
-    "STREAM_AHEAD": True,  # streamed: the next tiles' loads are issued into registers a tile ahead (use STAGES 1)
+    "STREAM_AHEAD": True,  # streamed: the next tiles' loads are issued into registers a tile ahead (use STAGES 1);
+    #                        2: two tiles ahead (twice the bytes in flight per program, twice the registers)
+    "STREAM_LANES": 0,  # streamed: per-lane sums kept over LANES values (power of 2 dividing the tile's block of a
+    #                     plane; 0 = 2 KiB of values: bf16 1024, fp32 512): a tile is summed over rows of LANES
+    #                     first (within each thread), so fewer accumulator registers and more programs fit an SM
+    #                     (bf16 [1, 4096] tiles at 4 programs/SM 0.1649 against 0.4750 ms at 512 lanes;
+    #                     fp32 at 3/SM 0.1216 against 0.1339 at 256: sweep-20261201T015538Z.json)
     # streamed: planes of a channel per tile (power of 2): [PLANES, TILE] values, one scale; 0 = as many as make a
-    # 16 KiB tile (bf16 4096-value planes: 2, 0.1708 ms against 0.1965 with 1; fp32 4096-value blocks: 1, 0.1276
-    # against 0.1306 with 2 planes of 2048: sweep-20261130T225732Z.json, sweep-20261130T224140Z.json)
-    "STREAM_PLANES": 0,
+    # 16 KiB tile. 1: bf16 tiles of 8 KiB, which with 2 KiB lanes fit 4 programs an SM (0.1649 ms against 0.1705 for
+    # 2 planes at 2/SM; sweep-20261201T015538Z.json); fp32 4096-value blocks are 1 plane either way
+    "STREAM_PLANES": 1,
     "num_warps_streamed": 4,
-    "STREAM_PROGRAMS_PER_SM": 2,  # streamed: persistent programs per SM (all resident: they wait on each other)
+    # streamed: persistent programs per SM (all resident: they wait on each other); 0 = by the tile's bytes: 4 for
+    # tiles of 8 KiB or less, else 3 (what 128 / 168 registers a thread hold without spilling: bf16 0.1649 at 4
+    # against 0.1723 at 3; fp32 16 KiB tiles 0.1216 at 3, 2/SM 0.1273: sweep-20261201T015332Z/-015538Z.json)
+    "STREAM_PROGRAMS_PER_SM": 0,
+    # staged, streamed: "fill" (the slot words -1-filled before every launch: a fill kernel) or "epoch" (a
+    # workspace cached per stream, never refilled: each launch tags its words with its parity, drawn by one ticket
+    # atomic per program): bf16 0.1629-0.1630 against 0.1649-0.1650 ms, fp32 0.1194-0.1202 against 0.1215-0.1216
+    # (sweep-20261201T015538Z.json)
+    "WORKSPACE": "epoch",
     "STREAM_LAG": 2,  # streamed: the step reading stage p writes y of stage p - LAG (raised where a channel
     #                   spans more stages, so a program never waits for its own later reads)
 }
 _AUTO_STREAMED_MIN_BYTES = 64 << 20  # "auto": below this x stays in L2, where two_kernel's second read is cheap
 _STREAM_TILE_BYTES = 16384  # streamed, STREAM_PLANES 0: bytes of x a tile moves
+_STREAM_LANE_BYTES = 2048  # streamed, STREAM_LANES 0: bytes of x a lane row holds
 #                                    (staged and streamed above it)
+_MAX_WORKSPACES = 32  # "epoch": cached workspaces kept (cleared past this)
+_WORKSPACES: dict = {}  # "epoch": (layout, device, stream) -> int64 [ticket counter, slot words...]
 _MAX_SPIN_GPU = 50_000  # coop, staged, streamed: polls (~1 us each) before a program computes the stats itself
 _SHARED_BYTES_PER_SM = 227 * 1024  # H100/H200: what one SM's resident programs may use together
 
@@ -250,29 +273,43 @@ def _chunk_counts(parts, rows_per_unit, runs, last_run, ROWS: tl.constexpr, RUN:
 
 
 @triton.jit
-def _publish_tagged(slot_ptr, mean_c, m2_c):
+def _publish_tagged(slot_ptr, mean_c, m2_c, tag):
     """(mean, M2), (mean, rstd) or (shifted sum, sum of squares): two floats, the high one never negative, as
-    one 64-bit word (the high float's sign bit cleared): a reader sees all
+    one 64-bit word (the high float's sign bit cleared, then set to the launch's tag bit): a reader sees all
     of it or the -1 fill, so no counter and no release fence (which would first wait for this program's
     outstanding y stores)."""
     lo = mean_c.to(tl.int32, bitcast=True).to(tl.int64) & 0xFFFFFFFF
     hi = (m2_c.to(tl.int32, bitcast=True) & 0x7FFFFFFF).to(tl.int64)
-    tl.atomic_xchg(slot_ptr, (hi << 32) | lo, sem="relaxed")
+    tl.atomic_xchg(slot_ptr, (hi << 32) | lo | tag, sem="relaxed")
 
 
 @triton.jit
-def _poll_tagged(ptrs, mask, max_spin):
+def _poll_tagged(ptrs, mask, max_spin, tag):
     """The (low, high) float pairs of the 64-bit words at ptrs (where mask; 0.0 elsewhere), polled until all are
-    published (>= 0, not the -1 fill) or max_spin polls; and whether all were. Only a word not yet in costs a
-    second poll: the first load usually finds them all."""
-    words = tl.load(ptrs, mask=mask, other=0, volatile=True)
+    published by this launch or max_spin polls; and whether all were. XOR with the launch's tag: a word of this
+    launch reads >= 0, the -1 fill or a word of the launch before (the other tag) < 0. Only a word not yet in
+    costs a second poll: the first load usually finds them all."""
+    words = tl.load(ptrs, mask=mask, other=tag, volatile=True) ^ tag
     spins = 0
     while (tl.min(words, axis=0) < 0) & (spins < max_spin):
-        words = tl.load(ptrs, mask=mask, other=0, volatile=True)
+        words = tl.load(ptrs, mask=mask, other=tag, volatile=True) ^ tag
         spins += 1
     low = (words & 0xFFFFFFFF).to(tl.int32).to(tl.float32, bitcast=True)
     high = (words >> 32).to(tl.int32).to(tl.float32, bitcast=True)
     return tl.min(words, axis=0) >= 0, low, high
+
+
+@triton.jit
+def _launch_tag(ticket_ptr, EPOCH: tl.constexpr):
+    """What this launch ORs into its tagged words: 0, or with EPOCH (a cached workspace, never refilled) bit 63
+    on every other launch. Launches on one stream run one after another, so the n programs of its e-th launch
+    draw tickets e * n ... e * n + n - 1 and parity (ticket // n) & 1 flips with each launch: the words the
+    launch before left read as "not in" (as does the -1 they start as), so no fill kernel is needed."""
+    tag = tl.full([], 0, tl.int64)
+    if EPOCH:
+        ticket = tl.atomic_add(ticket_ptr, 1, sem="relaxed")
+        tag = ((ticket // tl.num_programs(0)) & 1) << 63
+    return tag
 
 
 @triton.jit
@@ -359,7 +396,7 @@ def _batchnorm_coop_kernel(
         m2_c = tl.sum(tl.sum(d * d, axis=1), axis=0)
         # publish this chunk's statistics; wait for the channel's other chunks
         if SYNC == "tagged":
-            _publish_tagged(part_ptr + task, mean_c, m2_c)
+            _publish_tagged(part_ptr + task, mean_c, m2_c, 0)
         else:
             tl.store(part_ptr + task, n_c)
             tl.store(part_ptr + n_tasks + task, mean_c)
@@ -373,7 +410,7 @@ def _batchnorm_coop_kernel(
                 p_n, p_mean, p_m2 = _load_partials(part_ptr, c * SPLIT + parts, n_tasks, SPLIT, SPLIT_P2)
                 count, mean, m2 = _merge(p_n, p_mean, p_m2)
                 rstd = tl.rsqrt(m2 / count + eps)
-                _publish_tagged(word_ptr + c, mean, rstd)  # rstd > 0: the sign-bit clear is a no-op
+                _publish_tagged(word_ptr + c, mean, rstd, 0)  # rstd > 0: the sign-bit clear is a no-op
                 if UPDATE_RUNNING:
                     _update_running(run_mean_ptr, run_var_ptr, batches_ptr, c, count, mean, m2, momentum)
             else:
@@ -383,7 +420,7 @@ def _batchnorm_coop_kernel(
                     rstd = tl.rsqrt(m2 / count + eps)
         else:
             if SYNC == "tagged":
-                ready, p_mean, p_m2 = _poll_tagged(part_ptr + c * SPLIT + parts, parts < SPLIT, max_spin)
+                ready, p_mean, p_m2 = _poll_tagged(part_ptr + c * SPLIT + parts, parts < SPLIT, max_spin, 0)
                 p_n = _chunk_counts(parts, n_batch * runs, runs, hw - (runs - 1) * RUN, ROWS, RUN)
             else:
                 ready, p_n, p_mean, p_m2 = _wait_counted(part_ptr, count_ptr + c, done, c * SPLIT + parts, n_tasks,
@@ -456,7 +493,7 @@ def _shifted_sums(x_ptr, c, k, r_start, r_end, n_channels, hw, SEGS: tl.constexp
 
 
 @triton.jit
-def _stage_read(x_ptr, slot_ptr, stage, stage_channels, n_channels, hw, rows_per_channel, SEGS: tl.constexpr,
+def _stage_read(x_ptr, slot_ptr, tag, stage, stage_channels, n_channels, hw, rows_per_channel, SEGS: tl.constexpr,
                 ROWS: tl.constexpr, RUN: tl.constexpr, EVEN: tl.constexpr, EVICT: tl.constexpr):
     """Reads this program's share of the stage from DRAM (evict_last: the apply re-reads it from L2) and, per
     channel it meets, publishes the sums of x - K and (x - K)^2 as one tagged word. K is the channel's first
@@ -470,7 +507,7 @@ def _stage_read(x_ptr, slot_ptr, stage, stage_channels, n_channels, hw, rows_per
         r_end = tl.minimum(hi - base, rows_per_channel)
         s, q = _shifted_sums(x_ptr, c, k, tl.maximum(lo - base, 0), r_end, n_channels, hw, SEGS, ROWS, RUN, EVEN,
                              EVICT)
-        _publish_tagged(slot_ptr + c * tl.num_programs(0) + tl.program_id(0), s, q)
+        _publish_tagged(slot_ptr + c * tl.num_programs(0) + tl.program_id(0), s, q, tag)
 
 
 @triton.jit
@@ -507,7 +544,7 @@ def _share_head(x_ptr, stage, n_stages, stage_channels, n_channels, hw, rows_per
 
 
 @triton.jit
-def _stage_read_ahead(x_ptr, slot_ptr, stage, n_stages, x_head, k_head, stage_channels, n_channels, hw,
+def _stage_read_ahead(x_ptr, slot_ptr, tag, stage, n_stages, x_head, k_head, stage_channels, n_channels, hw,
                       rows_per_channel, SEGS: tl.constexpr, ROWS: tl.constexpr, RUN: tl.constexpr,
                       EVEN: tl.constexpr, EVICT: tl.constexpr):
     """_stage_read with the share's first ROWS rows already in registers (x_head, k_head from _share_head): row
@@ -533,15 +570,15 @@ def _stage_read_ahead(x_ptr, slot_ptr, stage, n_stages, x_head, k_head, stage_ch
                                        ROWS, RUN, EVEN, EVICT)
         s += s_rest
         q += q_rest
-        _publish_tagged(slot_ptr + c * tl.num_programs(0) + tl.program_id(0), s, q)
+        _publish_tagged(slot_ptr + c * tl.num_programs(0) + tl.program_id(0), s, q, tag)
 
 
 @triton.jit
-def _polled_stats(x_ptr, word_ptrs, meets, c, n_batch, n_channels, hw, count, max_spin):
+def _polled_stats(x_ptr, word_ptrs, tag, meets, c, n_batch, n_channels, hw, count, max_spin):
     """(mean, var) of channel c from the shifted-sum words at word_ptrs (lanes where meets), polled until all are
     in; after max_spin polls (a program not started, e.g. in the interpreter) read from x."""
     k = tl.load(x_ptr + tl.cast(c, tl.int64) * hw).to(tl.float32)  # issued before polling: not in its wake
-    ready, s_p, q_p = _poll_tagged(word_ptrs, meets, max_spin)
+    ready, s_p, q_p = _poll_tagged(word_ptrs, meets, max_spin, tag)
     if ready:
         d = tl.sum(s_p, axis=0) / count
         mean = k + d
@@ -553,8 +590,8 @@ def _polled_stats(x_ptr, word_ptrs, meets, c, n_batch, n_channels, hw, count, ma
 
 
 @triton.jit
-def _stage_channel_stats(x_ptr, slot_ptr, c, cl, sc, n_batch, n_channels, hw, rows_per_channel, count, max_spin,
-                         GW: tl.constexpr):
+def _stage_channel_stats(x_ptr, slot_ptr, tag, c, cl, sc, n_batch, n_channels, hw, rows_per_channel, count,
+                         max_spin, GW: tl.constexpr):
     """(mean, var) of channel c (local channel cl of a stage of sc): the words of the programs whose shares
     meet it (a window of GW from the one holding its first row), polled until all are in; after max_spin
     polls (a program not started, e.g. in the interpreter) read from x."""
@@ -565,11 +602,12 @@ def _stage_channel_stats(x_ptr, slot_ptr, c, cl, sc, n_batch, n_channels, hw, ro
     lo_g = g * total // n_programs
     hi_g = (g + 1) * total // n_programs
     meets = (g < n_programs) & (hi_g > lo_g) & (lo_g < row0 + rows_per_channel) & (hi_g > row0)
-    return _polled_stats(x_ptr, slot_ptr + c * n_programs + g, meets, c, n_batch, n_channels, hw, count, max_spin)
+    return _polled_stats(x_ptr, slot_ptr + c * n_programs + g, tag, meets, c, n_batch, n_channels, hw, count,
+                         max_spin)
 
 
 @triton.jit
-def _stage_apply(x_ptr, w_ptr, b_ptr, y_ptr, slot_ptr, run_mean_ptr, run_var_ptr, batches_ptr, stage,
+def _stage_apply(x_ptr, w_ptr, b_ptr, y_ptr, slot_ptr, tag, run_mean_ptr, run_var_ptr, batches_ptr, stage,
                  stage_channels, n_batch, n_channels, hw, rows_per_channel, count, eps, momentum, max_spin,
                  SEGS: tl.constexpr, ROWS: tl.constexpr, RUN: tl.constexpr, GW: tl.constexpr, EVEN: tl.constexpr,
                  EVICT: tl.constexpr, UPDATE_RUNNING: tl.constexpr, EARLY: tl.constexpr):
@@ -588,7 +626,7 @@ def _stage_apply(x_ptr, w_ptr, b_ptr, y_ptr, slot_ptr, run_mean_ptr, run_var_ptr
         if EARLY:
             offs0, mask0 = _channel_tile(c, r_start, r_end, n_channels, hw, SEGS, ROWS, RUN, EVEN)
             x0 = tl.load(x_ptr + offs0, mask=mask0, other=0.0, eviction_policy="evict_first" if EVICT else "")
-        mean, var = _stage_channel_stats(x_ptr, slot_ptr, c, cl, sc, n_batch, n_channels, hw, rows_per_channel,
+        mean, var = _stage_channel_stats(x_ptr, slot_ptr, tag, c, cl, sc, n_batch, n_channels, hw, rows_per_channel,
                                          count, max_spin, GW)
         scale = tl.rsqrt(var + eps) * w
         shift = b - mean * scale
@@ -608,91 +646,108 @@ def _stage_apply(x_ptr, w_ptr, b_ptr, y_ptr, slot_ptr, run_mean_ptr, run_var_ptr
 
 @triton.jit
 def _batchnorm_staged_kernel(
-    x_ptr, w_ptr, b_ptr, y_ptr, slot_ptr, run_mean_ptr, run_var_ptr, batches_ptr,
+    x_ptr, w_ptr, b_ptr, y_ptr, slot_ptr, ticket_ptr, run_mean_ptr, run_var_ptr, batches_ptr,
     n_batch, n_channels, hw, n_stages, stage_channels, rows_per_channel, count, eps, momentum, max_spin,
     SEGS: tl.constexpr, ROWS: tl.constexpr, RUN: tl.constexpr, GW: tl.constexpr, LAG: tl.constexpr,
     EVEN: tl.constexpr, EVICT: tl.constexpr, UPDATE_RUNNING: tl.constexpr, PREFETCH: tl.constexpr,
+    EPOCH: tl.constexpr,
 ):
     if PREFETCH > 0:
         x_head, k_head = _share_head(x_ptr, 0, n_stages, stage_channels, n_channels, hw, rows_per_channel, SEGS,
                                      ROWS, RUN, EVEN, EVICT)
+    tag = _launch_tag(ticket_ptr, EPOCH)  # after the first loads: its round trip overlaps them
     for step in range(n_stages + LAG):
         if step < n_stages:
             if PREFETCH > 0:
-                _stage_read_ahead(x_ptr, slot_ptr, step, n_stages, x_head, k_head, stage_channels, n_channels, hw,
+                _stage_read_ahead(x_ptr, slot_ptr, tag, step, n_stages, x_head, k_head, stage_channels, n_channels, hw,
                                   rows_per_channel, SEGS, ROWS, RUN, EVEN, EVICT)
             else:
-                _stage_read(x_ptr, slot_ptr, step, stage_channels, n_channels, hw, rows_per_channel, SEGS, ROWS,
+                _stage_read(x_ptr, slot_ptr, tag, step, stage_channels, n_channels, hw, rows_per_channel, SEGS, ROWS,
                             RUN, EVEN, EVICT)
         if PREFETCH > 0:  # the next stage's head is in flight from DRAM while this program polls and applies
             x_head, k_head = _share_head(x_ptr, step + 1, n_stages, stage_channels, n_channels, hw,
                                          rows_per_channel, SEGS, ROWS, RUN, EVEN, EVICT)
         if step >= LAG:  # the stage read LAG steps ago (still in L2); its words are long in, so rarely a poll
-            _stage_apply(x_ptr, w_ptr, b_ptr, y_ptr, slot_ptr, run_mean_ptr, run_var_ptr, batches_ptr, step - LAG,
+            _stage_apply(x_ptr, w_ptr, b_ptr, y_ptr, slot_ptr, tag, run_mean_ptr, run_var_ptr, batches_ptr, step - LAG,
                          stage_channels, n_batch, n_channels, hw, rows_per_channel, count, eps, momentum, max_spin,
                          SEGS, ROWS, RUN, GW, EVEN, EVICT, UPDATE_RUNNING, PREFETCH == 2)
 
 
 @triton.jit
 def _stream_tile(u, n_units, n_batch, n_channels, hw, PER_CHANNEL: tl.constexpr, SEGS: tl.constexpr,
-                 TILE: tl.constexpr, PLANES: tl.constexpr):
+                 TILE: tl.constexpr, PLANES: tl.constexpr, LANES: tl.constexpr):
     """Tile u in channel-major order (channel, group of PLANES samples, TILE-value block of the plane): its channel,
-    [PLANES, TILE] offsets and mask (all off unless 0 <= u < n_units; planes past N off). A tile is one channel,
-    so one shift and one scale per tile; its planes are C * HW apart."""
+    offsets and mask (all off unless 0 <= u < n_units; planes past N off). A tile is one channel, so one shift
+    and one scale per tile; its planes are C * HW apart. It is PLANES * TILE / LANES rows of LANES contiguous
+    values (a plane's block cut into TILE / LANES rows), so summing over rows leaves LANES per-lane sums."""
     live = (u >= 0) & (u < n_units)
     u = tl.maximum(u, 0)  # the columns of a tile before the first are >= 0 too: all off below
     c = u // PER_CHANNEL  # constant divisors: multiply-highs
     rest = u - c * PER_CHANNEL
     group = rest // SEGS
-    cols = (rest - group * SEGS) * TILE + tl.arange(0, TILE)
-    n = group * PLANES + tl.arange(0, PLANES)
-    offs = (n.to(tl.int64) * n_channels + c)[:, None] * hw + cols[None, :]
-    return c, offs, (n < n_batch)[:, None] & (cols < tl.where(live, hw, 0))[None, :]
+    row = tl.arange(0, PLANES * (TILE // LANES))
+    plane = row // (TILE // LANES)
+    cols = ((rest - group * SEGS) * TILE + (row - plane * (TILE // LANES)) * LANES)[:, None] + tl.arange(0, LANES)
+    n = group * PLANES + plane
+    offs = (n.to(tl.int64) * n_channels + c)[:, None] * hw + cols
+    return c, offs, (n < n_batch)[:, None] & (cols < tl.where(live, hw, 0))
 
 
 @triton.jit
-def _stream_channel_stats(x_ptr, slot_ptr, c, n_shares, words_per_share, n_batch, n_channels, hw, count, max_spin,
-                          PER_CHANNEL: tl.constexpr, SHARE: tl.constexpr, GW: tl.constexpr):
+def _stream_channel_stats(x_ptr, slot_ptr, tag, c, n_shares, words_per_share, n_batch, n_channels, hw, count,
+                          max_spin, PER_CHANNEL: tl.constexpr, SHARE: tl.constexpr, GW: tl.constexpr):
     """(mean, var) of channel c: the words of the shares meeting its tiles, polled until all are in; after
     max_spin polls (a program not started, e.g. in the interpreter) read from x."""
     first = c * PER_CHANNEL
     j = first // SHARE + tl.arange(0, GW)
     meets = (j < n_shares) & (j * SHARE < first + PER_CHANNEL)
     # a share's words are its channels in order: c's is c less the share's first channel
-    return _polled_stats(x_ptr, slot_ptr + j * words_per_share + c - j * SHARE // PER_CHANNEL, meets, c, n_batch,
-                         n_channels, hw, count, max_spin)
+    return _polled_stats(x_ptr, slot_ptr + j * words_per_share + c - j * SHARE // PER_CHANNEL, tag, meets, c,
+                         n_batch, n_channels, hw, count, max_spin)
+
+
+@triton.jit
+def _stream_unit(t, g, SHARE: tl.constexpr):
+    """The tile program g reads in iteration t: tile t % SHARE of its share of stage t // SHARE."""
+    step = t // SHARE
+    return (step * tl.num_programs(0) + g) * SHARE + t - step * SHARE
 
 
 @triton.jit
 def _stream_loads(x_ptr, u, lag_tiles, n_units, n_batch, n_channels, hw, PER_CHANNEL: tl.constexpr,
-                  SEGS: tl.constexpr, TILE: tl.constexpr, PLANES: tl.constexpr):
+                  SEGS: tl.constexpr, TILE: tl.constexpr, PLANES: tl.constexpr, LANES: tl.constexpr):
     """Tile u from DRAM (evict_last: the apply re-reads it LAG steps later) and tile u - lag_tiles from L2
     (evict_first: its last use)."""
-    _, offs_r, mask_r = _stream_tile(u, n_units, n_batch, n_channels, hw, PER_CHANNEL, SEGS, TILE, PLANES)
+    _, offs_r, mask_r = _stream_tile(u, n_units, n_batch, n_channels, hw, PER_CHANNEL, SEGS, TILE, PLANES, LANES)
     x_r = tl.load(x_ptr + offs_r, mask=mask_r, other=0.0, eviction_policy="evict_last")
-    _, offs_a, mask_a = _stream_tile(u - lag_tiles, n_units, n_batch, n_channels, hw, PER_CHANNEL, SEGS, TILE, PLANES)
+    _, offs_a, mask_a = _stream_tile(u - lag_tiles, n_units, n_batch, n_channels, hw, PER_CHANNEL, SEGS, TILE, PLANES,
+                                     LANES)
     x_a = tl.load(x_ptr + offs_a, mask=mask_a, other=0.0, eviction_policy="evict_first")
     return x_r, x_a
 
 
 @triton.jit
 def _batchnorm_streamed_kernel(
-    x_ptr, w_ptr, b_ptr, y_ptr, slot_ptr, run_mean_ptr, run_var_ptr, batches_ptr,
+    x_ptr, w_ptr, b_ptr, y_ptr, slot_ptr, ticket_ptr, run_mean_ptr, run_var_ptr, batches_ptr,
     n_batch, n_channels, hw, n_units, n_shares, words_per_share, n_steps, count, eps, momentum, max_spin,
     PER_CHANNEL: tl.constexpr, SHARE: tl.constexpr, SEGS: tl.constexpr, TILE: tl.constexpr, PLANES: tl.constexpr,
-    GW: tl.constexpr, LAG: tl.constexpr, STAGES: tl.constexpr, AHEAD: tl.constexpr, EVEN: tl.constexpr,
-    UPDATE_RUNNING: tl.constexpr,
+    LANES: tl.constexpr, GW: tl.constexpr, LAG: tl.constexpr, STAGES: tl.constexpr, AHEAD: tl.constexpr,
+    EVEN: tl.constexpr, UPDATE_RUNNING: tl.constexpr, EPOCH: tl.constexpr,
 ):
     g = tl.program_id(0)
     per_step = tl.num_programs(0) * SHARE  # tiles of a stage
     lag_tiles = LAG * per_step  # the tile applied is this many before the tile read
     u = g * SHARE  # the first tile this program reads
     k = tl.load(x_ptr + tl.cast(u // PER_CHANNEL, tl.int64) * hw, mask=u < n_units, other=0.0).to(tl.float32)
-    if AHEAD:  # the next tiles' loads are in flight in registers while this iteration's are used
+    if AHEAD > 0:  # the next tiles' loads are in flight in registers while this iteration's are used
         x_r_next, x_a_next = _stream_loads(x_ptr, u, lag_tiles, n_units, n_batch, n_channels, hw, PER_CHANNEL, SEGS,
-                                           TILE, PLANES)
-    acc_s = tl.zeros([TILE], tl.float32)  # per-lane sums of x - K over planes: reduced once per share and channel
-    acc_q = tl.zeros([TILE], tl.float32)
+                                           TILE, PLANES, LANES)
+    if AHEAD == 2:  # and the tiles after them
+        x_r_far, x_a_far = _stream_loads(x_ptr, _stream_unit(1, g, SHARE), lag_tiles, n_units, n_batch, n_channels,
+                                         hw, PER_CHANNEL, SEGS, TILE, PLANES, LANES)
+    tag = _launch_tag(ticket_ptr, EPOCH)  # after the first loads: its round trip overlaps them
+    acc_s = tl.zeros([LANES], tl.float32)  # per-lane sums of x - K over rows: reduced once per share and channel
+    acc_q = tl.zeros([LANES], tl.float32)
     c_apply = -1  # the channel whose scale and shift are held
     scale = 0.0
     shift = 0.0
@@ -702,34 +757,40 @@ def _batchnorm_streamed_kernel(
         # tile i of this program's share of stage `step` (read from DRAM) and of stage step - LAG (applied)
         u = (step * tl.num_programs(0) + g) * SHARE + i
         u_next = tl.where(i + 1 < SHARE, u + 1, u - i + per_step)
-        if AHEAD:
+        if AHEAD == 2:
+            x_r, x_a = x_r_next, x_a_next
+            x_r_next, x_a_next = x_r_far, x_a_far
+            x_r_far, x_a_far = _stream_loads(x_ptr, _stream_unit(t + 2, g, SHARE), lag_tiles, n_units, n_batch,
+                                             n_channels, hw, PER_CHANNEL, SEGS, TILE, PLANES, LANES)
+        elif AHEAD == 1:
             x_r, x_a = x_r_next, x_a_next
             x_r_next, x_a_next = _stream_loads(x_ptr, u_next, lag_tiles, n_units, n_batch, n_channels, hw,
-                                               PER_CHANNEL, SEGS, TILE, PLANES)
+                                               PER_CHANNEL, SEGS, TILE, PLANES, LANES)
         else:
             x_r, x_a = _stream_loads(x_ptr, u, lag_tiles, n_units, n_batch, n_channels, hw, PER_CHANNEL, SEGS, TILE,
-                                     PLANES)
+                                     PLANES, LANES)
         k_next = tl.load(x_ptr + tl.cast(u_next // PER_CHANNEL, tl.int64) * hw, mask=u_next < n_units, other=0.0)
         # K: the channel's first value, the same in every program, so the shares' sums add up without cancelling
-        c_r, _, mask_r = _stream_tile(u, n_units, n_batch, n_channels, hw, PER_CHANNEL, SEGS, TILE, PLANES)
+        c_r, _, mask_r = _stream_tile(u, n_units, n_batch, n_channels, hw, PER_CHANNEL, SEGS, TILE, PLANES, LANES)
         d = x_r.to(tl.float32) - k
         if not EVEN:  # lanes past the plane's end or N (EVEN: only whole tiles are off, and there x = K = 0)
             d = tl.where(mask_r, d, 0.0)
-        acc_s += tl.sum(d, axis=0)  # the planes of a tile are in one thread's registers: no shuffles
+        acc_s += tl.sum(d, axis=0)  # a lane's rows are in one thread's registers: no shuffles
         acc_q += tl.sum(d * d, axis=0)
         if (u < n_units) & ((i == SHARE - 1) | (u + 1 == (c_r + 1) * PER_CHANNEL)):  # the share's run in c_r ends
             word = slot_ptr + (step * tl.num_programs(0) + g) * words_per_share + c_r - (u - i) // PER_CHANNEL
-            _publish_tagged(word, tl.sum(acc_s, axis=0), tl.sum(acc_q, axis=0))
-            acc_s = tl.zeros([TILE], tl.float32)
-            acc_q = tl.zeros([TILE], tl.float32)
+            _publish_tagged(word, tl.sum(acc_s, axis=0), tl.sum(acc_q, axis=0), tag)
+            acc_s = tl.zeros([LANES], tl.float32)
+            acc_q = tl.zeros([LANES], tl.float32)
         k = k_next.to(tl.float32)
         u_a = u - lag_tiles
-        c_a, offs_a, mask_a = _stream_tile(u_a, n_units, n_batch, n_channels, hw, PER_CHANNEL, SEGS, TILE, PLANES)
+        c_a, offs_a, mask_a = _stream_tile(u_a, n_units, n_batch, n_channels, hw, PER_CHANNEL, SEGS, TILE, PLANES,
+                                           LANES)
         if (u_a >= 0) & (u_a < n_units) & (c_a != c_apply):  # read LAG steps ago: its words are normally in
             w = tl.load(w_ptr + c_a).to(tl.float32)
             b = tl.load(b_ptr + c_a).to(tl.float32)
-            mean, var = _stream_channel_stats(x_ptr, slot_ptr, c_a, n_shares, words_per_share, n_batch, n_channels, hw,
-                                              count, max_spin, PER_CHANNEL, SHARE, GW)
+            mean, var = _stream_channel_stats(x_ptr, slot_ptr, tag, c_a, n_shares, words_per_share, n_batch,
+                                              n_channels, hw, count, max_spin, PER_CHANNEL, SHARE, GW)
             scale = tl.rsqrt(var + eps) * w
             shift = b - mean * scale
             if UPDATE_RUNNING:  # noqa: SIM102 - a constexpr branch around a runtime one
@@ -774,6 +835,30 @@ def _resident(num_warps: int, programs_per_sm: int) -> tuple:
     per_sm = max(1, min(programs_per_sm, 64 // num_warps, 32))
     regs = 65536 // (per_sm * num_warps * 32)
     return per_sm, (255 if regs > 255 else regs // 8 * 8)
+
+
+def _slot_words(device, n_programs: int, n_words: int, layout: tuple) -> tuple:
+    """(ticket, slots, epoch) for a staged or streamed launch: WORKSPACE "fill" gives n_words fresh -1 words (the
+    ticket, never read, stands in); "epoch" a workspace cached per (layout, device, stream), made once as a 0
+    ticket counter and -1 words. The key holds everything that decides which words a launch writes (layout,
+    programs), so a launch never finds a word that the launch two before wrote and the one before did not
+    (it would read as in); one workspace per stream keeps concurrent launches apart."""
+    mode = TUNABLES["WORKSPACE"]
+    if mode == "fill":
+        slots = torch.full((n_words,), -1, dtype=torch.int64, device=device)
+        return slots, slots, False
+    if mode != "epoch":
+        raise ValueError(f"batchnorm: TUNABLES['WORKSPACE'] = {mode!r}, expected 'fill' or 'epoch'")
+    stream = torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else 0
+    key = (layout, n_programs, n_words, str(device), stream)
+    if key not in _WORKSPACES:
+        if len(_WORKSPACES) >= _MAX_WORKSPACES:
+            _WORKSPACES.clear()
+        workspace = torch.full((1 + n_words,), -1, dtype=torch.int64, device=device)
+        workspace[0] = 0
+        _WORKSPACES[key] = workspace
+    workspace = _WORKSPACES[key]
+    return workspace[:1], workspace[1:], True
 
 
 def _running_args(running_mean, running_var, num_batches_tracked, stand_in: torch.Tensor) -> tuple:
@@ -828,18 +913,18 @@ def _batch_norm_staged(x, weight, bias, running_mean, running_var, num_batches_t
         raise ValueError(f"batchnorm staged: {n * sc * segs} rows in a stage do not fit int32 row indices")
     per_sm, maxnreg = _resident(t["num_warps_staged"], t["STAGE_PROGRAMS_PER_SM"])
     n_programs = _num_sms(x.device) * per_sm
-    # per channel, one (shifted sum, sum of squares) word per program, -1 (not in yet) until published
-    slots = torch.full((c * n_programs,), -1, dtype=torch.int64, device=x.device)
+    # per channel, one (shifted sum, sum of squares) word per program, not in until published
+    ticket, slots, epoch = _slot_words(x.device, n_programs, c * n_programs, ("staged", n, c, hw, sc, run))
     # programs meeting one channel: at most cdiv(programs, channels of the stage) + 2 (the last stage the smallest)
     window = triton.next_power_of_2(triton.cdiv(n_programs, c - (n_stages - 1) * sc) + 2)
     y = torch.empty_like(x)
     update, running = _running_args(running_mean, running_var, num_batches_tracked, slots)
     _batchnorm_staged_kernel[(n_programs,)](
-        x, weight, bias, y, slots, *running,
+        x, weight, bias, y, slots, ticket, *running,
         n, c, hw, n_stages, sc, n * segs, float(n * hw), eps, momentum, _MAX_SPIN_GPU if x.is_cuda else 0,
         SEGS=segs, ROWS=t["STAGE_TILE"] // run, RUN=run, GW=window, LAG=t["STAGE_LAG"], EVEN=hw % run == 0,
-        EVICT=t["STAGE_EVICT"], UPDATE_RUNNING=update, PREFETCH=t["STAGE_PREFETCH"], num_warps=t["num_warps_staged"],
-        maxnreg=maxnreg,
+        EVICT=t["STAGE_EVICT"], UPDATE_RUNNING=update, PREFETCH=t["STAGE_PREFETCH"], EPOCH=epoch,
+        num_warps=t["num_warps_staged"], maxnreg=maxnreg,
     )
     return y
 
@@ -856,9 +941,10 @@ def _batch_norm_streamed(x, weight, bias, running_mean, running_var, num_batches
     n_units = c * per_channel
     if n_units * 2 >= 2**31:
         raise ValueError(f"batchnorm streamed: {n_units} tiles do not fit int32 tile indices")
-    per_sm, maxnreg = _resident(t["num_warps_streamed"], t["STREAM_PROGRAMS_PER_SM"])
+    tile_bytes = planes * tile * x.element_size()
+    per_sm, maxnreg = _resident(t["num_warps_streamed"], t["STREAM_PROGRAMS_PER_SM"] or (4 if tile_bytes <= 8192 else 3))
     stages = t["STREAM_STAGES"]
-    if per_sm * (stages - 1) * 2 * planes * tile * x.element_size() > _SHARED_BYTES_PER_SM:
+    if per_sm * (stages - 1) * 2 * tile_bytes > _SHARED_BYTES_PER_SM:
         raise ValueError(f"batchnorm streamed: {per_sm} programs of {stages} stages of {planes}x{tile}-value tiles do "
                          "not fit one SM's shared memory (the programs wait on each other: all must be resident)")
     n_programs = _num_sms(x.device) * per_sm
@@ -869,16 +955,18 @@ def _batch_norm_streamed(x, weight, bias, running_mean, running_var, num_batches
     # a channel of stage p must be all read (by every share meeting it) before step p + LAG applies it
     lag = max(t["STREAM_LAG"], 1 + triton.cdiv(per_channel - 1, share * n_programs))
     words = triton.cdiv(share - 1, per_channel) + 1  # channels a share meets at most: one word each
-    slots = torch.full((n_shares * words,), -1, dtype=torch.int64, device=x.device)  # -1: not in yet
+    layout = ("streamed", n_units, per_channel, share)
+    ticket, slots, epoch = _slot_words(x.device, n_programs, n_shares * words, layout)
+    lanes = min(t["STREAM_LANES"] or _STREAM_LANE_BYTES // x.element_size(), tile)  # powers of 2: divides the tile
     y = torch.empty_like(x)
     update, running = _running_args(running_mean, running_var, num_batches_tracked, slots)
     _batchnorm_streamed_kernel[(n_programs,)](
-        x, weight, bias, y, slots, *running,
+        x, weight, bias, y, slots, ticket, *running,
         n, c, hw, n_units, n_shares, words, triton.cdiv(n_shares, n_programs) + lag, float(n * hw), eps, momentum,
         _MAX_SPIN_GPU if x.is_cuda else 0,
-        PER_CHANNEL=per_channel, SHARE=share, SEGS=segs, TILE=tile, PLANES=planes,
+        PER_CHANNEL=per_channel, SHARE=share, SEGS=segs, TILE=tile, PLANES=planes, LANES=lanes,
         GW=triton.next_power_of_2(triton.cdiv(per_channel, share) + 1), LAG=lag, STAGES=stages,
-        AHEAD=t["STREAM_AHEAD"], EVEN=hw % tile == 0 and n % planes == 0, UPDATE_RUNNING=update,
+        AHEAD=int(t["STREAM_AHEAD"]), EVEN=hw % tile == 0 and n % planes == 0, UPDATE_RUNNING=update, EPOCH=epoch,
         num_warps=t["num_warps_streamed"], maxnreg=maxnreg,
     )
     return y

@@ -83,6 +83,39 @@ def test_running_stats_follow_batchnorm2d(overrides: dict, monkeypatch):
     assert int(new.num_batches_tracked) == int(ref.num_batches_tracked) == 2
 
 
+@pytest.mark.parametrize("overrides", [
+    {"STRATEGY": "streamed", "WORKSPACE": "epoch", "STREAM_BYTES": 64, "STREAM_TILE": 16, "num_warps_streamed": 2},
+    {"STRATEGY": "streamed", "WORKSPACE": "epoch", "STREAM_PLANES": 4, "STREAM_TILE": 64, "STREAM_LANES": 16,
+     "STREAM_AHEAD": 2, "STREAM_BYTES": 2048, "num_warps_streamed": 2},
+    {"STRATEGY": "staged", "WORKSPACE": "epoch", "STAGE_BYTES": 2048, "STAGE_LAG": 2, "STAGE_TILE": 256,
+     "STAGE_RUN": 64, "num_warps_staged": 2},
+], ids=["streamed", "streamed_planes_lanes_ahead2", "staged"])
+def test_epoch_workspace_reused_across_calls(overrides: dict, monkeypatch):
+    """One model called three times on the same shapes: the cached slot words are never refilled, so each call
+    must tell its own words from those the call before left (the parity flips every call, and in the
+    interpreter a poll that finds a peer's word not in reads the channel itself: a stale word taken as in
+    would give a wrong result). The ticket counter ends at three launches' programs."""
+    k = kernel()
+    monkeypatch.setattr(k, "_WORKSPACES", {})
+    for key, value in overrides.items():
+        monkeypatch.setitem(k.TUNABLES, key, value)
+    torch.manual_seed(5)
+    ref = torch.nn.BatchNorm2d(5, momentum=0.2)
+    new = k.ModelNew(5, eps=1e-5, momentum=0.2)
+    new.weight.data.copy_(torch.randn(5))
+    new.bias.data.copy_(torch.randn(5))
+    ref.weight.data.copy_(new.weight.data)
+    ref.bias.data.copy_(new.bias.data)
+    ref.train()
+    for call in range(3):
+        x = torch.randn(6, 5, 9, 7) * (1.0 + call) + 2.0 - call  # other statistics each call
+        with torch.no_grad():
+            torch.testing.assert_close(new(x), ref(x), atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(new.running_mean, ref.running_mean, atol=1e-6, rtol=1e-5)
+        torch.testing.assert_close(new.running_var, ref.running_var, atol=1e-6, rtol=1e-5)
+    (key, workspace), = k._WORKSPACES.items()
+    assert int(workspace[0]) == 3 * key[1]  # every program of every call drew one ticket
+
 
 class _Taken(Exception):
     """Raised by a stand-in for a strategy's first launch: the strategy is named, nothing runs."""

@@ -70,6 +70,18 @@ OPTIONS: list[tuple[str, str, dict, str]] = [
     ("batchnorm", "streamed_planes_cp_async_many_programs",  # [2, 256] tiles through cp.async; 16 programs
      {"STRATEGY": "streamed", "STREAM_PLANES": 2, "STREAM_TILE": 256, "STREAM_BYTES": 64, "STREAM_AHEAD": False,
       "STREAM_STAGES": 3, "STREAM_PROGRAMS_PER_SM": 4, "num_warps_streamed": 2}, ""),
+    ("batchnorm", "streamed_fill_two_planes",  # the session-5 defaults: -1-filled words, 16 KiB tiles, 2 an SM
+     {"STRATEGY": "streamed", "WORKSPACE": "fill", "STREAM_PLANES": 0, "STREAM_LANES": 4096,
+      "STREAM_PROGRAMS_PER_SM": 2}, ""),
+    ("batchnorm", "streamed_epoch_lanes_ahead2_ragged",  # [4, 64] tiles as 16 rows of 16 lanes, loads 2 tiles ahead
+     {"STRATEGY": "streamed", "WORKSPACE": "epoch", "STREAM_PLANES": 4, "STREAM_TILE": 64, "STREAM_LANES": 16,
+      "STREAM_AHEAD": 2, "STREAM_BYTES": 2048, "num_warps_streamed": 2}, ""),
+    ("batchnorm", "streamed_lanes_ahead2_many_programs",  # 16 programs, 256-value tiles as rows of 64
+     {"STRATEGY": "streamed", "STREAM_TILE": 256, "STREAM_LANES": 64, "STREAM_AHEAD": 2, "STREAM_BYTES": 64,
+      "STREAM_PROGRAMS_PER_SM": 4, "num_warps_streamed": 2}, ""),
+    ("batchnorm", "staged_epoch_lag2",
+     {"STRATEGY": "staged", "WORKSPACE": "epoch", "STAGE_BYTES": 2048, "STAGE_LAG": 2, "STAGE_TILE": 256,
+      "STAGE_RUN": 64, "num_warps_staged": 2}, ""),
     ("cumsum", "fp32_chunks_compensated", {"FP64_ACC": 2}, ""),  # compensated carry across chunks
     ("cumsum", "one_chunk_two_rows", {"FP64_ACC": 2, "BLOCK": 4096, "TILE": 8192}, ""),
     ("cumsum", "plain_fp32", {"FP64_ACC": 0, "BLOCK": 512}, ""),
