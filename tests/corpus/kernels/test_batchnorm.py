@@ -37,6 +37,18 @@ def kernel():
     return import_file(KERNELS / FAMILY / "kernel.py", "test_batchnorm_kernel")
 
 
+def _model_pair(k) -> tuple:
+    """torch's BatchNorm2d(5) in training and the kernel's ModelNew with the same random weight and bias."""
+    ref = torch.nn.BatchNorm2d(5, momentum=0.2)
+    new = k.ModelNew(5, eps=1e-5, momentum=0.2)
+    new.weight.data.copy_(torch.randn(5))
+    new.bias.data.copy_(torch.randn(5))
+    ref.weight.data.copy_(new.weight.data)
+    ref.bias.data.copy_(new.bias.data)
+    ref.train()
+    return ref, new
+
+
 @pytest.mark.parametrize("overrides", [
     {},
     {"STRATEGY": "coop", "COOP_PREFETCH": 1, "COOP_CHUNK": 128, "COOP_PROGRAMS_PER_SM": 2, "num_warps_coop": 4},
@@ -67,13 +79,7 @@ def test_running_stats_follow_batchnorm2d(overrides: dict, monkeypatch):
     for key, value in overrides.items():
         monkeypatch.setitem(k.TUNABLES, key, value)
     torch.manual_seed(3)
-    ref = torch.nn.BatchNorm2d(5, momentum=0.2)
-    new = k.ModelNew(5, eps=1e-5, momentum=0.2)
-    new.weight.data.copy_(torch.randn(5))
-    new.bias.data.copy_(torch.randn(5))
-    ref.weight.data.copy_(new.weight.data)
-    ref.bias.data.copy_(new.bias.data)
-    ref.train()
+    ref, new = _model_pair(k)
     for _ in range(2):
         x = torch.randn(6, 5, 9, 7) * 3.0 + 2.0
         with torch.no_grad():
@@ -100,13 +106,7 @@ def test_epoch_workspace_reused_across_calls(overrides: dict, monkeypatch):
     for key, value in overrides.items():
         monkeypatch.setitem(k.TUNABLES, key, value)
     torch.manual_seed(5)
-    ref = torch.nn.BatchNorm2d(5, momentum=0.2)
-    new = k.ModelNew(5, eps=1e-5, momentum=0.2)
-    new.weight.data.copy_(torch.randn(5))
-    new.bias.data.copy_(torch.randn(5))
-    ref.weight.data.copy_(new.weight.data)
-    ref.bias.data.copy_(new.bias.data)
-    ref.train()
+    ref, new = _model_pair(k)
     for call in range(3):
         x = torch.randn(6, 5, 9, 7) * (1.0 + call) + 2.0 - call  # other statistics each call
         with torch.no_grad():
