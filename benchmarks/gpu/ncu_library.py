@@ -31,7 +31,7 @@ def parse_target(arg: str) -> tuple[str, str, dict]:
     except json.JSONDecodeError as exc:
         raise ValueError(f"ncu_library: {arg!r}: the overrides are not JSON ({exc})") from None
     if not isinstance(parsed, dict):
-        raise ValueError(f"ncu_library: {arg!r}: the overrides must be a JSON object")
+        raise ValueError(f"ncu_library: {arg!r}: the overrides must be a JSON object")  # noqa: TRY004 - a bad argument
     return family, spec, parsed
 
 

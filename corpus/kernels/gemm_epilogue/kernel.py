@@ -44,7 +44,7 @@ TUNABLES = {
     # folded into GELU's half (h = x * scale / 2, y = h + h tanh z: one multiply less), and the residual added to
     # the rounded output in packed 16-bit (add.rn.bf16x2 / f16x2: one op per two values, no unpacking), as
     # eager's own last add does. Why: the non-warp-specialised kernel issues the epilogue between two tiles'
-    # MMAs; the tall bf16 kernel's SASS (triton 3.6) goes from 2152 to 1704 instructions a thread.
+    # MMAs; the tall bf16 kernel's SASS (triton 3.6) shrinks from 2152 to 1704 instructions, all of it epilogue.
     # 4096^3: "fp32" 0.1967-0.1973 ms against "lean" 0.2022-0.2033 (benchmarks/results/sweep-20261201T012240Z.json)
     "EPILOGUE_16BIT": "fp32",
     # bf16/fp16, tall and skinny (M >= 8 N, e.g. 32768 x 2048 -> 512): the same keys with a TALL_ prefix
@@ -362,7 +362,8 @@ def gemm_epilogue(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | No
         activation = "gelu_tanh_hw" if gelu_form == "tanh_hw" and x.device.type == "cuda" else "gelu_tanh_form"
     common = {
         # lean: the bias starts the accumulator (BIAS_IN_ACC) instead of being added in the epilogue (HAS_BIAS)
-        "HAS_BIAS": bias is not None and not lean, "BIAS_IN_ACC": bias is not None and lean, "HAS_RESIDUAL": residual is not None, "ACTIVATION": activation,
+        "HAS_BIAS": bias is not None and not lean, "BIAS_IN_ACC": bias is not None and lean,
+        "HAS_RESIDUAL": residual is not None, "ACTIVATION": activation,
         "ROW_SUM": row_sum, "IS_FP32": x.dtype == torch.float32, "FP32_PRECISION": fp32_precision,
         "UPCAST_DOT": x.device.type == "cpu",
         "LEAN": lean,
