@@ -837,6 +837,12 @@ def _resident(num_warps: int, programs_per_sm: int) -> tuple:
     return per_sm, (255 if regs > 255 else regs // 8 * 8)
 
 
+def _stream_programs_per_sm(tile_bytes: int) -> int:
+    """STREAM_PROGRAMS_PER_SM 0: as many streamed programs as their registers allow without spilling: a tile and
+    its prefetch of 8 KiB or less fit 128 registers a thread (4 programs of 4 warps), 16 KiB ones 168 (3)."""
+    return 4 if tile_bytes <= 8192 else 3
+
+
 def _slot_words(device, n_programs: int, n_words: int, layout: tuple) -> tuple:
     """(ticket, slots, epoch) for a staged or streamed launch: WORKSPACE "fill" gives n_words fresh -1 words (the
     ticket, never read, stands in); "epoch" a workspace cached per (layout, device, stream), made once as a 0
@@ -942,7 +948,8 @@ def _batch_norm_streamed(x, weight, bias, running_mean, running_var, num_batches
     if n_units * 2 >= 2**31:
         raise ValueError(f"batchnorm streamed: {n_units} tiles do not fit int32 tile indices")
     tile_bytes = planes * tile * x.element_size()
-    per_sm, maxnreg = _resident(t["num_warps_streamed"], t["STREAM_PROGRAMS_PER_SM"] or (4 if tile_bytes <= 8192 else 3))
+    per_sm, maxnreg = _resident(t["num_warps_streamed"],
+                                t["STREAM_PROGRAMS_PER_SM"] or _stream_programs_per_sm(tile_bytes))
     stages = t["STREAM_STAGES"]
     if per_sm * (stages - 1) * 2 * tile_bytes > _SHARED_BYTES_PER_SM:
         raise ValueError(f"batchnorm streamed: {per_sm} programs of {stages} stages of {planes}x{tile}-value tiles do "
