@@ -55,6 +55,13 @@ Polling out, the running statistics (the program applying a channel's first tile
 STREAM_AHEAD 2 keeps two tiles' loads in flight in registers; STREAM_LANES cuts a tile's block of a plane into rows
 of LANES values summed within each thread first, so the per-lane sums take fewer registers (room for more programs
 per SM or the deeper prefetch under maxnreg).
+STREAM_WORDS (bf16 planes of even length) loads and stores tiles as 32-bit words of two values: low = word << 16,
+high = word & 0xFFFF0000, y packed by one cvt.rn.bf16x2 a word, so a prefetched tile takes half the registers (Triton
+otherwise splits it into 16-bit halves) and 5 programs fit an SM. STREAM_UNMASKED (tiles that never cut a plane or N)
+loads without masks: a tile outside the tensor loads its nearest real tile (the sums of the dead tiles after a
+program's last read are never published; the apply's store keeps the tile's one flag), so no zeroing of the load
+registers. STREAM_ONE_TREE reduces a publish's two per-lane sums, and each poll's (sum, sum of squares, words not in),
+in one reduction tree: one barrier pair each instead of two and three.
 WORKSPACE "epoch" (staged, streamed) drops the fill kernel before each launch: the slot words live in a workspace
 cached per (layout, stream), and each launch ORs its parity (one ticket atomic per program) into bit 63 of its
 words; a poll XORs it back, so the words the launch before left, and the -1 they start as, read as not in.
@@ -124,7 +131,9 @@ TUNABLES = {
     "num_warps_streamed": 4,
     # streamed: persistent programs per SM (all resident: they wait on each other); 0 = by the tile's bytes: 4 for
     # tiles of 8 KiB or less, else 3 (what 128 / 168 registers a thread hold without spilling: bf16 0.1649 at 4
-    # against 0.1723 at 3; fp32 16 KiB tiles 0.1216 at 3, 2/SM 0.1273: sweep-20261201T015332Z/-015538Z.json)
+    # against 0.1723 at 3; fp32 16 KiB tiles 0.1216 at 3, 2/SM 0.1273: sweep-20261201T015332Z/-015538Z.json);
+    # bf16 words fit 5 but run best at 4 (0.1509 against 0.1567 at 5, 0.2818 at 6, 8 warps x 3 0.4537:
+    # sweep-20261201T044106Z.json)
     "STREAM_PROGRAMS_PER_SM": 0,
     # staged, streamed: "fill" (the slot words -1-filled before every launch: a fill kernel) or "epoch" (a
     # workspace cached per stream, never refilled: each launch tags its words with its parity, drawn by one ticket
@@ -133,6 +142,20 @@ TUNABLES = {
     "WORKSPACE": "epoch",
     "STREAM_LAG": 2,  # streamed: the step reading stage p writes y of stage p - LAG (raised where a channel
     #                   spans more stages, so a program never waits for its own later reads)
+    # streamed, bf16 with an even plane: tiles loaded and stored as 32-bit words of two values (low = word << 16,
+    # high = word & 0xFFFF0000, y packed by one cvt.rn.bf16x2 a word): half the registers for a prefetched tile
+    # (no split into 16-bit halves) and one integer op a value instead of 1.5. With UNMASKED and ONE_TREE at 4/SM:
+    # bf16 0.1509 ms against 0.1636 without the three (words alone 0.1597, unmasked + one tree alone 0.1527;
+    # sweep-20261201T044106Z.json); other dtypes and odd planes load values
+    "STREAM_WORDS": True,
+    # streamed, tiles that never cut a plane or N: loads without masks (a tile outside the tensor loads its nearest
+    # real tile; only the stores keep the tile's one flag), so no zeroing of the load registers (bf16 words masked
+    # 0.1572 at 5/SM against 0.1567 unmasked: sweep-20261201T044106Z.json); ragged tiles stay masked
+    "STREAM_UNMASKED": True,
+    # streamed: a share's publish reduces its two per-lane sums in one tree, and each poll of a channel's words
+    # reduces (sum, sum of squares, words not in) in one tree: one barrier pair each instead of two and three
+    # (fp32 0.1164 against 0.1176 ms: sweep-20261201T044106Z.json)
+    "STREAM_ONE_TREE": True,
 }
 _AUTO_STREAMED_MIN_BYTES = 64 << 20  # "auto": below this x stays in L2, where two_kernel's second read is cheap
 _STREAM_TILE_BYTES = 16384  # streamed, STREAM_PLANES 0: bytes of x a tile moves
@@ -579,14 +602,53 @@ def _polled_stats(x_ptr, word_ptrs, tag, meets, c, n_batch, n_channels, hw, coun
     in; after max_spin polls (a program not started, e.g. in the interpreter) read from x."""
     k = tl.load(x_ptr + tl.cast(c, tl.int64) * hw).to(tl.float32)  # issued before polling: not in its wake
     ready, s_p, q_p = _poll_tagged(word_ptrs, meets, max_spin, tag)
+    return _stats_or_read(ready, k, tl.sum(s_p, axis=0), tl.sum(q_p, axis=0), x_ptr, c, n_batch, n_channels, hw,
+                          count)
+
+
+@triton.jit
+def _stats_or_read(ready, k, s, q, x_ptr, c, n_batch, n_channels, hw, count):
+    """(mean, var) of channel c from its sums of x - k and (x - k)^2 when all were in, else read from x."""
     if ready:
-        d = tl.sum(s_p, axis=0) / count
+        d = s / count
         mean = k + d
-        var = tl.maximum(tl.sum(q_p, axis=0) / count - d * d, 0.0)
+        var = tl.maximum(q / count - d * d, 0.0)
     else:
         n_c, mean, m2 = _channel_stats(x_ptr, c, n_batch, n_channels, hw, 1024)
         var = m2 / n_c
     return mean, var
+
+
+@triton.jit
+def _add2(a0, a1, b0, b1):
+    return a0 + b0, a1 + b1
+
+
+@triton.jit
+def _add3(a0, a1, a2, b0, b1, b2):
+    return a0 + b0, a1 + b1, a2 + b2
+
+
+@triton.jit
+def _tagged_sums(ptrs, mask, tag):
+    """The sums of the (low, high) floats of the tagged words at ptrs (where mask) and how many are not in yet
+    (see _poll_tagged), as one reduction tree: one barrier pair a poll instead of one for a min and each sum."""
+    words = tl.load(ptrs, mask=mask, other=tag, volatile=True) ^ tag
+    low = (words & 0xFFFFFFFF).to(tl.int32).to(tl.float32, bitcast=True)
+    high = (words >> 32).to(tl.int32).to(tl.float32, bitcast=True)
+    return tl.reduce((low, high, (words < 0).to(tl.float32)), 0, _add3)
+
+
+@triton.jit
+def _polled_stats_one_tree(x_ptr, word_ptrs, tag, meets, c, n_batch, n_channels, hw, count, max_spin):
+    """_polled_stats with each poll one reduction of (sum, sum of squares, words not in)."""
+    k = tl.load(x_ptr + tl.cast(c, tl.int64) * hw).to(tl.float32)  # issued before polling: not in its wake
+    s, q, missing = _tagged_sums(word_ptrs, meets, tag)
+    spins = 0
+    while (missing > 0) & (spins < max_spin):
+        s, q, missing = _tagged_sums(word_ptrs, meets, tag)
+        spins += 1
+    return _stats_or_read(missing == 0, k, s, q, x_ptr, c, n_batch, n_channels, hw, count)
 
 
 @triton.jit
@@ -675,12 +737,16 @@ def _batchnorm_staged_kernel(
 
 @triton.jit
 def _stream_tile(u, n_units, n_batch, n_channels, hw, PER_CHANNEL: tl.constexpr, SEGS: tl.constexpr,
-                 TILE: tl.constexpr, PLANES: tl.constexpr, LANES: tl.constexpr):
+                 TILE: tl.constexpr, PLANES: tl.constexpr, LANES: tl.constexpr, UNMASKED: tl.constexpr):
     """Tile u in channel-major order (channel, group of PLANES samples, TILE-value block of the plane): its channel,
     offsets and mask (all off unless 0 <= u < n_units; planes past N off). A tile is one channel, so one shift
     and one scale per tile; its planes are C * HW apart. It is PLANES * TILE / LANES rows of LANES contiguous
-    values (a plane's block cut into TILE / LANES rows), so summing over rows leaves LANES per-lane sums."""
+    values (a plane's block cut into TILE / LANES rows), so summing over rows leaves LANES per-lane sums.
+    UNMASKED (tiles never cut a plane or N): the offsets are those of the nearest real tile, so loads need no
+    mask (no zeroing of the destination registers, no per-vector compares); the mask is the tile's one flag."""
     live = (u >= 0) & (u < n_units)
+    if UNMASKED:
+        u = tl.minimum(u, n_units - 1)
     u = tl.maximum(u, 0)  # the columns of a tile before the first are >= 0 too: all off below
     c = u // PER_CHANNEL  # constant divisors: multiply-highs
     rest = u - c * PER_CHANNEL
@@ -690,20 +756,25 @@ def _stream_tile(u, n_units, n_batch, n_channels, hw, PER_CHANNEL: tl.constexpr,
     cols = ((rest - group * SEGS) * TILE + (row - plane * (TILE // LANES)) * LANES)[:, None] + tl.arange(0, LANES)
     n = group * PLANES + plane
     offs = (n.to(tl.int64) * n_channels + c)[:, None] * hw + cols
+    if UNMASKED:
+        return c, offs, tl.zeros(offs.shape, tl.int1) | live
     return c, offs, (n < n_batch)[:, None] & (cols < tl.where(live, hw, 0))
 
 
 @triton.jit
 def _stream_channel_stats(x_ptr, slot_ptr, tag, c, n_shares, words_per_share, n_batch, n_channels, hw, count,
-                          max_spin, PER_CHANNEL: tl.constexpr, SHARE: tl.constexpr, GW: tl.constexpr):
+                          max_spin, PER_CHANNEL: tl.constexpr, SHARE: tl.constexpr, GW: tl.constexpr,
+                          ONE_TREE: tl.constexpr):
     """(mean, var) of channel c: the words of the shares meeting its tiles, polled until all are in; after
     max_spin polls (a program not started, e.g. in the interpreter) read from x."""
     first = c * PER_CHANNEL
     j = first // SHARE + tl.arange(0, GW)
     meets = (j < n_shares) & (j * SHARE < first + PER_CHANNEL)
     # a share's words are its channels in order: c's is c less the share's first channel
-    return _polled_stats(x_ptr, slot_ptr + j * words_per_share + c - j * SHARE // PER_CHANNEL, tag, meets, c,
-                         n_batch, n_channels, hw, count, max_spin)
+    word_ptrs = slot_ptr + j * words_per_share + c - j * SHARE // PER_CHANNEL
+    if ONE_TREE:
+        return _polled_stats_one_tree(x_ptr, word_ptrs, tag, meets, c, n_batch, n_channels, hw, count, max_spin)
+    return _polled_stats(x_ptr, word_ptrs, tag, meets, c, n_batch, n_channels, hw, count, max_spin)
 
 
 @triton.jit
@@ -715,36 +786,98 @@ def _stream_unit(t, g, SHARE: tl.constexpr):
 
 @triton.jit
 def _stream_loads(x_ptr, u, lag_tiles, n_units, n_batch, n_channels, hw, PER_CHANNEL: tl.constexpr,
-                  SEGS: tl.constexpr, TILE: tl.constexpr, PLANES: tl.constexpr, LANES: tl.constexpr):
+                  SEGS: tl.constexpr, TILE: tl.constexpr, PLANES: tl.constexpr, LANES: tl.constexpr,
+                  UNMASKED: tl.constexpr):
     """Tile u from DRAM (evict_last: the apply re-reads it LAG steps later) and tile u - lag_tiles from L2
     (evict_first: its last use)."""
-    _, offs_r, mask_r = _stream_tile(u, n_units, n_batch, n_channels, hw, PER_CHANNEL, SEGS, TILE, PLANES, LANES)
-    x_r = tl.load(x_ptr + offs_r, mask=mask_r, other=0.0, eviction_policy="evict_last")
-    _, offs_a, mask_a = _stream_tile(u - lag_tiles, n_units, n_batch, n_channels, hw, PER_CHANNEL, SEGS, TILE, PLANES,
-                                     LANES)
-    x_a = tl.load(x_ptr + offs_a, mask=mask_a, other=0.0, eviction_policy="evict_first")
+    x_r = _stream_load(x_ptr, u, n_units, n_batch, n_channels, hw, PER_CHANNEL, SEGS, TILE, PLANES, LANES, UNMASKED,
+                       "evict_last")
+    x_a = _stream_load(x_ptr, u - lag_tiles, n_units, n_batch, n_channels, hw, PER_CHANNEL, SEGS, TILE, PLANES, LANES,
+                       UNMASKED, "evict_first")
     return x_r, x_a
 
 
 @triton.jit
+def _stream_load(x_ptr, u, n_units, n_batch, n_channels, hw, PER_CHANNEL: tl.constexpr, SEGS: tl.constexpr,
+                 TILE: tl.constexpr, PLANES: tl.constexpr, LANES: tl.constexpr, UNMASKED: tl.constexpr,
+                 EVICT: tl.constexpr):
+    """Tile u (UNMASKED: a tile outside [0, n_units) loads its nearest real tile instead)."""
+    _, offs, mask = _stream_tile(u, n_units, n_batch, n_channels, hw, PER_CHANNEL, SEGS, TILE, PLANES, LANES, UNMASKED)
+    if UNMASKED:
+        return tl.load(x_ptr + offs, eviction_policy=EVICT)
+    return tl.load(x_ptr + offs, mask=mask, other=0.0, eviction_policy=EVICT)
+
+
+@triton.jit
+def _bf16_pair(words):
+    """fp32 (low, high) values of 32-bit words holding two bf16 values (little-endian: low = even column)."""
+    lo = (words << 16).to(tl.float32, bitcast=True)
+    hi = (words & -65536).to(tl.float32, bitcast=True)
+    return lo, hi
+
+
+@triton.jit
+def _bf16_word(lo, hi, ASM: tl.constexpr):
+    """32-bit words of two bf16 values rounded from fp32 (lo, hi): one packed cvt a word on the GPU (Triton's
+    own conversion of separate tensors takes one a value plus a byte permute)."""
+    if ASM:  # cvt's first source goes to the upper half
+        return tl.inline_asm_elementwise("cvt.rn.bf16x2.f32 $0, $2, $1;", "=r,f,f", [lo, hi], dtype=tl.int32,
+                                         is_pure=True, pack=1)
+    lo_bits = lo.to(tl.bfloat16).to(tl.int16, bitcast=True).to(tl.int32) & 0xFFFF
+    hi_bits = hi.to(tl.bfloat16).to(tl.int16, bitcast=True).to(tl.int32)
+    return (hi_bits << 16) | lo_bits
+
+
+@triton.jit
+def _tile_sums(x, k, mask, EVEN: tl.constexpr, WORDS: tl.constexpr):
+    """Per-lane sums of x - k and (x - k)^2 over the tile's rows (a lane's rows are in one thread's registers: no
+    shuffles). Lanes past the plane's end or N add 0 (EVEN: only whole tiles are off, and their sums are never
+    published). WORDS: x is 32-bit words of two bf16 values; a lane sums both."""
+    if WORDS:
+        lo, hi = _bf16_pair(x)
+        d_lo = lo - k
+        d_hi = hi - k
+        if not EVEN:
+            d_lo = tl.where(mask, d_lo, 0.0)
+            d_hi = tl.where(mask, d_hi, 0.0)
+        s = tl.sum(d_lo, axis=0) + tl.sum(d_hi, axis=0)
+        return s, tl.sum(d_lo * d_lo, axis=0) + tl.sum(d_hi * d_hi, axis=0)
+    d = x.to(tl.float32) - k
+    if not EVEN:
+        d = tl.where(mask, d, 0.0)
+    return tl.sum(d, axis=0), tl.sum(d * d, axis=0)
+
+
+@triton.jit
+def _lane_totals(acc_s, acc_q, ONE_TREE: tl.constexpr):
+    """The sums of the per-lane sums: ONE_TREE reduces both in one tree (one barrier pair, not two)."""
+    if ONE_TREE:
+        return tl.reduce((acc_s, acc_q), 0, _add2)
+    return tl.sum(acc_s, axis=0), tl.sum(acc_q, axis=0)
+
+
+@triton.jit
 def _batchnorm_streamed_kernel(
-    x_ptr, w_ptr, b_ptr, y_ptr, slot_ptr, ticket_ptr, run_mean_ptr, run_var_ptr, batches_ptr,
-    n_batch, n_channels, hw, n_units, n_shares, words_per_share, n_steps, count, eps, momentum, max_spin,
+    x_ptr, xu_ptr, w_ptr, b_ptr, yu_ptr, slot_ptr, ticket_ptr, run_mean_ptr, run_var_ptr, batches_ptr,
+    n_batch, n_channels, hw, hw_u, n_units, n_shares, words_per_share, n_steps, count, eps, momentum, max_spin,
     PER_CHANNEL: tl.constexpr, SHARE: tl.constexpr, SEGS: tl.constexpr, TILE: tl.constexpr, PLANES: tl.constexpr,
     LANES: tl.constexpr, GW: tl.constexpr, LAG: tl.constexpr, STAGES: tl.constexpr, AHEAD: tl.constexpr,
-    EVEN: tl.constexpr, UPDATE_RUNNING: tl.constexpr, EPOCH: tl.constexpr,
+    EVEN: tl.constexpr, UPDATE_RUNNING: tl.constexpr, EPOCH: tl.constexpr, WORDS: tl.constexpr,
+    UNMASKED: tl.constexpr, ONE_TREE: tl.constexpr, ASM: tl.constexpr,
 ):
+    # Tiles are loaded and stored in units of xu_ptr / yu_ptr: x and y themselves, or with WORDS their 32-bit words
+    # of two bf16 values (TILE, LANES and hw_u then count words); K and the fallback read x_ptr's values (hw).
     g = tl.program_id(0)
     per_step = tl.num_programs(0) * SHARE  # tiles of a stage
     lag_tiles = LAG * per_step  # the tile applied is this many before the tile read
     u = g * SHARE  # the first tile this program reads
     k = tl.load(x_ptr + tl.cast(u // PER_CHANNEL, tl.int64) * hw, mask=u < n_units, other=0.0).to(tl.float32)
     if AHEAD > 0:  # the next tiles' loads are in flight in registers while this iteration's are used
-        x_r_next, x_a_next = _stream_loads(x_ptr, u, lag_tiles, n_units, n_batch, n_channels, hw, PER_CHANNEL, SEGS,
-                                           TILE, PLANES, LANES)
+        x_r_next, x_a_next = _stream_loads(xu_ptr, u, lag_tiles, n_units, n_batch, n_channels, hw_u, PER_CHANNEL,
+                                           SEGS, TILE, PLANES, LANES, UNMASKED)
     if AHEAD == 2:  # and the tiles after them
-        x_r_far, x_a_far = _stream_loads(x_ptr, _stream_unit(1, g, SHARE), lag_tiles, n_units, n_batch, n_channels,
-                                         hw, PER_CHANNEL, SEGS, TILE, PLANES, LANES)
+        x_r_far, x_a_far = _stream_loads(xu_ptr, _stream_unit(1, g, SHARE), lag_tiles, n_units, n_batch, n_channels,
+                                         hw_u, PER_CHANNEL, SEGS, TILE, PLANES, LANES, UNMASKED)
     tag = _launch_tag(ticket_ptr, EPOCH)  # after the first loads: its round trip overlaps them
     acc_s = tl.zeros([LANES], tl.float32)  # per-lane sums of x - K over rows: reduced once per share and channel
     acc_q = tl.zeros([LANES], tl.float32)
@@ -760,45 +893,49 @@ def _batchnorm_streamed_kernel(
         if AHEAD == 2:
             x_r, x_a = x_r_next, x_a_next
             x_r_next, x_a_next = x_r_far, x_a_far
-            x_r_far, x_a_far = _stream_loads(x_ptr, _stream_unit(t + 2, g, SHARE), lag_tiles, n_units, n_batch,
-                                             n_channels, hw, PER_CHANNEL, SEGS, TILE, PLANES, LANES)
+            x_r_far, x_a_far = _stream_loads(xu_ptr, _stream_unit(t + 2, g, SHARE), lag_tiles, n_units, n_batch,
+                                             n_channels, hw_u, PER_CHANNEL, SEGS, TILE, PLANES, LANES, UNMASKED)
         elif AHEAD == 1:
             x_r, x_a = x_r_next, x_a_next
-            x_r_next, x_a_next = _stream_loads(x_ptr, u_next, lag_tiles, n_units, n_batch, n_channels, hw,
-                                               PER_CHANNEL, SEGS, TILE, PLANES, LANES)
+            x_r_next, x_a_next = _stream_loads(xu_ptr, u_next, lag_tiles, n_units, n_batch, n_channels, hw_u,
+                                               PER_CHANNEL, SEGS, TILE, PLANES, LANES, UNMASKED)
         else:
-            x_r, x_a = _stream_loads(x_ptr, u, lag_tiles, n_units, n_batch, n_channels, hw, PER_CHANNEL, SEGS, TILE,
-                                     PLANES, LANES)
+            x_r, x_a = _stream_loads(xu_ptr, u, lag_tiles, n_units, n_batch, n_channels, hw_u, PER_CHANNEL, SEGS, TILE,
+                                     PLANES, LANES, UNMASKED)
         k_next = tl.load(x_ptr + tl.cast(u_next // PER_CHANNEL, tl.int64) * hw, mask=u_next < n_units, other=0.0)
         # K: the channel's first value, the same in every program, so the shares' sums add up without cancelling
-        c_r, _, mask_r = _stream_tile(u, n_units, n_batch, n_channels, hw, PER_CHANNEL, SEGS, TILE, PLANES, LANES)
-        d = x_r.to(tl.float32) - k
-        if not EVEN:  # lanes past the plane's end or N (EVEN: only whole tiles are off, and there x = K = 0)
-            d = tl.where(mask_r, d, 0.0)
-        acc_s += tl.sum(d, axis=0)  # a lane's rows are in one thread's registers: no shuffles
-        acc_q += tl.sum(d * d, axis=0)
+        c_r, _, mask_r = _stream_tile(u, n_units, n_batch, n_channels, hw_u, PER_CHANNEL, SEGS, TILE, PLANES, LANES,
+                                      UNMASKED)
+        s_t, q_t = _tile_sums(x_r, k, mask_r, EVEN, WORDS)
+        acc_s += s_t
+        acc_q += q_t
         if (u < n_units) & ((i == SHARE - 1) | (u + 1 == (c_r + 1) * PER_CHANNEL)):  # the share's run in c_r ends
             word = slot_ptr + (step * tl.num_programs(0) + g) * words_per_share + c_r - (u - i) // PER_CHANNEL
-            _publish_tagged(word, tl.sum(acc_s, axis=0), tl.sum(acc_q, axis=0), tag)
+            s_c, q_c = _lane_totals(acc_s, acc_q, ONE_TREE)
+            _publish_tagged(word, s_c, q_c, tag)
             acc_s = tl.zeros([LANES], tl.float32)
             acc_q = tl.zeros([LANES], tl.float32)
         k = k_next.to(tl.float32)
         u_a = u - lag_tiles
-        c_a, offs_a, mask_a = _stream_tile(u_a, n_units, n_batch, n_channels, hw, PER_CHANNEL, SEGS, TILE, PLANES,
-                                           LANES)
+        c_a, offs_a, mask_a = _stream_tile(u_a, n_units, n_batch, n_channels, hw_u, PER_CHANNEL, SEGS, TILE, PLANES,
+                                           LANES, UNMASKED)
         if (u_a >= 0) & (u_a < n_units) & (c_a != c_apply):  # read LAG steps ago: its words are normally in
             w = tl.load(w_ptr + c_a).to(tl.float32)
             b = tl.load(b_ptr + c_a).to(tl.float32)
             mean, var = _stream_channel_stats(x_ptr, slot_ptr, tag, c_a, n_shares, words_per_share, n_batch,
-                                              n_channels, hw, count, max_spin, PER_CHANNEL, SHARE, GW)
+                                              n_channels, hw, count, max_spin, PER_CHANNEL, SHARE, GW, ONE_TREE)
             scale = tl.rsqrt(var + eps) * w
             shift = b - mean * scale
             if UPDATE_RUNNING:  # noqa: SIM102 - a constexpr branch around a runtime one
                 if u_a == c_a * PER_CHANNEL:  # the program applying the channel's first tile
                     _update_running(run_mean_ptr, run_var_ptr, batches_ptr, c_a, count, mean, var * count, momentum)
             c_apply = c_a
-        tl.store(y_ptr + offs_a, (x_a.to(tl.float32) * scale + shift).to(y_ptr.dtype.element_ty), mask=mask_a,
-                 eviction_policy="evict_first")
+        if WORDS:  # one FMA a value, two values packed into a word by one cvt
+            lo, hi = _bf16_pair(x_a)
+            y = _bf16_word(lo * scale + shift, hi * scale + shift, ASM)
+        else:
+            y = (x_a.to(tl.float32) * scale + shift).to(yu_ptr.dtype.element_ty)
+        tl.store(yu_ptr + offs_a, y, mask=mask_a, eviction_policy="evict_first")
 
 
 def _num_sms(device: torch.device) -> int:
@@ -839,7 +976,8 @@ def _resident(num_warps: int, programs_per_sm: int) -> tuple:
 
 def _stream_programs_per_sm(tile_bytes: int) -> int:
     """STREAM_PROGRAMS_PER_SM 0: as many streamed programs as their registers allow without spilling: a tile and
-    its prefetch of 8 KiB or less fit 128 registers a thread (4 programs of 4 warps), 16 KiB ones 168 (3)."""
+    its prefetch of 8 KiB or less fit 128 registers a thread (4 programs of 4 warps), 16 KiB ones 168 (3). 8 KiB
+    tiles of bf16 words would fit 96 (5) but measure best at 4 (sweep-20261201T044106Z.json)."""
     return 4 if tile_bytes <= 8192 else 3
 
 
@@ -948,6 +1086,8 @@ def _batch_norm_streamed(x, weight, bias, running_mean, running_var, num_batches
     if n_units * 2 >= 2**31:
         raise ValueError(f"batchnorm streamed: {n_units} tiles do not fit int32 tile indices")
     tile_bytes = planes * tile * x.element_size()
+    # WORDS: 32-bit words of two bf16 values; tile, lanes and plane length then count words
+    words_on = t["STREAM_WORDS"] and x.dtype == torch.bfloat16 and hw % 2 == 0 and x.data_ptr() % 4 == 0
     per_sm, maxnreg = _resident(t["num_warps_streamed"],
                                 t["STREAM_PROGRAMS_PER_SM"] or _stream_programs_per_sm(tile_bytes))
     stages = t["STREAM_STAGES"]
@@ -967,13 +1107,17 @@ def _batch_norm_streamed(x, weight, bias, running_mean, running_var, num_batches
     lanes = min(t["STREAM_LANES"] or _STREAM_LANE_BYTES // x.element_size(), tile)  # powers of 2: divides the tile
     y = torch.empty_like(x)
     update, running = _running_args(running_mean, running_var, num_batches_tracked, slots)
+    even = hw % tile == 0 and n % planes == 0
+    unit = 2 if words_on else 1
+    xu, yu = (x.view(torch.int32), y.view(torch.int32)) if words_on else (x, y)
     _batchnorm_streamed_kernel[(n_programs,)](
-        x, weight, bias, y, slots, ticket, *running,
-        n, c, hw, n_units, n_shares, words, triton.cdiv(n_shares, n_programs) + lag, float(n * hw), eps, momentum,
-        _MAX_SPIN_GPU if x.is_cuda else 0,
-        PER_CHANNEL=per_channel, SHARE=share, SEGS=segs, TILE=tile, PLANES=planes, LANES=lanes,
-        GW=triton.next_power_of_2(triton.cdiv(per_channel, share) + 1), LAG=lag, STAGES=stages,
-        AHEAD=int(t["STREAM_AHEAD"]), EVEN=hw % tile == 0 and n % planes == 0, UPDATE_RUNNING=update, EPOCH=epoch,
+        x, xu, weight, bias, yu, slots, ticket, *running,
+        n, c, hw, hw // unit, n_units, n_shares, words, triton.cdiv(n_shares, n_programs) + lag, float(n * hw), eps,
+        momentum, _MAX_SPIN_GPU if x.is_cuda else 0,
+        PER_CHANNEL=per_channel, SHARE=share, SEGS=segs, TILE=tile // unit, PLANES=planes,
+        LANES=max(1, lanes // unit), GW=triton.next_power_of_2(triton.cdiv(per_channel, share) + 1), LAG=lag,
+        STAGES=stages, AHEAD=int(t["STREAM_AHEAD"]), EVEN=even, UPDATE_RUNNING=update, EPOCH=epoch, WORDS=words_on,
+        UNMASKED=t["STREAM_UNMASKED"] and even, ONE_TREE=t["STREAM_ONE_TREE"], ASM=x.is_cuda,
         num_warps=t["num_warps_streamed"], maxnreg=maxnreg,
     )
     return y

@@ -13,7 +13,12 @@ the channel of element i of a group is g * (C / G) + i // HW, which picks its we
   channel plane, so weight and bias are loaded per row. At most 64 warps per SM, and maxnreg keeps that
   many programs really resident. COOP_PREFETCH issues the next chunk's load before polling (1) or before
   reducing (2); COOP_SYNC "tagged" publishes each chunk's (mean, M2) as one 64-bit word that doubles as its
-  ready flag (no counter, no release fence waiting on the previous chunk's y stores).
+  ready flag (no counter, no release fence waiting on the previous chunk's y stores). COOP_UNMASKED drops
+  every mask when the chunks tile the groups exactly (a prefetch past the last task re-reads the last chunk,
+  an L2 hit); COOP_STATS "shifted" (tagged) publishes each chunk's sums of x - K and (x - K)^2, K the group's
+  first value, from one reduction tree, and each poll is one tree too (words not in, sum, sum of squares), so
+  the merge costs nothing more; COOP_WORKSPACE "epoch" keeps the tagged words in a per-stream workspace
+  tagged with each launch's parity (no fill kernel before the launch).
 - GROUP_STRATEGY "looped" (larger groups, e.g. 16 channels x 64 x 64 = 65536): a persistent grid walks
   groups; pass 1 merges per-block (count, mean, M2) with Chan's formula, pass 2 re-reads the group from
   its end backwards (L2-warm when it hits) and writes y. On the H200 (32 x 512 x 64 x 64 fp32) 56% of
@@ -44,6 +49,14 @@ TUNABLES = {
     #                      current one's peers, 2 = before reducing the current one (DRAM stays busy)
     "COOP_SYNC": "tagged",  # coop path: "counter" (partials, then a per-group counter polled) or "tagged"
     #                          (each chunk's (mean, M2) in one 64-bit word that is its own ready flag)
+    # The next three together: groupnorm_32g_fp32 0.1481 ms against 0.1525-0.1528 with none (SASS 647 -> 373
+    # instructions and 9 -> 3 barriers a chunk); unmasked + shifted with "fill" 0.1507, "epoch" alone 0.1524,
+    # unmasked alone 0.1611 (benchmarks/results/sweep-20261201T050529Z.json)
+    "COOP_UNMASKED": True,  # coop path: no masks when chunks tile the groups exactly (else masked anyway)
+    "COOP_STATS": "shifted",  # coop tagged: "chan" (chunk (mean, M2) from two trees, Chan-merged after polling) or
+    #                           "shifted" (sums of x - K, (x - K)^2 in one tree; each poll one tree that also merges)
+    "COOP_WORKSPACE": "epoch",  # coop tagged: "fill" (-1 words filled before each launch: a fill kernel) or
+    #                             "epoch" (a cached per-stream workspace; each launch tags its words with its parity)
     "FUSED_LAYOUT": "2d",  # fused path: "flat" (1-D, channel = i // HW per element) or "2d" ([C/G, HW] tile,
     #                          weight/bias loaded once per channel, no integer division)
     "GROUPS_PER_PROG": 1,  # fused "2d": groups per program (power of 2), a [G, C/G, HW] tile
@@ -52,6 +65,8 @@ TUNABLES = {
     "EVICT_LOOP": False,  # looped path: evict_last on pass-1 loads, evict_first on pass-2 loads and stores
 }
 _MAX_SPIN_GPU = 50_000  # coop path: polls (~1 us each) before a program computes its group's stats itself
+_MAX_WORKSPACES = 32  # coop "epoch": cached workspaces kept (cleared past this)
+_WORKSPACES: dict = {}  # coop "epoch": (programs, words, device, stream) -> int64 [ticket counter, slot words...]
 
 
 @triton.jit
@@ -161,8 +176,15 @@ def _coop_chunk(task, SPLIT: tl.constexpr, n_groups_total, group_size, hw, runs,
 
 @triton.jit
 def _coop_load(x_ptr, task, SPLIT: tl.constexpr, n_groups_total, group_size, hw, runs, rows_per_group,
-               ROWS: tl.constexpr, RUN: tl.constexpr):
-    """Chunk `task` in x's dtype (zeros past the last task: a program's prefetch after its last one)."""
+               ROWS: tl.constexpr, RUN: tl.constexpr, EXACT: tl.constexpr):
+    """Chunk `task` in x's dtype (zeros past the last task: a program's prefetch after its last one). EXACT
+    (chunks tile the groups): no mask; past the last task the last chunk again, which every program's last
+    prefetch reads, so it is an L2 hit."""
+    if EXACT:
+        last = SPLIT * n_groups_total - 1
+        offs, _, _ = _coop_chunk(tl.minimum(task, last), SPLIT, n_groups_total, group_size, hw, runs,
+                                 rows_per_group, ROWS, RUN)
+        return tl.load(x_ptr + offs)
     offs, mask, _ = _coop_chunk(task, SPLIT, n_groups_total, group_size, hw, runs, rows_per_group, ROWS, RUN)
     return tl.load(x_ptr + offs, mask=mask, other=0.0)
 
@@ -178,26 +200,96 @@ def _chunk_counts(parts, rows_per_unit, runs, last_run, ROWS: tl.constexpr, RUN:
 
 
 @triton.jit
-def _publish_tagged(slot_ptr, mean_c, m2_c):
-    """(mean, M2) as one 64-bit word (M2's sign bit clear): a reader sees all of it or the -1 fill, so no
-    counter and no release fence (which would first wait for this program's outstanding y stores)."""
-    lo = mean_c.to(tl.int32, bitcast=True).to(tl.int64) & 0xFFFFFFFF
-    hi = (m2_c.to(tl.int32, bitcast=True) & 0x7FFFFFFF).to(tl.int64)
-    tl.atomic_xchg(slot_ptr, (hi << 32) | lo, sem="relaxed")
+def _launch_tag(ticket_ptr, EPOCH: tl.constexpr):
+    """What this launch ORs into its tagged words: 0, or with EPOCH (a cached workspace, never refilled) bit 63
+    on every other launch. Launches on one stream run one after another, so the n programs of its e-th launch
+    draw tickets e * n ... e * n + n - 1 and parity (ticket // n) & 1 flips with each launch: the words the
+    launch before left read as "not in" (as does the -1 they start as), so no fill kernel is needed."""
+    tag = tl.full([], 0, tl.int64)
+    if EPOCH:
+        ticket = tl.atomic_add(ticket_ptr, 1, sem="relaxed")
+        tag = ((ticket // tl.num_programs(0)) & 1) << 63
+    return tag
 
 
 @triton.jit
-def _wait_tagged(slots_ptr, parts, max_spin, SPLIT: tl.constexpr):
-    """The unit's SPLIT (mean, M2) words, polled until all are published or max_spin polls; and whether all were."""
+def _publish_tagged(slot_ptr, lo_f, hi_f, tag):
+    """Two floats as one 64-bit word (hi's sign bit clear, then `tag` ORed in): a reader sees all of it or the
+    -1 fill, so no counter and no release fence (which would first wait for this program's outstanding y
+    stores). hi is never negative (an M2 or a sum of squares)."""
+    lo = lo_f.to(tl.int32, bitcast=True).to(tl.int64) & 0xFFFFFFFF
+    hi = (hi_f.to(tl.int32, bitcast=True) & 0x7FFFFFFF).to(tl.int64)
+    tl.atomic_xchg(slot_ptr, ((hi << 32) | lo) | tag, sem="relaxed")
+
+
+@triton.jit
+def _wait_tagged(slots_ptr, parts, tag, max_spin, SPLIT: tl.constexpr):
+    """The unit's SPLIT (mean, M2) words, polled until all are published or max_spin polls; and whether all were.
+    XOR with this launch's tag: its words read >= 0, the fill's and the launch before's < 0."""
     pmask = parts < SPLIT
-    words = tl.load(slots_ptr + parts, mask=pmask, other=0, volatile=True)
+    words = tl.load(slots_ptr + parts, mask=pmask, other=tag, volatile=True) ^ tag
     spins = 0
     while (tl.min(words, axis=0) < 0) & (spins < max_spin):
-        words = tl.load(slots_ptr + parts, mask=pmask, other=0, volatile=True)
+        words = tl.load(slots_ptr + parts, mask=pmask, other=tag, volatile=True) ^ tag
         spins += 1
     p_mean = (words & 0xFFFFFFFF).to(tl.int32).to(tl.float32, bitcast=True)
     p_m2 = (words >> 32).to(tl.int32).to(tl.float32, bitcast=True)
     return tl.min(words, axis=0) >= 0, p_mean, p_m2
+
+
+@triton.jit
+def _add2(a0, a1, b0, b1):
+    return a0 + b0, a1 + b1
+
+
+@triton.jit
+def _add3(a0, a1, a2, b0, b1, b2):
+    return a0 + b0, a1 + b1, a2 + b2
+
+
+@triton.jit
+def _tagged_sums(slots_ptr, parts, tag, SPLIT: tl.constexpr):
+    """The sums of the (lo, hi) floats of the unit's tagged words and how many are not in yet, as one tree:
+    one poll is one reduction, and when all are in the merge is done with it."""
+    words = tl.load(slots_ptr + parts, mask=parts < SPLIT, other=tag, volatile=True) ^ tag
+    lo = (words & 0xFFFFFFFF).to(tl.int32).to(tl.float32, bitcast=True)
+    hi = (words >> 32).to(tl.int32).to(tl.float32, bitcast=True)
+    return tl.reduce((lo, hi, (words < 0).to(tl.float32)), 0, _add3)
+
+
+@triton.jit
+def _wait_sums(slots_ptr, parts, tag, max_spin, SPLIT: tl.constexpr):
+    """Polls the unit's shifted-sum words until all are in or max_spin polls: (all in, sum, sum of squares)."""
+    s, q, missing = _tagged_sums(slots_ptr, parts, tag, SPLIT)
+    spins = 0
+    while (missing > 0) & (spins < max_spin):
+        s, q, missing = _tagged_sums(slots_ptr, parts, tag, SPLIT)
+        spins += 1
+    return missing == 0, s, q
+
+
+@triton.jit
+def _shifted(x, mask, k, EXACT: tl.constexpr):
+    """x - k, 0 where masked off (EXACT: nothing is)."""
+    if EXACT:
+        return x - k
+    return tl.where(mask, x - k, 0.0)
+
+
+@triton.jit
+def _chunk_stats(x, mask, EXACT: tl.constexpr, ROWS: tl.constexpr, RUN: tl.constexpr):
+    """The chunk's (count, mean, M2) (EXACT: every value counts: no masking, no count tree, one-level sums)."""
+    if EXACT:
+        n_c = tl.full([], ROWS * RUN, tl.float32)
+        mean_c = tl.sum(x, axis=None) / n_c
+        d = x - mean_c
+        m2_c = tl.sum(d * d, axis=None)
+    else:
+        n_c = tl.sum(tl.sum(mask.to(tl.float32), axis=1), axis=0)
+        mean_c = tl.sum(tl.sum(x, axis=1), axis=0) / tl.maximum(n_c, 1.0)
+        d = tl.where(mask, x - mean_c, 0.0)
+        m2_c = tl.sum(tl.sum(d * d, axis=1), axis=0)
+    return n_c, mean_c, m2_c
 
 
 @triton.jit
@@ -228,60 +320,84 @@ def _groupnorm_coop_kernel(
     x_ptr, w_ptr, b_ptr, y_ptr, part_ptr, count_ptr, n_groups_total, group_size, hw, channels_per_group,
     n_groups, runs, eps, max_spin,
     SPLIT: tl.constexpr, SPLIT_P2: tl.constexpr, ROWS: tl.constexpr, RUN: tl.constexpr,
-    PREFETCH: tl.constexpr, TAGGED: tl.constexpr,
+    PREFETCH: tl.constexpr, TAGGED: tl.constexpr, EXACT: tl.constexpr, SHIFTED: tl.constexpr,
+    EPOCH: tl.constexpr,
 ):
+    """count_ptr: the group counters ("counter") or the ticket word (EPOCH)."""
     n_tasks = n_groups_total * SPLIT
     rows_per_group = channels_per_group * runs
     step = tl.num_programs(0)
     parts = tl.arange(0, SPLIT_P2)
     if PREFETCH > 0:
         x_next = _coop_load(x_ptr, tl.program_id(0), SPLIT, n_groups_total, group_size, hw, runs, rows_per_group,
-                            ROWS, RUN)
+                            ROWS, RUN, EXACT)
+    tag = _launch_tag(count_ptr, EPOCH)  # after the first load: its round trip overlaps it
     for task in range(tl.program_id(0), n_tasks, step):
         grp = task // SPLIT
+        if SHIFTED:  # the group's first value, every peer's shift (issued early: an L2 hit after the first)
+            k = tl.load(x_ptr + tl.cast(grp, tl.int64) * group_size).to(tl.float32)
         if PREFETCH > 0:
             x_raw = x_next
         else:
-            x_raw = _coop_load(x_ptr, task, SPLIT, n_groups_total, group_size, hw, runs, rows_per_group, ROWS, RUN)
+            x_raw = _coop_load(x_ptr, task, SPLIT, n_groups_total, group_size, hw, runs, rows_per_group, ROWS, RUN,
+                               EXACT)
         if PREFETCH == 2:  # the next chunk's load goes out before this one is even reduced
             x_next = _coop_load(x_ptr, task + step, SPLIT, n_groups_total, group_size, hw, runs, rows_per_group,
-                                ROWS, RUN)
+                                ROWS, RUN, EXACT)
         _, mask, _ = _coop_chunk(task, SPLIT, n_groups_total, group_size, hw, runs, rows_per_group, ROWS, RUN)
         x = x_raw.to(tl.float32)
-        n_c = tl.sum(tl.sum(mask.to(tl.float32), axis=1), axis=0)
-        mean_c = tl.sum(tl.sum(x, axis=1), axis=0) / tl.maximum(n_c, 1.0)
-        d = tl.where(mask, x - mean_c, 0.0)
-        m2_c = tl.sum(tl.sum(d * d, axis=1), axis=0)
         # publish this chunk's statistics; wait for the group's other chunks
-        if TAGGED:
-            _publish_tagged(part_ptr + task, mean_c, m2_c)
+        if SHIFTED:  # the apply works on x - k too: one copy of the chunk stays live, not two
+            x = _shifted(x, mask, k, EXACT)
+            flat = tl.reshape(x, [ROWS * RUN], can_reorder=True)  # what axis=None does (the interpreter can't)
+            s_c, q_c = tl.reduce((flat, flat * flat), 0, _add2)
+            _publish_tagged(part_ptr + task, s_c, q_c, tag)
         else:
-            tl.store(part_ptr + task, n_c)
-            tl.store(part_ptr + n_tasks + task, mean_c)
-            tl.store(part_ptr + 2 * n_tasks + task, m2_c)
-            tl.debug_barrier()
-            done = tl.atomic_add(count_ptr + grp, 1) + 1  # acq_rel: the partial is visible before the count
+            n_c, mean_c, m2_c = _chunk_stats(x, mask, EXACT, ROWS, RUN)
+            if TAGGED:
+                _publish_tagged(part_ptr + task, mean_c, m2_c, tag)
+            else:
+                tl.store(part_ptr + task, n_c)
+                tl.store(part_ptr + n_tasks + task, mean_c)
+                tl.store(part_ptr + 2 * n_tasks + task, m2_c)
+                tl.debug_barrier()
+                done = tl.atomic_add(count_ptr + grp, 1) + 1  # acq_rel: the partial is visible before the count
         if PREFETCH == 1:  # the next chunk's load is in flight while this program polls (x is read-only)
             x_next = _coop_load(x_ptr, task + step, SPLIT, n_groups_total, group_size, hw, runs, rows_per_group,
-                                ROWS, RUN)
-        if TAGGED:
-            ready, p_mean, p_m2 = _wait_tagged(part_ptr + grp * SPLIT, parts, max_spin, SPLIT)
+                                ROWS, RUN, EXACT)
+        if SHIFTED:
+            ready, s, q = _wait_sums(part_ptr + grp * SPLIT, parts, tag, max_spin, SPLIT)
+        elif TAGGED:
+            ready, p_mean, p_m2 = _wait_tagged(part_ptr + grp * SPLIT, parts, tag, max_spin, SPLIT)
             p_n = _chunk_counts(parts, rows_per_group, runs, hw - (runs - 1) * RUN, ROWS, RUN)
         else:
             ready, p_n, p_mean, p_m2 = _wait_counted(part_ptr, count_ptr + grp, done, grp * SPLIT + parts, n_tasks,
                                                      max_spin, SPLIT, SPLIT_P2)
         if ready:
-            mean, m2 = _merge(p_n, p_mean, p_m2, group_size)
+            if SHIFTED:  # the mean of x - k (what the apply works on), M2 = q - s^2 / n
+                mean = s / group_size
+                m2 = tl.maximum(q - s * mean, 0.0)
+            else:
+                mean, m2 = _merge(p_n, p_mean, p_m2, group_size)
         else:  # a peer is not running: read the whole group (correct, slower; never a hang)
             mean, m2 = _group_stats(x_ptr + tl.cast(grp, tl.int64) * group_size, group_size, 2048, "")
+            if SHIFTED:
+                mean -= k
         rstd = tl.rsqrt(m2 / group_size + eps)
         offs, mask, p = _coop_chunk(task, SPLIT, n_groups_total, group_size, hw, runs, rows_per_group, ROWS, RUN)
         ch = (grp % n_groups) * channels_per_group + p  # one channel per row
-        row_ok = p < channels_per_group
-        scale = rstd * tl.load(w_ptr + ch, mask=row_ok, other=0.0).to(tl.float32)
-        shift = tl.load(b_ptr + ch, mask=row_ok, other=0.0).to(tl.float32) - mean * scale
+        if EXACT:
+            scale = rstd * tl.load(w_ptr + ch).to(tl.float32)
+            shift = tl.load(b_ptr + ch).to(tl.float32) - mean * scale
+        else:
+            row_ok = p < channels_per_group
+            scale = rstd * tl.load(w_ptr + ch, mask=row_ok, other=0.0).to(tl.float32)
+            shift = tl.load(b_ptr + ch, mask=row_ok, other=0.0).to(tl.float32) - mean * scale
         y = x * scale[:, None] + shift[:, None]
-        tl.store(y_ptr + offs, y.to(y_ptr.dtype.element_ty), mask=mask)
+        if EXACT:
+            tl.store(y_ptr + offs, y.to(y_ptr.dtype.element_ty))
+        else:
+            tl.store(y_ptr + offs, y.to(y_ptr.dtype.element_ty), mask=mask)
 
 
 def _num_sms(device: torch.device) -> int:
@@ -318,6 +434,35 @@ def _coop_launch(n_tasks_per_unit: int, n_units: int, num_warps: int, programs_p
     return grid, (255 if regs > 255 else regs // 8 * 8)
 
 
+def _coop_choice(name: str, allowed: tuple, tagged: bool) -> bool:
+    """Whether TUNABLES[name] picks its second value, which only tagged words carry: with COOP_SYNC "counter" the
+    first (the counter's own partials and fill) applies whatever the key says."""
+    value = TUNABLES[name]
+    if value not in allowed:
+        raise ValueError(f"groupnorm: TUNABLES[{name!r}] = {value!r}, expected one of {allowed}")
+    return tagged and value == allowed[1]
+
+
+def _tagged_words(device, n_programs: int, n_words: int, epoch: bool) -> tuple:
+    """(ticket, slots) of a tagged coop launch: without epoch n_words fresh -1 words (the ticket, never read,
+    stands in); with it a workspace cached per (programs, words, device, stream), made once as a 0 ticket counter
+    and -1 words: a launch writes every word, so the one before left them all with the other parity, and
+    one workspace per stream keeps concurrent launches apart."""
+    if not epoch:
+        slots = torch.full((n_words,), -1, dtype=torch.int64, device=device)
+        return slots, slots
+    stream = torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else 0
+    key = (n_programs, n_words, str(device), stream)
+    if key not in _WORKSPACES:
+        if len(_WORKSPACES) >= _MAX_WORKSPACES:
+            _WORKSPACES.clear()
+        workspace = torch.full((1 + n_words,), -1, dtype=torch.int64, device=device)
+        workspace[0] = 0
+        _WORKSPACES[key] = workspace
+    workspace = _WORKSPACES[key]
+    return workspace[:1], workspace[1:]
+
+
 def _group_norm_coop(x, w, b, y, num_groups: int, eps: float):
     n, c = x.shape[0], x.shape[1]
     hw = x.numel() // (n * c)
@@ -334,16 +479,20 @@ def _group_norm_coop(x, w, b, y, num_groups: int, eps: float):
     split = triton.cdiv(cpg * runs, rows)
     grid, maxnreg = _coop_launch(split, total, t["num_warps_coop"], t["COOP_PROGRAMS_PER_SM"], x.device)
     tagged = t["COOP_SYNC"] == "tagged"
-    if tagged:  # one (mean, M2) word per chunk, -1 until published
-        part = torch.full((total * split,), -1, dtype=torch.int64, device=x.device)
+    shifted = _coop_choice("COOP_STATS", ("chan", "shifted"), tagged)
+    epoch = _coop_choice("COOP_WORKSPACE", ("fill", "epoch"), tagged)
+    exact = t["COOP_UNMASKED"] and hw % run == 0 and (cpg * runs) % rows == 0  # chunks tile every group
+    if tagged:  # one (mean, M2) or (sum, sum of squares) word per chunk; no counter
+        count, part = _tagged_words(x.device, grid[0], total * split, epoch)
     else:  # counts, means, M2s
         part = torch.empty((3 * total * split,), dtype=torch.float32, device=x.device)
-    count = part if tagged else torch.zeros((total,), dtype=torch.int32, device=x.device)  # tagged: no counter
+        count = torch.zeros((total,), dtype=torch.int32, device=x.device)
     max_spin = _MAX_SPIN_GPU if x.is_cuda else 0  # the interpreter runs programs one after another
     _groupnorm_coop_kernel[grid](
         x, w, b, y, part, count, total, group_size, hw, cpg, num_groups, runs, eps, max_spin,
         SPLIT=split, SPLIT_P2=triton.next_power_of_2(split), ROWS=rows, RUN=run,
-        PREFETCH=t["COOP_PREFETCH"], TAGGED=tagged, num_warps=t["num_warps_coop"], maxnreg=maxnreg,
+        PREFETCH=t["COOP_PREFETCH"], TAGGED=tagged, EXACT=exact, SHIFTED=shifted, EPOCH=epoch,
+        num_warps=t["num_warps_coop"], maxnreg=maxnreg,
     )
 
 

@@ -18,6 +18,10 @@ Three paths, chosen by the launcher from the row width N:
   reads the whole row itself, so it never waits forever. COOP_PREFETCH issues the next chunk's load
   before polling (1) or before reducing (2); COOP_SYNC "tagged" publishes a chunk's (max, sum) as one
   64-bit word that is its own ready flag ("counter": two stores, a fence and a per-row counter).
+  COOP_TREE "lane" holds a chunk as [CHUNK // TILE, TILE] so each thread first folds its own values into
+  per-column (max, sum of exp) and one tree of (max, sum) pairs follows (one barrier pair, no selects:
+  masked values load as _NEG); COOP_EXP2 takes exp through exp2 (and "fma" folds the max into one FFMA);
+  COOP_UNMASKED gives every chunk but a row's last exactly COOP_CHUNK values, loaded and stored unmasked.
 - WIDE_STRATEGY "looped": a persistent grid of NUM_SMS * PROGRAMS_PER_SM programs walks rows; pass 1
   reads the row with an online (running max, rescaled sum) update per lane, pass 2 re-reads it from
   the end backwards (L2-warm when it hits) and writes. EVICT_LOOP adds L2 eviction hints (keep pass 1's
@@ -48,11 +52,21 @@ TUNABLES = {
     #                      current one's peers, 2 = before reducing the current one (DRAM stays busy)
     "COOP_SYNC": "counter",  # coop path: "counter" (partials, then a per-row counter polled) or "tagged"
     #                          (each chunk's (max, sum) in one 64-bit word that is its own ready flag)
+    "COOP_TREE": "split",  # coop path: the chunk's (max, sum) as "split" (a max tree, then a sum tree) or
+    #                        "lane" (per-lane stats, then one tree of (max, sum) pairs; with COOP_SYNC "tagged" only:
+    #                        "counter" runs "split")
+    "COOP_EXP2": False,  # coop "lane": exp as exp2 of a product (one MUFU, no subnormal rescaling); "fma":
+    #                      also the max folded into one FFMA per value
+    "COOP_UNMASKED": False,  # coop "lane": chunks of exactly COOP_CHUNK values, all but a row's last unmasked
 }
 LOG_SOFTMAX = False  # the same kernels serve log_softmax (x - max - log(sum))
 
 # ---- shared softmax code: corpus/kernels/{softmax,log_softmax}/kernel.py keep this part identical ----
 _NEG = tl.constexpr(-3.0e38)  # finite stand-in for -inf on masked lanes: exp(_NEG - m) == 0 without inf - inf
+_LOG2E = tl.constexpr(1.4426950408889634)
+_LANE_FLOOR = tl.constexpr(-1.0e38)  # coop "lane": lowest lane max (above _NEG; times log2(e), still finite)
+_PAD_WORD = tl.constexpr(0xFF61B1E6)  # a tagged (max, sum) word reading (_NEG, 0.0): merge padding
+_COOP_EXP2 = {False: 0, True: 1, "fma": 2}  # TUNABLES["COOP_EXP2"] -> the lane kernel's EXP2
 _MAX_SPIN_GPU = 50_000  # coop path: polls (~1 us each) before a program computes its row's stats itself
 # looped path: TUNABLES["EVICT_LOOP"] -> (pass 1 loads, pass 2 loads and stores) eviction policies
 _EVICT_LOOP = {False: ("", ""), True: ("evict_last", "evict_first"), "stream": ("", "evict_first")}
@@ -346,6 +360,184 @@ def _softmax_coop_kernel(
         tl.store(y_ptr + e_offs, y_e.to(y_ptr.dtype.element_ty), mask=e_mask)
 
 
+@triton.jit
+def _exp(x, EXP2: tl.constexpr):
+    """exp(x). EXP2 (1 or 2): as exp2(x * log2(e)), a multiply and one MUFU.EX2; tl.exp's ex2 also
+    rescales around each MUFU so subnormal results survive (a compare and two predicated multiplies more)."""
+    if EXP2:
+        return tl.exp2(x * _LOG2E)
+    else:
+        return tl.exp(x)
+
+
+@triton.jit
+def _lse_combine(m_a, s_a, m_b, s_b):
+    """Two (max, sum of exp(x - max)) pairs as one: the reduction tree's step, through exp2."""
+    m = tl.maximum(m_a, m_b)
+    return m, s_a * tl.exp2((m_a - m) * _LOG2E) + s_b * tl.exp2((m_b - m) * _LOG2E)
+
+
+@triton.jit
+def _lane_chunk(task, n_tasks, n_cols, width, SPLIT: tl.constexpr, CHUNK: tl.constexpr, TILE: tl.constexpr,
+                VEC: tl.constexpr, UNMASKED: tl.constexpr):
+    """_coop_chunk for a chunk held as [CHUNK // TILE, TILE] (a thread's values of one column are a lane of
+    the per-lane stats). Also returns `full`: the chunk is live, not its row's last and wholly inside the
+    16-byte-aligned body, so it loads and stores without masks. UNMASKED (width == CHUNK): both edges go
+    to the row's last chunk, so the others can be full; else the head goes to the first, as in _coop_chunk."""
+    row_start = tl.cast(task // SPLIT, tl.int64) * n_cols
+    row_end = row_start + n_cols
+    body = (row_start + VEC - 1) // VEC * VEC
+    body_end = row_end // VEC * VEC
+    part = task % SPLIT
+    start = body + part * width
+    live = task < n_tasks
+    offs = tl.arange(0, CHUNK // TILE)[:, None] * TILE + tl.arange(0, TILE)[None, :]
+    n_live = tl.where(live, tl.minimum(body_end - start, width), 0).to(tl.int32)  # one compare per vector
+    full = live & (part < SPLIT - 1) & (n_live == CHUNK)
+    e = tl.arange(0, 2 * VEC)
+    head = e < VEC  # lanes [0, VEC): the head; [VEC, 2 VEC): the tail
+    e_offs = tl.where(head, row_start + e, tl.maximum(body_end, body) + e - VEC)
+    e_end = tl.where(head, tl.minimum(body, row_end), row_end)
+    if UNMASKED:
+        e_part = tl.full([2 * VEC], SPLIT - 1, tl.int32)
+    else:
+        e_part = tl.where(head, 0, SPLIT - 1)
+    e_mask = (e_offs < e_end) & (tl.where(live, part, SPLIT) == e_part)
+    return start, offs, offs < n_live, full, e_offs, e_mask
+
+
+@triton.jit
+def _lane_load(x_ptr, task, n_tasks, n_cols, width, SPLIT: tl.constexpr, CHUNK: tl.constexpr, TILE: tl.constexpr,
+               VEC: tl.constexpr, UNMASKED: tl.constexpr):
+    """Chunk `task` [CHUNK // TILE, TILE] and its edges in x's dtype, _NEG where masked (no select needed
+    before the max or the sum; fp16 makes it -inf, which the per-lane max clamps). A full chunk loads
+    unmasked (no compares, no register fill) and has no edges."""
+    start, offs, mask, full, e_offs, e_mask = _lane_chunk(task, n_tasks, n_cols, width, SPLIT, CHUNK, TILE, VEC,
+                                                          UNMASKED)
+    if UNMASKED:
+        if full:
+            x = tl.load(x_ptr + start + offs)
+            x_e = tl.full([2 * VEC], _NEG, x_ptr.dtype.element_ty)
+        else:
+            x = tl.load(x_ptr + start + offs, mask=mask, other=_NEG)
+            x_e = tl.load(x_ptr + e_offs, mask=e_mask, other=_NEG)
+    else:
+        x = tl.load(x_ptr + start + offs, mask=mask, other=_NEG)
+        x_e = tl.load(x_ptr + e_offs, mask=e_mask, other=_NEG)
+    return x, x_e
+
+
+@triton.jit
+def _lane_partial(x, x_e, EDGES: tl.constexpr, LOG: tl.constexpr, EXP2: tl.constexpr):
+    """(max, sum of exp(x - max)) of a [R, TILE] chunk (fp32, _NEG where masked) and, with EDGES, its edge
+    values: a thread's max and sum per column (no exchange), then ONE reduction tree of (max, sum) pairs
+    (one barrier pair). Also what the output is computed from: x for log-softmax, exp(x - lane max) for
+    softmax; and the lane maxima. The lane max is clamped to _LANE_FLOOR: masked (_NEG) and -inf values
+    then give exp(...) = 0, and the lane max times log2(e) stays finite. EXP2 "fma": the exponent as
+    x * log2(e) - lane max * log2(e), one FFMA (rounding of the product: ~1 ulp of |x| * log2(e))."""
+    m_lane = tl.maximum(tl.max(x, axis=0), _LANE_FLOOR)
+    if EXP2 == 2:  # "fma"
+        e = tl.exp2(x * _LOG2E - (m_lane * _LOG2E)[None, :])
+    else:
+        e = _exp(x - m_lane[None, :], EXP2)
+    m_c, s_c = tl.reduce((m_lane, tl.sum(e, axis=0)), 0, _lse_combine)
+    if EDGES:
+        m_e = tl.maximum(m_c, tl.max(x_e, axis=0))
+        s_c = s_c * _exp(m_c - m_e, EXP2) + tl.sum(_exp(x_e - m_e, EXP2), axis=0)
+        m_c = m_e
+    if LOG:
+        return m_c, s_c, x, m_lane
+    else:
+        return m_c, s_c, e, m_lane
+
+
+@triton.jit
+def _lane_out(v, m_lane, m, s, LOG: tl.constexpr, EXP2: tl.constexpr):
+    """The output from _lane_partial's v given the row's (max, sum): one add or one multiply per value."""
+    if LOG:
+        return v - (m + tl.log(s))
+    else:
+        return v * (_exp(m_lane - m, EXP2) / s)[None, :]
+
+
+@triton.jit
+def _wait_words(slots_ptr, parts, max_spin, EXP2: tl.constexpr, SPLIT: tl.constexpr):
+    """_wait_tagged + _merge with less work per poll: the "all in" test is a 32-bit min over the words' high
+    halves (a -1 fill reads negative), kept rather than recomputed; padding lanes read a (_NEG, 0) word,
+    so the merge needs no selects. Returns whether a chunk was still missing and the row's (max, sum)."""
+    pmask = parts < SPLIT
+    words = tl.load(slots_ptr + parts, mask=pmask, other=_PAD_WORD, volatile=True)
+    missing = tl.min((words >> 32).to(tl.int32), axis=0) < 0
+    spins = 0
+    while missing & (spins < max_spin):
+        words = tl.load(slots_ptr + parts, mask=pmask, other=_PAD_WORD, volatile=True)
+        missing = tl.min((words >> 32).to(tl.int32), axis=0) < 0
+        spins += 1
+    p_m = (words & 0xFFFFFFFF).to(tl.int32).to(tl.float32, bitcast=True)
+    p_s = (words >> 32).to(tl.int32).to(tl.float32, bitcast=True)
+    m = tl.max(p_m, axis=0)
+    return missing, m, tl.sum(p_s * _exp(p_m - m, EXP2), axis=0)
+
+
+@triton.jit
+def _lane_store_masked(y_ptr, y, offs, mask, x_e, e_offs, e_mask, m, s, LOG: tl.constexpr):
+    """A chunk's masked store and its edges' output."""
+    tl.store(y_ptr + offs, y, mask=mask)
+    y_e = _softmax_out(x_e.to(tl.float32), m, tl.log(s), 1.0 / s, LOG)
+    tl.store(y_ptr + e_offs, y_e.to(y_ptr.dtype.element_ty), mask=e_mask)
+
+
+@triton.jit
+def _softmax_coop_lane_kernel(
+    x_ptr, y_ptr, part_ptr, n_rows, n_cols, width, max_spin,
+    SPLIT: tl.constexpr, SPLIT_P2: tl.constexpr, CHUNK: tl.constexpr, TILE: tl.constexpr, VEC: tl.constexpr,
+    LOG: tl.constexpr, PREFETCH: tl.constexpr, EXP2: tl.constexpr, UNMASKED: tl.constexpr,
+):
+    """_softmax_coop_kernel with COOP_SYNC "tagged" and COOP_TREE "lane": the chunk as [CHUNK // TILE, TILE],
+    its (max, sum) from per-lane stats through one tree, and with UNMASKED every chunk but a row's last
+    loaded and stored without masks."""
+    n_tasks = n_rows * SPLIT
+    step = tl.num_programs(0)
+    parts = tl.arange(0, SPLIT_P2)
+    if PREFETCH > 0:
+        x_next, xe_next = _lane_load(x_ptr, tl.program_id(0), n_tasks, n_cols, width, SPLIT, CHUNK, TILE, VEC,
+                                     UNMASKED)
+    for task in range(tl.program_id(0), n_tasks, step):
+        row = task // SPLIT
+        if PREFETCH > 0:
+            x_raw, xe_raw = x_next, xe_next
+        else:
+            x_raw, xe_raw = _lane_load(x_ptr, task, n_tasks, n_cols, width, SPLIT, CHUNK, TILE, VEC, UNMASKED)
+        if PREFETCH == 2:  # the next chunk's load goes out before this one is even reduced
+            x_next, xe_next = _lane_load(x_ptr, task + step, n_tasks, n_cols, width, SPLIT, CHUNK, TILE, VEC,
+                                         UNMASKED)
+        start, offs, mask, full, e_offs, e_mask = _lane_chunk(task, n_tasks, n_cols, width, SPLIT, CHUNK, TILE, VEC,
+                                                              UNMASKED)
+        if UNMASKED:
+            if full:
+                m_c, s_c, v, m_lane = _lane_partial(x_raw.to(tl.float32), xe_raw.to(tl.float32), False, LOG, EXP2)
+            else:
+                m_c, s_c, v, m_lane = _lane_partial(x_raw.to(tl.float32), xe_raw.to(tl.float32), True, LOG, EXP2)
+        else:
+            m_c, s_c, v, m_lane = _lane_partial(x_raw.to(tl.float32), xe_raw.to(tl.float32), True, LOG, EXP2)
+        _publish_tagged(part_ptr + task, m_c, s_c)
+        if PREFETCH == 1:  # the next chunk's load is in flight while this program polls (x is read-only)
+            x_next, xe_next = _lane_load(x_ptr, task + step, n_tasks, n_cols, width, SPLIT, CHUNK, TILE, VEC,
+                                         UNMASKED)
+        missing, m, s = _wait_words(part_ptr + row * SPLIT, parts, max_spin, EXP2, SPLIT)
+        if missing:  # a peer is not running: read the whole row (correct, slower; never a hang), a value a
+            #          thread at a time so the chunks in registers keep their place
+            m, s = _row_online_stats(x_ptr + tl.cast(row, tl.int64) * n_cols, n_cols, TILE // VEC, "", False)
+        y = _lane_out(v, m_lane, m, s, LOG, EXP2).to(y_ptr.dtype.element_ty)
+        if UNMASKED:
+            if full:
+                tl.store(y_ptr + start + offs, y)
+            else:
+                _lane_store_masked(y_ptr, y, start + offs, mask, xe_raw, e_offs, e_mask, m, s, LOG)
+        else:
+            _lane_store_masked(y_ptr, y, start + offs, mask, xe_raw, e_offs, e_mask, m, s, LOG)
+
+
 def _num_sms(device: torch.device) -> int:
     if device.type == "cuda":
         return torch.cuda.get_device_properties(device).multi_processor_count
@@ -368,11 +560,16 @@ def _coop_launch(n_tasks_per_unit: int, n_units: int, num_warps: int, programs_p
 
 
 def _softmax_coop(x2: torch.Tensor, y: torch.Tensor, log: bool) -> None:
-    """Rows split into SPLIT chunks of near-equal width (a multiple of 16 values, at most COOP_CHUNK)."""
+    """Rows split into SPLIT chunks of near-equal width (a multiple of 16 values, at most COOP_CHUNK); with
+    COOP_UNMASKED, chunks of exactly COOP_CHUNK values and the rest in the row's last."""
     n_rows, n_cols = x2.shape
     t = TUNABLES
     if t["COOP_SYNC"] not in ("counter", "tagged"):
         raise ValueError(f"softmax: TUNABLES['COOP_SYNC'] = {t['COOP_SYNC']!r}, expected 'counter' or 'tagged'")
+    if t["COOP_TREE"] not in ("split", "lane"):
+        raise ValueError(f"softmax: TUNABLES['COOP_TREE'] = {t['COOP_TREE']!r}, expected 'split' or 'lane'")
+    if t["COOP_EXP2"] not in _COOP_EXP2:
+        raise ValueError(f"softmax: TUNABLES['COOP_EXP2'] = {t['COOP_EXP2']!r}, expected False, True or 'fma'")
     chunk = max(16, min(t["COOP_CHUNK"], triton.next_power_of_2(n_cols)))
     split = triton.cdiv(n_cols, chunk)
     width = triton.cdiv(triton.cdiv(n_cols, split), 16) * 16  # the 16 lets Triton prove chunk starts aligned
@@ -385,9 +582,19 @@ def _softmax_coop(x2: torch.Tensor, y: torch.Tensor, log: bool) -> None:
         part = torch.empty((2 * n_rows * split,), dtype=torch.float32, device=x2.device)
         count = torch.zeros((n_rows,), dtype=torch.int32, device=x2.device)
     max_spin = _MAX_SPIN_GPU if x2.is_cuda else 0  # the interpreter runs programs one after another
+    vec = 16 // x2.element_size()
+    if t["COOP_TREE"] == "lane" and tagged:  # "lane" reads tagged words; with "counter" the split kernel runs
+        unmasked = bool(t["COOP_UNMASKED"])
+        _softmax_coop_lane_kernel[grid](
+            x2, y, part, n_rows, n_cols, chunk if unmasked else width, max_spin,
+            SPLIT=split, SPLIT_P2=triton.next_power_of_2(split), CHUNK=chunk,
+            TILE=min(chunk, vec * 32 * t["num_warps_coop"]), VEC=vec, LOG=log, PREFETCH=t["COOP_PREFETCH"],
+            EXP2=_COOP_EXP2[t["COOP_EXP2"]], UNMASKED=unmasked, num_warps=t["num_warps_coop"], maxnreg=maxnreg,
+        )
+        return
     _softmax_coop_kernel[grid](
         x2, y, part, count, n_rows, n_cols, width, max_spin,
-        SPLIT=split, SPLIT_P2=triton.next_power_of_2(split), CHUNK=chunk, VEC=16 // x2.element_size(), LOG=log,
+        SPLIT=split, SPLIT_P2=triton.next_power_of_2(split), CHUNK=chunk, VEC=vec, LOG=log,
         PREFETCH=t["COOP_PREFETCH"], TAGGED=tagged, num_warps=t["num_warps_coop"], maxnreg=maxnreg,
     )
 

@@ -101,6 +101,19 @@ def test_epoch_workspace_reused_across_calls(overrides: dict, monkeypatch):
     must tell its own words from those the call before left (the parity flips every call, and in the
     interpreter a poll that finds a peer's word not in reads the channel itself: a stale word taken as in
     would give a wrong result). The ticket counter ends at three launches' programs."""
+    _check_three_calls(overrides, torch.float32, (6, 5, 9, 7), 1e-5, monkeypatch)
+
+
+def test_streamed_words_unmasked_one_tree_reused_across_calls(monkeypatch):
+    """The same for bf16 x as 32-bit words in whole (unmasked) tiles, each poll one reduction tree: 8x8 planes,
+    16-value tiles (8 words); y within 2 bf16 ulps of the fp32 reference (the interpreter rounds toward zero)."""
+    overrides = {"STRATEGY": "streamed", "WORKSPACE": "epoch", "STREAM_WORDS": True, "STREAM_UNMASKED": True,
+                 "STREAM_ONE_TREE": True, "STREAM_TILE": 16, "STREAM_BYTES": 64, "num_warps_streamed": 2}
+    _check_three_calls(overrides, torch.bfloat16, (4, 5, 8, 8), 2e-2, monkeypatch)
+
+
+def _check_three_calls(overrides: dict, dtype: torch.dtype, shape: tuple, tol: float, monkeypatch):
+    """Three calls of one model on x of `shape` in `dtype`, each against BatchNorm2d in fp32 on the same values."""
     k = kernel()
     monkeypatch.setattr(k, "_WORKSPACES", {})
     for key, value in overrides.items():
@@ -108,9 +121,9 @@ def test_epoch_workspace_reused_across_calls(overrides: dict, monkeypatch):
     torch.manual_seed(5)
     ref, new = _model_pair(k)
     for call in range(3):
-        x = torch.randn(6, 5, 9, 7) * (1.0 + call) + 2.0 - call  # other statistics each call
+        x = (torch.randn(*shape) * (1.0 + call) + 2.0 - call).to(dtype)  # other statistics each call
         with torch.no_grad():
-            torch.testing.assert_close(new(x), ref(x), atol=1e-5, rtol=1e-5)
+            torch.testing.assert_close(new(x).float(), ref(x.float()), atol=tol, rtol=tol)
         torch.testing.assert_close(new.running_mean, ref.running_mean, atol=1e-6, rtol=1e-5)
         torch.testing.assert_close(new.running_var, ref.running_var, atol=1e-6, rtol=1e-5)
     (key, workspace), = k._WORKSPACES.items()

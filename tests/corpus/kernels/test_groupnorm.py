@@ -45,7 +45,9 @@ def test_indivisible_channels_are_named():
     {"GROUP_STRATEGY": "looped", "MAX_FUSED_N": 16, "BLOCK_LOOP": 16, "EVICT_LOOP": True},
     {"COOP_ALL": True, "COOP_PREFETCH": 1, "COOP_CHUNK": 64, "COOP_PROGRAMS_PER_SM": 8, "num_warps_coop": 2},
     {"COOP_ALL": True, "COOP_SYNC": "tagged", "COOP_PREFETCH": 2, "COOP_CHUNK": 128},
-], ids=["2d_gpp2", "2d_gpp4_evict", "looped_evict", "coop_prefetch", "coop_tagged_prefetch_early"])
+    {"COOP_ALL": True, "COOP_STATS": "shifted", "COOP_PREFETCH": 2, "COOP_CHUNK": 64, "COOP_UNMASKED": True},
+], ids=["2d_gpp2", "2d_gpp4_evict", "looped_evict", "coop_prefetch", "coop_tagged_prefetch_early",
+        "coop_shifted_masked"])
 def test_odd_shapes_match_torch(overrides: dict, monkeypatch):
     """Channels per group and HW that are not powers of 2 (padded, masked tiles) and a partial last program."""
     k = kernel()
@@ -56,3 +58,23 @@ def test_odd_shapes_match_torch(overrides: dict, monkeypatch):
     w, b = torch.randn(9), torch.randn(9)
     got = k.group_norm(x, 3, w, b, 1e-5)
     torch.testing.assert_close(got, torch.nn.functional.group_norm(x, 3, w, b, 1e-5), atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("overrides", [
+    {"COOP_WORKSPACE": "epoch"},
+    {"COOP_WORKSPACE": "epoch", "COOP_STATS": "shifted", "COOP_UNMASKED": True},
+], ids=["epoch", "epoch_shifted_unmasked"])
+def test_epoch_workspace_repeated_calls(overrides: dict, monkeypatch):
+    """The cached words are never refilled: each launch flips the parity that marks its words as in, so
+    calls 2 and 3 on the same shapes must not take the words of the call before as their peers'."""
+    k = kernel()
+    monkeypatch.setattr(k, "_WORKSPACES", {})
+    for key, value in {"COOP_ALL": True, "COOP_CHUNK": 256, **overrides}.items():
+        monkeypatch.setitem(k.TUNABLES, key, value)
+    torch.manual_seed(0)
+    w, b = torch.randn(8), torch.randn(8)
+    for call in range(3):
+        x = torch.randn(2, 8, 16, 16) * (call + 1.0) + call  # other stats each call: stale words would show
+        got = k.group_norm(x, 2, w, b, 1e-5)
+        torch.testing.assert_close(got, torch.nn.functional.group_norm(x, 2, w, b, 1e-5), atol=1e-4, rtol=1e-4)
+    assert len(k._WORKSPACES) == 1

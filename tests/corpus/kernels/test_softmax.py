@@ -70,15 +70,23 @@ COOP_CASES = {
 }
 
 
+LANE_FMA_UNMASKED = {"COOP_TREE": "lane", "COOP_EXP2": "fma", "COOP_UNMASKED": True}
+
+
 @pytest.mark.parametrize("family", sorted(COOP_CASES))
-@pytest.mark.parametrize("sync, prefetch", [("counter", 0), ("counter", 1), ("tagged", 1), ("tagged", 2)])
-def test_coop_rows_of_odd_widths(monkeypatch, family: str, sync: str, prefetch: int):
+@pytest.mark.parametrize("sync, prefetch, lane", [
+    ("counter", 0, {}), ("counter", 1, {}),
+    ("tagged", 1, {"COOP_TREE": "split"}), ("tagged", 2, {"COOP_TREE": "split"}),  # max tree, then sum tree
+    ("tagged", 1, LANE_FMA_UNMASKED),  # per-lane stats, one tree; whole chunks unmasked
+    ("tagged", 2, {"COOP_TREE": "lane", "COOP_EXP2": True}),  # per-lane stats, even widths all masked
+], ids=["counter-0", "counter-1", "tagged-1", "tagged-2", "lane-fma-unmasked-1", "lane-exp2-2"])
+def test_coop_rows_of_odd_widths(monkeypatch, family: str, sync: str, prefetch: int, lane: dict):
     """Coop path: rows shorter than a 16-byte vector, shorter than a chunk (many rows per round), misaligned
     rows over several chunks, a last chunk left with only the row's tail, whole chunks; fp32 and bf16."""
     entry, reference, ramp_sign, tol32, tol16 = COOP_CASES[family]
     kernel = import_file(KERNELS / family / "kernel.py", f"test_{family}_coop")
     options = {"WIDE_STRATEGY": "coop", "MAX_FUSED_N": 1, "COOP_SYNC": sync, "COOP_PREFETCH": prefetch,
-               "num_warps_coop": 4, "COOP_PROGRAMS_PER_SM": 3}
+               "num_warps_coop": 4, "COOP_PROGRAMS_PER_SM": 3, **lane}
     for key, value in options.items():
         monkeypatch.setitem(kernel.TUNABLES, key, value)
     torch.manual_seed(0)

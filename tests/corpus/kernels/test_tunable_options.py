@@ -79,6 +79,18 @@ OPTIONS: list[tuple[str, str, dict, str]] = [
     ("batchnorm", "streamed_lanes_ahead2_many_programs",  # 16 programs, 256-value tiles as rows of 64
      {"STRATEGY": "streamed", "STREAM_TILE": 256, "STREAM_LANES": 64, "STREAM_AHEAD": 2, "STREAM_BYTES": 64,
       "STREAM_PROGRAMS_PER_SM": 4, "num_warps_streamed": 2}, ""),
+    ("batchnorm", "streamed_words_unmasked_one_tree",  # bf16 as 32-bit words; 16x16 planes: whole 64-value tiles
+     {"STRATEGY": "streamed", "STREAM_WORDS": True, "STREAM_UNMASKED": True, "STREAM_ONE_TREE": True,  # unmasked;
+      "STREAM_TILE": 64, "STREAM_BYTES": 2048, "num_warps_streamed": 2}, ""),  # odd planes fall back to values
+    ("batchnorm", "streamed_words_ragged_five_per_sm",  # 70x70 planes: a masked last word tile; 20 programs
+     {"STRATEGY": "streamed", "STREAM_WORDS": True, "STREAM_ONE_TREE": True, "STREAM_PROGRAMS_PER_SM": 5,
+      "STREAM_BYTES": 64, "STREAM_TILE": 256, "STREAM_LANES": 64, "num_warps_streamed": 1}, ""),
+    ("batchnorm", "streamed_unmasked_planes_ahead2",  # [4, 64] tiles: whole where N % 4 == 0, else masked
+     {"STRATEGY": "streamed", "STREAM_UNMASKED": True, "STREAM_PLANES": 4, "STREAM_TILE": 64, "STREAM_LANES": 16,
+      "STREAM_AHEAD": 2, "STREAM_BYTES": 2048, "num_warps_streamed": 2}, ""),
+    ("batchnorm", "streamed_values_masked_two_trees",  # the session-6 defaults: values (not words), masked loads,
+     {"STRATEGY": "streamed", "STREAM_WORDS": False, "STREAM_UNMASKED": False,  # two and three reduction trees
+      "STREAM_ONE_TREE": False, "STREAM_TILE": 64, "STREAM_BYTES": 2048, "num_warps_streamed": 2}, ""),
     ("batchnorm", "staged_epoch_lag2",
      {"STRATEGY": "staged", "WORKSPACE": "epoch", "STAGE_BYTES": 2048, "STAGE_LAG": 2, "STAGE_TILE": 256,
       "STAGE_RUN": 64, "num_warps_staged": 2}, ""),
@@ -93,6 +105,19 @@ OPTIONS: list[tuple[str, str, dict, str]] = [
     ("groupnorm", "coop_all_tagged_prefetch_early",  # 64-bit (mean, M2) ready words, next load before the reduce
      {"COOP_ALL": True, "COOP_SYNC": "tagged", "COOP_PREFETCH": 2, "COOP_CHUNK": 1024, "COOP_PROGRAMS_PER_SM": 4}, ""),
     ("groupnorm", "coop_tagged_prefetch", {"COOP_SYNC": "tagged", "COOP_PREFETCH": 1}, ""),  # groups > MAX_FUSED_N
+    ("groupnorm", "coop_all_unmasked_shifted_epoch",  # 2048-value chunks tile the 64x64 and 32x32 groups: no masks;
+     {"COOP_ALL": True, "COOP_UNMASKED": True, "COOP_STATS": "shifted", "COOP_WORKSPACE": "epoch",  # odd maps
+      "COOP_CHUNK": 2048, "num_warps_coop": 4}, ""),  # (7x5, 91x97) masked
+    ("groupnorm", "coop_all_unmasked_chan_prefetch_early",  # Chan stats from one-level sums, next load before them
+     {"COOP_ALL": True, "COOP_UNMASKED": True, "COOP_PREFETCH": 2, "COOP_CHUNK": 1024, "COOP_PROGRAMS_PER_SM": 4}, ""),
+    ("groupnorm", "coop_shifted_unmasked_no_prefetch",  # groups > 4096: coop without COOP_ALL; 3 programs an SM
+     {"MAX_FUSED_N": 4096, "COOP_UNMASKED": True, "COOP_STATS": "shifted", "COOP_PREFETCH": 0, "COOP_CHUNK": 4096,
+      "COOP_PROGRAMS_PER_SM": 3}, ""),
+    ("groupnorm", "coop_all_masked_chan_fill",  # the forms before the unmasked/shifted/epoch defaults
+     {"COOP_ALL": True, "COOP_UNMASKED": False, "COOP_STATS": "chan", "COOP_WORKSPACE": "fill", "COOP_CHUNK": 2048,
+      "num_warps_coop": 4}, ""),
+    ("groupnorm", "coop_all_counter",  # counter partials: the shifted/epoch defaults are tagged-only, so ignored
+     {"COOP_ALL": True, "COOP_SYNC": "counter", "COOP_CHUNK": 1024, "COOP_PROGRAMS_PER_SM": 4}, ""),
     ("groupnorm", "fused_flat_warps", {"FUSED_LAYOUT": "flat", "num_warps_fused": 4}, ""),
     ("groupnorm", "fused_2d_evict", {"FUSED_LAYOUT": "2d", "GROUPS_PER_PROG": 1, "EVICT_FUSED": True}, ""),
     ("groupnorm", "fused_2d_gpp4", {"FUSED_LAYOUT": "2d", "GROUPS_PER_PROG": 4}, ""),  # a partial last program
@@ -119,14 +144,25 @@ OPTIONS: list[tuple[str, str, dict, str]] = [
         ("looped_no_hints", {"WIDE_STRATEGY": "looped", "EVICT_LOOP": False, "ONE_EXP": False, "BLOCK_LOOP": 2048}),
         ("looped_one_exp", {"WIDE_STRATEGY": "looped", "ONE_EXP": True, "BLOCK_LOOP": 1024}),
         ("looped_evict", {"WIDE_STRATEGY": "looped", "EVICT_LOOP": True}),
-        ("coop_tagged_prefetch",  # 64-bit (max, sum) ready words, next chunk loaded while polling
-         {"WIDE_STRATEGY": "coop", "COOP_SYNC": "tagged", "COOP_PREFETCH": 1, "COOP_CHUNK": 8192,
+        ("coop_tagged_prefetch",  # 64-bit (max, sum) ready words, next chunk loaded while polling; split trees
+         {"WIDE_STRATEGY": "coop", "COOP_SYNC": "tagged", "COOP_TREE": "split", "COOP_PREFETCH": 1, "COOP_CHUNK": 8192,
           "num_warps_coop": 8, "COOP_PROGRAMS_PER_SM": 2}),
         ("coop_tagged_prefetch_early",  # next chunk loaded before the reduce; many chunks per row
          {"WIDE_STRATEGY": "coop", "COOP_SYNC": "tagged", "COOP_PREFETCH": 2, "COOP_CHUNK": 4096,
           "num_warps_coop": 4, "COOP_PROGRAMS_PER_SM": 4}),
         ("coop_counter_prefetch",
          {"WIDE_STRATEGY": "coop", "COOP_SYNC": "counter", "COOP_PREFETCH": 1, "COOP_CHUNK": 16384}),
+        # per-lane (max, sum) and one tree; 4096-value chunks: several a row (50257, 20011: misaligned rows)
+        ("coop_lane_fma_unmasked",  # whole chunks unmasked, the row's last masked with both edges
+         {"WIDE_STRATEGY": "coop", "COOP_SYNC": "tagged", "COOP_TREE": "lane", "COOP_EXP2": "fma",
+          "COOP_UNMASKED": True, "COOP_PREFETCH": 1, "COOP_CHUNK": 4096, "num_warps_coop": 4,
+          "COOP_PROGRAMS_PER_SM": 4}),
+        ("coop_lane_exp2_prefetch_early",  # even widths, all masked; 8192-value chunks as [2, 4096]
+         {"WIDE_STRATEGY": "coop", "COOP_SYNC": "tagged", "COOP_TREE": "lane", "COOP_EXP2": True,
+          "COOP_PREFETCH": 2, "COOP_CHUNK": 8192, "num_warps_coop": 8, "COOP_PROGRAMS_PER_SM": 2}),
+        ("coop_lane_unmasked_no_prefetch",
+         {"WIDE_STRATEGY": "coop", "COOP_SYNC": "tagged", "COOP_TREE": "lane", "COOP_UNMASKED": True,
+          "COOP_PREFETCH": 0, "COOP_CHUNK": 4096, "num_warps_coop": 4, "COOP_PROGRAMS_PER_SM": 5}),
     ]],
     # misaligned rows (50257, 20011 fp32): a head to the 16-byte boundary, unmasked body, masked tail
     ("log_softmax", "looped_aligned_stream",
