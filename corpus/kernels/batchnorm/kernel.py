@@ -57,8 +57,8 @@ of LANES values summed within each thread first, so the per-lane sums take fewer
 per SM or the deeper prefetch under maxnreg).
 STREAM_WORDS (bf16 planes of even length) loads and stores tiles as 32-bit words of two values: low = word << 16,
 high = word & 0xFFFF0000, y packed by one cvt.rn.bf16x2 a word, so a prefetched tile takes half the registers (Triton
-otherwise splits it into 16-bit halves) and 5 programs fit an SM. STREAM_UNMASKED (tiles that never cut a plane or N)
-loads without masks: a tile outside the tensor loads its nearest real tile (the sums of the dead tiles after a
+otherwise splits it into 16-bit halves; 5 programs would fit an SM, 4 run faster). STREAM_UNMASKED (tiles that
+never cut a plane or N) loads without masks: a tile outside the tensor loads its nearest real tile (the sums of the dead tiles after a
 program's last read are never published; the apply's store keeps the tile's one flag), so no zeroing of the load
 registers. STREAM_ONE_TREE reduces a publish's two per-lane sums, and each poll's (sum, sum of squares, words not in),
 in one reduction tree: one barrier pair each instead of two and three.

@@ -216,14 +216,8 @@ def _coop_chunk(task, n_tasks, n_cols, width, SPLIT: tl.constexpr, CHUNK: tl.con
     Returns the chunk's start (elements) and mask over arange(CHUNK), and the edges' offsets and mask
     over arange(2 * VEC). The body's bounds are multiples of VEC through `// VEC * VEC`, which Triton's
     alignment analysis follows, so chunk loads and stores stay 16-byte vectors on misaligned rows."""
-    row_start = tl.cast(task // SPLIT, tl.int64) * n_cols
-    row_end = row_start + n_cols
-    body = (row_start + VEC - 1) // VEC * VEC
-    body_end = row_end // VEC * VEC
-    part = task % SPLIT
-    start = body + part * width
+    row_start, row_end, body, body_end, part, start, live = _chunk_place(task, n_tasks, n_cols, width, SPLIT, VEC)
     cols = tl.arange(0, CHUNK)
-    live = task < n_tasks
     mask = (cols < tl.where(live, width, 0)) & (cols < body_end - start)
     e = tl.arange(0, 2 * VEC)
     head = e < VEC  # lanes [0, VEC): the head; [VEC, 2 VEC): the tail
@@ -231,6 +225,18 @@ def _coop_chunk(task, n_tasks, n_cols, width, SPLIT: tl.constexpr, CHUNK: tl.con
     e_end = tl.where(head, tl.minimum(body, row_end), row_end)
     e_mask = (e_offs < e_end) & (tl.where(live, part, SPLIT) == tl.where(head, 0, SPLIT - 1))
     return start, mask, e_offs, e_mask
+
+
+@triton.jit
+def _chunk_place(task, n_tasks, n_cols, width, SPLIT: tl.constexpr, VEC: tl.constexpr):
+    """Chunk `task`'s row: its start and end, its 16-byte-aligned body [body, body_end); the chunk's index in the
+    row, its start and whether it is live (see _coop_chunk)."""
+    row_start = tl.cast(task // SPLIT, tl.int64) * n_cols
+    row_end = row_start + n_cols
+    body = (row_start + VEC - 1) // VEC * VEC
+    body_end = row_end // VEC * VEC
+    part = task % SPLIT
+    return row_start, row_end, body, body_end, part, body + part * width, task < n_tasks
 
 
 @triton.jit
@@ -384,13 +390,7 @@ def _lane_chunk(task, n_tasks, n_cols, width, SPLIT: tl.constexpr, CHUNK: tl.con
     the per-lane stats). Also returns `full`: the chunk is live, not its row's last and wholly inside the
     16-byte-aligned body, so it loads and stores without masks. UNMASKED (width == CHUNK): both edges go
     to the row's last chunk, so the others can be full; else the head goes to the first, as in _coop_chunk."""
-    row_start = tl.cast(task // SPLIT, tl.int64) * n_cols
-    row_end = row_start + n_cols
-    body = (row_start + VEC - 1) // VEC * VEC
-    body_end = row_end // VEC * VEC
-    part = task % SPLIT
-    start = body + part * width
-    live = task < n_tasks
+    row_start, row_end, body, body_end, part, start, live = _chunk_place(task, n_tasks, n_cols, width, SPLIT, VEC)
     offs = tl.arange(0, CHUNK // TILE)[:, None] * TILE + tl.arange(0, TILE)[None, :]
     n_live = tl.where(live, tl.minimum(body_end - start, width), 0).to(tl.int32)  # one compare per vector
     full = live & (part < SPLIT - 1) & (n_live == CHUNK)

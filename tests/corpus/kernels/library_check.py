@@ -86,3 +86,11 @@ def evaluate_tiny_with(family: str, spec: Path, tmp_path: Path, overrides: dict)
     """evaluate_tiny with some TUNABLES overridden (a non-default strategy)."""
     source = with_tunables((KERNELS / family / "kernel.py").read_text(), overrides)
     return evaluate(tiny_copy(spec, tmp_path), source, backend="triton", device="cpu", config=CPU_CONFIG)
+
+
+def function_sources(family: str, names: tuple[str, ...]) -> dict[str, str]:
+    """The source text of the module-level functions `names` in the family's kernel.py (for tests that keep a
+    kernel file's copy of another's helpers equal: each kernel file is one self-contained candidate)."""
+    source = (KERNELS / family / "kernel.py").read_text()
+    return {node.name: ast.get_source_segment(source, node) for node in ast.parse(source).body
+            if isinstance(node, ast.FunctionDef) and node.name in names}

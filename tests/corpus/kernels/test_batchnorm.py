@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from library_check import KERNELS, evaluate_tiny, family_specs, sidecar_reasons
+from library_check import KERNELS, evaluate_tiny, family_specs, function_sources, sidecar_reasons
 
 from harness import Status
 from harness.spec import import_file
@@ -162,3 +162,15 @@ def test_auto_strategy_picks_by_size(dtype, min_bytes, expected, monkeypatch):
         k.batch_norm_train(torch.randn(2, 2, 16, 16).to(dtype), torch.ones(2), torch.zeros(2), None, None, None,
                            0.1, 1e-5)
     assert str(taken.value) == expected
+
+
+_SHARED_PAIR_HELPERS = ("_bf16_pair", "_bf16_word")
+
+
+def test_word_helpers_are_layernorm_pair_helpers():
+    # a kernel file is one self-contained candidate (the harness loads it as source text), so batchnorm keeps
+    # its own copy of layernorm's bf16 word helpers for STREAM_WORDS; this test keeps the copies equal
+    ours, theirs = (function_sources(f, _SHARED_PAIR_HELPERS) for f in (FAMILY, "layernorm"))
+    assert set(ours) == set(theirs) == set(_SHARED_PAIR_HELPERS)
+    for name in _SHARED_PAIR_HELPERS:
+        assert ours[name] == theirs[name], f"copy layernorm/kernel.py's {name} into batchnorm/kernel.py"

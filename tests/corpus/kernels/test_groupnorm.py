@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from library_check import KERNELS, evaluate_tiny, family_specs, sidecar_reasons
+from library_check import KERNELS, evaluate_tiny, family_specs, function_sources, sidecar_reasons
 
 from harness import Status
 from harness.spec import import_file
@@ -78,3 +78,15 @@ def test_epoch_workspace_repeated_calls(overrides: dict, monkeypatch):
         got = k.group_norm(x, 2, w, b, 1e-5)
         torch.testing.assert_close(got, torch.nn.functional.group_norm(x, 2, w, b, 1e-5), atol=1e-4, rtol=1e-4)
     assert len(k._WORKSPACES) == 1
+
+
+_SHARED_WITH_BATCHNORM = ("_launch_tag", "_add2", "_add3")
+
+
+def test_epoch_and_tree_helpers_are_batchnorm_helpers():
+    # a kernel file is one self-contained candidate, so groupnorm keeps its own copy of batchnorm's epoch tag and
+    # reduction-tree combine functions; this test keeps the copies equal
+    ours, theirs = (function_sources(f, _SHARED_WITH_BATCHNORM) for f in ("groupnorm", "batchnorm"))
+    assert set(ours) == set(theirs) == set(_SHARED_WITH_BATCHNORM)
+    for name in _SHARED_WITH_BATCHNORM:
+        assert ours[name] == theirs[name], f"copy batchnorm/kernel.py's {name} into groupnorm/kernel.py"

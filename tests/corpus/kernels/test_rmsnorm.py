@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from library_check import KERNELS, evaluate_tiny, family_specs, sidecar_reasons
+from library_check import KERNELS, evaluate_tiny, family_specs, function_sources, sidecar_reasons
 
 from harness import Status
 from harness.spec import import_file
@@ -81,18 +81,10 @@ def test_pair_warps_follow_the_row_bytes():
 _SHARED_PAIR_HELPERS = ("_bf16_pair", "_bf16_word", "_add_pairs", "_row_sum")
 
 
-def _definitions(family: str) -> dict[str, str]:
-    import ast
-
-    source = (KERNELS / family / "kernel.py").read_text()
-    return {node.name: ast.get_source_segment(source, node) for node in ast.parse(source).body
-            if isinstance(node, ast.FunctionDef) and node.name in _SHARED_PAIR_HELPERS}
-
-
 def test_pair_helpers_are_layernorm_pair_helpers():
     # a kernel file is one self-contained candidate (the harness loads it as source text), so rmsnorm keeps
     # its own copy of layernorm's bf16 word-pair helpers; this test keeps the two copies equal
-    ours, theirs = _definitions(FAMILY), _definitions("layernorm")
+    ours, theirs = (function_sources(f, _SHARED_PAIR_HELPERS) for f in (FAMILY, "layernorm"))
     assert set(ours) == set(theirs) == set(_SHARED_PAIR_HELPERS)
     for name in _SHARED_PAIR_HELPERS:
         assert ours[name] == theirs[name], f"copy layernorm/kernel.py's {name} into rmsnorm/kernel.py"
