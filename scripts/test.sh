@@ -9,4 +9,6 @@ if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 &
     || echo "warning: could not install chromium; the report rendering test will be skipped" >&2
 fi
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TRITON_INTERPRET=${TRITON_INTERPRET:-1}
-exec .venv/bin/python -m pytest "$@"
+# Two workers by default (KKB_TEST_WORKERS=0 runs in one process): most of the suite's time is Triton's
+# interpreter, which runs on one core, and every test keeps to its own temporary folders and free ports.
+exec .venv/bin/python -m pytest -n "${KKB_TEST_WORKERS:-2}" --dist worksteal "$@"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import itertools
+import math
 import random
 
 
@@ -55,17 +56,34 @@ def neighbours(point: dict, space: dict[str, list]) -> list[dict]:
     return out
 
 
+# Spaces up to this many points are listed and shuffled (every point reachable, none twice); larger ones are
+# sampled one value a tunable at a time: a library kernel with 15 tunables of 2-7 values each has ~10^8 points,
+# whose list alone took the 24 GiB of a CI machine.
+_LIST_MAX_POINTS = 20_000
+
+
 def diverse_points(default: dict, space: dict[str, list], n: int, seed: int = 0) -> list[dict]:
     """The default first, then points spread over the space (random, without repeats)."""
     names = [k for k in space if space[k]]
     points, seen = [dict(default)], {key(default)}
-    grid = [dict(zip(names, combo)) for combo in itertools.product(*(space[k] for k in names))]
-    random.Random(seed).shuffle(grid)
-    for p in grid:
-        if len(points) >= n:
-            break
+    rng = random.Random(seed)
+
+    def take(p: dict) -> None:
         full = {**default, **p}
         if key(full) not in seen:
             seen.add(key(full))
             points.append(full)
+
+    if math.prod(len(space[k]) for k in names) <= _LIST_MAX_POINTS:
+        grid = [dict(zip(names, combo)) for combo in itertools.product(*(space[k] for k in names))]
+        rng.shuffle(grid)
+        for p in grid:
+            if len(points) >= n:
+                break
+            take(p)
+    else:
+        for _ in range(50 * n):  # repeats are rare in a space this large; the bound only stops a pathological one
+            if len(points) >= n:
+                break
+            take({k: rng.choice(space[k]) for k in names})
     return points[:n]

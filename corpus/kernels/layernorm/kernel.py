@@ -14,6 +14,10 @@ Two paths, chosen by the launcher from the row width N:
   5120-wide row gets 2. On the H200 (65536x5120, benchmarks/results/sweep-20261201T010657Z.json) that ran
   0.319 ms (98.9% of copy bandwidth) against 0.325 with 4 warps, 0.329 with 8, and 0.376 for the fused
   kernel's default (8 warps, width not compiled in); COLS_CONSTEXPR with 4 warps ran 0.326.
+- RELOAD: the fused path's rows (of at least RELOAD_MIN_N values) by a kernel that holds one chunk, not the
+  row: per-lane Welford statistics over the row's chunks, merged in two trees, then a second read of the row (L1/L2-warm) for y.
+  What torch.compile generates for this op (XBLOCK 1, R0_BLOCK 2048, 16 warps on the H200 for 4096 fp32:
+  benchmarks/results/inductor-code-20261201T0837Z.txt); x is read from DRAM once either way.
 - looped (wider rows): a persistent grid walks rows; pass 1 merges per-block (count, mean, M2)
   statistics with Chan's formula (no sum-of-squares cancellation), pass 2 re-reads the row from its
   end backwards (L2-warm) and writes y.
@@ -36,6 +40,14 @@ TUNABLES = {
     "PAIRS": True,  # fused path for bf16: 32-bit words of two values, width compiled in (see the docstring)
     "PAIR_WARPS": 0,  # pairs path: warps, 0 = from the row's bytes (PAIR_ROW_BYTES_PER_WARP)
     "PAIR_ROW_BYTES_PER_WARP": 8192,  # pairs path: one warp per this many bytes of the rows a program holds
+    # fused path for rows of at least RELOAD_MIN_N not on the pairs path: the reload kernel, one chunk of the row
+    # live, x re-read for y. H200, 4096 fp32: 0.2519/0.2522 ms against the fused kernel's 0.2606/0.2616
+    # (torch.compile 0.2526; chunks of 4096 0.2514, 1024 0.2528; 8 warps 0.2561, 4 warps 0.2829:
+    # benchmarks/results/sweep-20261201T084141Z.json)
+    "RELOAD": True,
+    "RELOAD_MIN_N": 2048,
+    "RELOAD_CHUNK": 2048,  # reload kernel: values per step at most (power of 2; the row's power of 2 if less)
+    "num_warps_reload": 16,
 }
 
 
@@ -115,6 +127,52 @@ def _layernorm_pairs_kernel(
     y_lo = lo_c * rstd[:, None] * w_lo[None, :] + b_lo[None, :]
     y_hi = hi_c * rstd[:, None] * w_hi[None, :] + b_hi[None, :]
     tl.store(yw_ptr + rows[:, None] * stride_yw + pairs[None, :], _bf16_word(y_lo, y_hi, ASM), mask=mask)
+
+
+@triton.jit
+def _layernorm_reload_kernel(
+    x_ptr, w_ptr, b_ptr, y_ptr, stride_x, stride_y, eps,
+    N: tl.constexpr, CHUNK: tl.constexpr,
+):
+    """One row a program in CHUNK-value steps (unrolled: N is compiled in). Pass 1 keeps a per-lane Welford
+    (mean, M2) with each step's 1/count a constant; the row's mean is the sum of the lanes' sums over N, its M2
+    the sum of the lanes' M2 + count * (lane mean - mean)^2 (two trees: merging means pairwise in one tree
+    rounds at the scale of the mean, ~10x less exact on a row of mean 100 and spread 3). Pass 2 re-reads the
+    row (still in L1/L2: evict_last on pass 1, evict_first on pass 2) and writes y. Only a chunk is live in
+    registers, so more rows are in flight on an SM than with the whole row held."""
+    row = tl.program_id(0).to(tl.int64)
+    x_row = x_ptr + row * stride_x
+    y_row = y_ptr + row * stride_y
+    cols = tl.arange(0, CHUNK)
+    mean = tl.zeros([CHUNK], tl.float32)
+    m2 = tl.zeros([CHUNK], tl.float32)
+    for k in tl.static_range((N + CHUNK - 1) // CHUNK):
+        offs = k * CHUNK + cols
+        if (k + 1) * CHUNK <= N:
+            x = tl.load(x_row + offs, eviction_policy="evict_last").to(tl.float32)
+            d = x - mean
+            mean += d * (1.0 / (k + 1))
+            m2 += d * (x - mean)
+        else:
+            mask = offs < N
+            x = tl.load(x_row + offs, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
+            d = x - mean
+            mean_new = mean + d * (1.0 / (k + 1))
+            m2 = tl.where(mask, m2 + d * (x - mean_new), m2)
+            mean = tl.where(mask, mean_new, mean)
+    seen = ((N + CHUNK - 1 - cols) // CHUNK).to(tl.float32)  # values each lane took
+    mean_r = tl.sum(mean * seen, axis=0) / N
+    dm = mean - mean_r
+    m2_r = tl.sum(m2 + seen * dm * dm, axis=0)
+    rstd = tl.rsqrt(m2_r / N + eps)
+    for k in tl.static_range((N + CHUNK - 1) // CHUNK):
+        offs = k * CHUNK + cols
+        mask = offs < N
+        x = tl.load(x_row + offs, mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32)
+        w = tl.load(w_ptr + offs, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
+        b = tl.load(b_ptr + offs, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
+        y = (x - mean_r) * rstd * w + b
+        tl.store(y_row + offs, y.to(y_ptr.dtype.element_ty), mask=mask)
 
 
 @triton.jit
@@ -211,6 +269,11 @@ def layer_norm_rows(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, e
                 xw, ww, bw, yw, n_rows, xw.stride(0), yw.stride(0), eps,
                 N=n_cols, ROWS=rows, BLOCK_P=max(1, block // 2), ASM=x.is_cuda,
                 num_warps=t["PAIR_WARPS"] or _pair_warps(rows, n_cols, t["PAIR_ROW_BYTES_PER_WARP"]),
+            )
+        elif t["RELOAD"] and n_cols >= t["RELOAD_MIN_N"]:
+            _layernorm_reload_kernel[(n_rows,)](
+                x2, w, b, y, x2.stride(0), y.stride(0), eps,
+                N=n_cols, CHUNK=min(t["RELOAD_CHUNK"], block), num_warps=t["num_warps_reload"],
             )
         else:
             warps = t["num_warps_fused"] or _fused_warps(rows, n_cols, x2.element_size(), t["ROW_BYTES_PER_WARP"])

@@ -13,6 +13,10 @@ Two paths, chosen by the launcher from the row width N:
   PAIR_ROW_BYTES_PER_WARP bytes (a 4096-wide row: 1), or PAIR_WARPS. Ported from layernorm, where it took
   65536x5120 bf16 from 84% to 98.9% of copy bandwidth on the H200
   (benchmarks/results/sweep-20261201T010657Z.json).
+- RELOAD: the fused path's rows (of at least RELOAD_MIN_N values) by a kernel that holds one chunk, not the
+  row: x^2 summed over the row's chunks, then a second read of the row (L1/L2-warm) for y. What
+  torch.compile generates for this op (XBLOCK 1, R0_BLOCK 8192, 16 warps on the H200 for 8192 fp32:
+  benchmarks/results/inductor-code-20261201T0837Z.txt); x is read from DRAM once either way.
 - looped (wider rows): a persistent grid walks rows; pass 1 accumulates x^2 per lane in fp32, pass 2
   re-reads the row from its end backwards (L2-warm) and writes y.
 """
@@ -34,6 +38,15 @@ TUNABLES = {
     "PAIRS": False,  # fused path for bf16: 32-bit words of two values, width compiled in (see the docstring)
     "PAIR_WARPS": 0,  # pairs path: warps, 0 = from the row's bytes (PAIR_ROW_BYTES_PER_WARP)
     "PAIR_ROW_BYTES_PER_WARP": 8192,  # pairs path: one warp per this many bytes of the rows a program holds
+    # fused path for rows of at least RELOAD_MIN_N not on the pairs path: the reload kernel, one chunk of the row
+    # live, x re-read for y. H200: 8192 fp32 0.5032/0.5034 ms against the fused kernel's 0.5105/0.5112 (torch.compile
+    # 0.5005), 4096 bf16 (8 warps) 0.5018 against 0.5206/0.5211 (benchmarks/results/sweep-20261201T084141Z.json)
+    "RELOAD": True,
+    "RELOAD_MIN_N": 2048,
+    "RELOAD_CHUNK": 8192,  # reload kernel: values per step at most (power of 2; the row's power of 2 if less)
+    # reload kernel: warps, 0 = 16 values a thread (8192 fp32 with 16 warps: 0.5032 ms, 8 warps 0.5210, 32 0.5116;
+    # 4096 bf16 with 8: 0.5018, 4 0.5382, 16 0.5716)
+    "num_warps_reload": 0,
 }
 
 
@@ -105,6 +118,32 @@ def _rmsnorm_pairs_kernel(
     y_lo = lo * rstd[:, None] * w_lo[None, :]
     y_hi = hi * rstd[:, None] * w_hi[None, :]
     tl.store(yw_ptr + rows[:, None] * stride_yw + pairs[None, :], _bf16_word(y_lo, y_hi, ASM), mask=mask)
+
+
+@triton.jit
+def _rmsnorm_reload_kernel(
+    x_ptr, w_ptr, y_ptr, stride_x, stride_y, eps,
+    N: tl.constexpr, CHUNK: tl.constexpr,
+):
+    """One row a program in CHUNK-value steps (unrolled: N is compiled in): pass 1 sums x^2 per lane, pass 2
+    re-reads the row (still in L1/L2: evict_last on pass 1, evict_first on pass 2) and writes y. Only a chunk
+    is live in registers, so more rows are in flight on an SM than with the whole row held."""
+    row = tl.program_id(0).to(tl.int64)
+    x_row = x_ptr + row * stride_x
+    y_row = y_ptr + row * stride_y
+    cols = tl.arange(0, CHUNK)
+    acc = tl.zeros([CHUNK], tl.float32)
+    for k in tl.static_range((N + CHUNK - 1) // CHUNK):
+        offs = k * CHUNK + cols
+        x = tl.load(x_row + offs, mask=offs < N, other=0.0, eviction_policy="evict_last").to(tl.float32)
+        acc += x * x
+    rstd = tl.rsqrt(tl.sum(acc, axis=0) / N + eps)
+    for k in tl.static_range((N + CHUNK - 1) // CHUNK):
+        offs = k * CHUNK + cols
+        mask = offs < N
+        x = tl.load(x_row + offs, mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32)
+        w = tl.load(w_ptr + offs, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
+        tl.store(y_row + offs, (x * rstd * w).to(y_ptr.dtype.element_ty), mask=mask)
 
 
 @triton.jit
@@ -184,6 +223,12 @@ def rms_norm_rows(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Te
                 xw, ww, yw, n_rows, xw.stride(0), yw.stride(0), eps,
                 N=n_cols, ROWS=rows, BLOCK_P=max(1, block // 2), ASM=x.is_cuda,
                 num_warps=t["PAIR_WARPS"] or _pair_warps(rows, n_cols, t["PAIR_ROW_BYTES_PER_WARP"]),
+            )
+        elif t["RELOAD"] and n_cols >= t["RELOAD_MIN_N"]:
+            chunk = min(t["RELOAD_CHUNK"], block)
+            _rmsnorm_reload_kernel[(n_rows,)](
+                x2, w, y, x2.stride(0), y.stride(0), eps,
+                N=n_cols, CHUNK=chunk, num_warps=t["num_warps_reload"] or max(1, min(32, chunk // 512)),
             )
         else:
             warps = t["num_warps_fused"] or _fused_warps(rows, n_cols, x2.element_size(), t["ROW_BYTES_PER_WARP"])

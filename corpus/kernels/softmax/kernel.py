@@ -36,7 +36,12 @@ from torch import nn
 
 TUNABLES = {
     "MAX_FUSED_N": 16384,  # widest row kept whole in registers
-    "ELEMS_PER_THREAD": 32,  # fused path: sets num_warps from the tile size
+    # fused path: sets num_warps from the tile size. 64 won the sweep (32768x5000 fp32 on 4 warps 0.3193-0.3200 ms
+    # against 8 warps' 0.3299-0.3337: sweep-20261201T084141Z.json, -084421Z.json) but ran 0.3720 in the harness
+    # (fresh input clones each repetition: library-h200-all-20261201T084516Z.json) against 32's 0.3329
+    "ELEMS_PER_THREAD": 32,
+    "ROWS_FUSED": 0,  # fused path: rows per program, 0 = as many as fill 2048 lanes (power of 2)
+    "num_warps_fused": 0,  # fused path: warps, 0 = from ELEMS_PER_THREAD (at least 2; 1 = shuffle-only reductions)
     "WIDE_STRATEGY": "looped",  # rows wider than MAX_FUSED_N: "looped" (two passes) or "coop" (split row)
     "BLOCK_LOOP": 16384,  # looped path: elements per step
     "num_warps_loop": 32,
@@ -611,8 +616,8 @@ def softmax_rows(x: torch.Tensor, log: bool = LOG_SOFTMAX) -> torch.Tensor:
     t = TUNABLES
     if n_cols <= t["MAX_FUSED_N"]:
         block = triton.next_power_of_2(n_cols)
-        rows = max(1, min(2048 // block, triton.next_power_of_2(n_rows)))  # narrow rows: several per program
-        warps = max(2, min(16, rows * block // (32 * t["ELEMS_PER_THREAD"])))
+        rows = t["ROWS_FUSED"] or max(1, min(2048 // block, triton.next_power_of_2(n_rows)))  # narrow rows
+        warps = t["num_warps_fused"] or max(2, min(16, rows * block // (32 * t["ELEMS_PER_THREAD"])))
         grid = (triton.cdiv(n_rows, rows),)
         _softmax_fused_kernel[grid](
             x2, y, n_rows, n_cols, x2.stride(0), y.stride(0),

@@ -123,21 +123,27 @@ OPTIONS: list[tuple[str, str, dict, str]] = [
     ("groupnorm", "fused_2d_gpp4", {"FUSED_LAYOUT": "2d", "GROUPS_PER_PROG": 4}, ""),  # a partial last program
     ("groupnorm", "looped_evict",
      {"GROUP_STRATEGY": "looped", "MAX_FUSED_N": 64, "BLOCK_LOOP": 32, "EVICT_LOOP": True}, ""),
-    ("layernorm", "warps4_rows1", {"num_warps_fused": 4, "ROWS_FUSED": 1}, ""),
-    ("layernorm", "warps8_rows2", {"num_warps_fused": 8, "ROWS_FUSED": 2}, ""),  # ragged last program
-    ("layernorm", "no_pairs", {"PAIRS": False}, "bf16"),  # bf16 through the fused kernel (fp32 always goes there)
-    ("layernorm", "cols_constexpr", {"COLS_CONSTEXPR": True, "PAIRS": False}, ""),  # width compiled in; odd widths
+    ("layernorm", "warps4_rows1", {"num_warps_fused": 4, "ROWS_FUSED": 1, "RELOAD": False}, ""),  # whole rows held
+    ("layernorm", "warps8_rows2", {"num_warps_fused": 8, "ROWS_FUSED": 2, "RELOAD": False}, ""),  # ragged last program
+    ("layernorm", "no_pairs", {"PAIRS": False}, "bf16"),  # bf16 through the reload kernel: 5120 = 2.5 chunks
+    ("layernorm", "cols_constexpr", {"COLS_CONSTEXPR": True, "PAIRS": False, "RELOAD": False}, ""),  # width compiled in; odd widths
     ("layernorm", "cols_constexpr_warps4_rows2",  # masked
-     {"COLS_CONSTEXPR": True, "PAIRS": False, "num_warps_fused": 4, "ROWS_FUSED": 2}, ""),
+     {"COLS_CONSTEXPR": True, "PAIRS": False, "RELOAD": False, "num_warps_fused": 4, "ROWS_FUSED": 2}, ""),
+    ("layernorm", "reload_small_chunks",  # 1000-wide rows too: a masked last chunk; 4096 in 8 chunks
+     {"RELOAD_MIN_N": 512, "RELOAD_CHUNK": 512, "num_warps_reload": 4}, ""),
     ("layernorm", "pairs_warps4_rows2", {"PAIR_WARPS": 4, "ROWS_FUSED": 2}, "bf16"),  # ragged last program
     ("layernorm", "pairs_bytes4096", {"PAIR_ROW_BYTES_PER_WARP": 4096}, "bf16"),  # the rule's warps doubled
-    ("rmsnorm", "warps4_rows1", {"num_warps_fused": 4, "ROWS_FUSED": 1}, ""),
-    ("rmsnorm", "warps8_rows2", {"num_warps_fused": 8, "ROWS_FUSED": 2}, ""),
-    ("rmsnorm", "cols_constexpr", {"COLS_CONSTEXPR": True}, ""),  # width compiled in; odd widths masked
-    ("rmsnorm", "cols_constexpr_warps4_rows2", {"COLS_CONSTEXPR": True, "num_warps_fused": 4, "ROWS_FUSED": 2}, ""),
+    ("rmsnorm", "warps4_rows1", {"num_warps_fused": 4, "ROWS_FUSED": 1, "RELOAD": False}, ""),  # whole rows held
+    ("rmsnorm", "warps8_rows2", {"num_warps_fused": 8, "ROWS_FUSED": 2, "RELOAD": False}, ""),
+    ("rmsnorm", "cols_constexpr", {"COLS_CONSTEXPR": True, "RELOAD": False}, ""),  # width compiled in; odd widths masked
+    ("rmsnorm", "cols_constexpr_warps4_rows2",
+     {"COLS_CONSTEXPR": True, "RELOAD": False, "num_warps_fused": 4, "ROWS_FUSED": 2}, ""),
+    ("rmsnorm", "reload_small_chunks",  # narrower rows too: a masked last chunk
+     {"RELOAD_MIN_N": 512, "RELOAD_CHUNK": 512, "num_warps_reload": 4}, ""),
     ("rmsnorm", "pairs", {"PAIRS": True}, "bf16"),  # bf16 as 32-bit words (odd widths: test_rmsnorm.py)
     ("rmsnorm", "pairs_warps4_rows2", {"PAIRS": True, "PAIR_WARPS": 4, "ROWS_FUSED": 2}, "bf16"),  # ragged last program
     *[(family, name, overrides, "") for family in ("softmax", "log_softmax") for name, overrides in [
+        ("fused_one_warp", {"ROWS_FUSED": 1, "num_warps_fused": 1}),  # shuffle-only reductions
         ("coop", {"WIDE_STRATEGY": "coop"}),  # split rows: partials published, the last program merges
         ("coop_small_chunks",
          {"WIDE_STRATEGY": "coop", "COOP_CHUNK": 4096, "COOP_PROGRAMS_PER_SM": 3, "num_warps_coop": 4}),
