@@ -1,6 +1,7 @@
 """Read and rewrite a library kernel's `TUNABLES = {...}` literal, and walk its tunable space.
 
-Usage: src2 = set_tunables(src, {"BLOCK": 2048}); pts = neighbours({"BLOCK": 1024}, {"BLOCK": [512, 1024, 2048]})
+Usage: src2 = set_tunables(src, {"BLOCK": 2048})
+       pts = neighbours({"BLOCK": 1024}, {"BLOCK": [512, 1024, 2048]})
 """
 
 from __future__ import annotations
@@ -57,8 +58,8 @@ def neighbours(point: dict, space: dict[str, list]) -> list[dict]:
 
 
 # Spaces up to this many points are listed and shuffled (every point reachable, none twice); larger ones are
-# sampled one value a tunable at a time: a library kernel with 15 tunables of 2-7 values each has ~10^8 points,
-# whose list alone took the 24 GiB of a CI machine.
+# sampled one value a tunable at a time. The library's spaces run from ~10^2 points (cumsum) to ~10^8 (rmsnorm)
+# and ~10^19 (batchnorm): listing rmsnorm's took the 24 GiB of a CI machine.
 _LIST_MAX_POINTS = 20_000
 
 
@@ -82,7 +83,7 @@ def diverse_points(default: dict, space: dict[str, list], n: int, seed: int = 0)
                 break
             take(p)
     else:
-        for _ in range(50 * n):  # repeats are rare in a space this large; the bound only stops a pathological one
+        for _ in range(50 * n):  # repeats are rare in a space this large; the bound stops a pathological one
             if len(points) >= n:
                 break
             take({k: rng.choice(space[k]) for k in names})

@@ -1,6 +1,6 @@
 """Layer norm over the last dimension with an elementwise affine (weight, bias), fp32 statistics.
 
-Two paths, chosen by the launcher from the row width N:
+Paths, chosen by the launcher from the row width N and dtype:
 - fused (N <= MAX_FUSED_N): the row stays in registers: mean, then the centred variance (two-pass
   numerics, one pass over memory), then y = (x - mean) * rstd * w + b. Narrow rows share a program.
   Bytes moved: read x once, write y once (+ w and b, which stay in L2).
@@ -15,7 +15,8 @@ Two paths, chosen by the launcher from the row width N:
   0.319 ms (98.9% of copy bandwidth) against 0.325 with 4 warps, 0.329 with 8, and 0.376 for the fused
   kernel's default (8 warps, width not compiled in); COLS_CONSTEXPR with 4 warps ran 0.326.
 - RELOAD: the fused path's rows (of at least RELOAD_MIN_N values) by a kernel that holds one chunk, not the
-  row: per-lane Welford statistics over the row's chunks, merged in two trees, then a second read of the row (L1/L2-warm) for y.
+  row: per-lane Welford statistics over the row's chunks, merged in two trees, then a second read of the
+  row (L1/L2-warm) for y.
   What torch.compile generates for this op (XBLOCK 1, R0_BLOCK 2048, 16 warps on the H200 for 4096 fp32:
   benchmarks/results/inductor-code-20261201T0837Z.txt); x is read from DRAM once either way.
 - looped (wider rows): a persistent grid walks rows; pass 1 merges per-block (count, mean, M2)

@@ -1,6 +1,6 @@
 """RMS norm over the last dimension with a learned scale: y = x * rsqrt(mean(x^2) + eps) * w.
 
-Two paths, chosen by the launcher from the row width N:
+Paths, chosen by the launcher from the row width N and dtype:
 - fused (N <= MAX_FUSED_N): the row stays in registers; one read of x, one write of y (w stays in L2).
   Narrow rows share a program.
 - COLS_CONSTEXPR: the fused kernel compiled for the row width, so register chunks that lie wholly past the
