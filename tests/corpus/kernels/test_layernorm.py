@@ -77,3 +77,23 @@ def test_pair_warps_follow_the_row_bytes():
     k = kernel()
     assert [k._pair_warps(1, n, 8192) for n in (96, 4096, 5120, 8192, 16384)] == [1, 1, 2, 2, 4]
     assert k._pair_warps(16, 96, 8192) == 1 and k._pair_warps(1, 16384, 2048) == 16
+
+
+@pytest.mark.parametrize("rows", ["offset", "outlier_first"])
+def test_reload_statistics_are_as_exact_as_the_whole_row(rows: str, monkeypatch):
+    """The reload kernel's per-lane Welford statistics, summed in two trees, against the whole-row two-pass kernel
+    (float64 reference): rows of mean 100 and spread 3, where one tree of pairwise merges (rounded at the mean's
+    scale) came out ~10x worse than the two-pass kernel, and rows whose first value sits ~1000 spreads away
+    (statistics shifted by it lose most of their precision). Within a few times the two-pass error, far inside fp32's 1e-4."""
+    k = kernel()
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(3, 4096, generator=gen) * 3.0 + (100.0 if rows == "offset" else 0.0)
+    if rows == "outlier_first":
+        x[:, 0] = 3000.0
+    w, b = torch.randn(4096, generator=gen), torch.randn(4096, generator=gen)
+    ref = torch.nn.functional.layer_norm(x.double(), (4096,), w.double(), b.double(), 1e-5)
+    errors = {}
+    for reload in (False, True):
+        monkeypatch.setitem(k.TUNABLES, "RELOAD", reload)
+        errors[reload] = (k.layer_norm_rows(x, w, b, 1e-5).double() - ref).abs().max().item()
+    assert errors[True] <= 4 * errors[False] + 1e-6, errors
