@@ -4,7 +4,7 @@ Usage:
     python3 scripts/library_table.py [RESULTS.json ...] [--update-sidecars] [--doc docs/LIBRARY.md]
 
 With no files, reads every benchmarks/results/library-h200-*.json. For each (family, spec) the newest
-row wins (files ordered by their "date"). The table (the same columns as `bench_library.py --table`) goes
+row wins (files ordered by their "date"), or with --pick median the row with the median latency across the files. The table (the same columns as `bench_library.py --table`) goes
 between the markers below in the doc, which is created if missing. --update-sidecars also writes each
 passed row into corpus/kernels/<family>/kernel.yaml `measurements` (KernelMeasurement fields), replacing
 an earlier measurement of the same accelerator and spec.
@@ -50,6 +50,26 @@ def latest_rows(files: list[Path], drop: frozenset[tuple[str, str]] = frozenset(
                 continue
             seen.setdefault((row["family"], row["spec"]), (row, payload, f))
     return [seen[k] for k in sorted(seen)]
+
+
+def median_rows(files: list[Path], drop: frozenset[tuple[str, str]] = frozenset()) -> list[tuple[dict, dict, Path]]:
+    """(row, file payload, file) per (family, spec): of every timed row of the spec across the files, the one with
+    the median latency (the slower of the middle two for an even count), so one bimodal repeat neither makes
+    nor breaks a spec's line. A spec with any row that did not pass shows its newest such row: a failure in one
+    of the runs is not outvoted."""
+    loaded = [(json.loads(f.read_text()), f) for f in files]
+    loaded.sort(key=lambda pf: pf[0].get("date", ""), reverse=True)
+    runs: dict[tuple[str, str], list[tuple[dict, dict, Path]]] = {}
+    for payload, f in loaded:
+        for row in payload.get("rows", []):
+            if (f.stem, row["spec"]) not in drop:
+                runs.setdefault((row["family"], row["spec"]), []).append((row, payload, f))
+    picked = []
+    for key in sorted(runs):
+        bad = [r for r in runs[key] if r[0].get("status", "passed") != "passed" or not r[0].get("latency_ms")]
+        timed = sorted((r for r in runs[key] if r not in bad), key=lambda r: r[0]["latency_ms"])
+        picked.append(bad[0] if bad else timed[len(timed) // 2])
+    return picked
 
 
 COMPUTE_BOUND = frozenset({"gemm_epilogue", "attention"})  # judged against TFLOP/s and vendor libraries
@@ -123,6 +143,8 @@ def main() -> int:
     p.add_argument("files", nargs="*", type=Path, help="results files (default: library-h200-*.json)")
     p.add_argument("--doc", type=Path, default=REPO / "docs" / "LIBRARY.md")
     p.add_argument("--update-sidecars", action="store_true", help="write measurements into kernel.yaml")
+    p.add_argument("--pick", choices=("newest", "median"), default="newest",
+                   help="per spec: the newest row, or the row with the median latency over all the files")
     p.add_argument("--drop", action="append", default=[], metavar="FILE_STEM:SPEC",
                    help="skip this row (it measured a configuration reverted since); repeatable")
     args = p.parse_args()
@@ -131,7 +153,7 @@ def main() -> int:
         print("library_table: no results files (run benchmarks/gpu/library_mem.sh on the GPU box)", file=sys.stderr)
         return 1
     drop = frozenset(tuple(d.split(":", 1)) for d in args.drop)
-    picked = latest_rows(files, drop)
+    picked = (median_rows if args.pick == "median" else latest_rows)(files, drop)
     rows = [row for row, _, _ in picked]
     table = markdown_table(rows) + "\n\n" + bar_summary(rows)
     write_doc(args.doc, table)

@@ -25,6 +25,8 @@ PEAK_COPY_GBPS = 4250.0  # the large-copy rate the library divides by (corpus/ac
 SIZES_MIB = {  # spec: (input MiB, output MiB)
     "avgpool_k3s1p1_bf16": (49.0, 49.0),
     "avgpool_k2s2_fp32": (98.0, 24.5),
+    "avgpool_k3s1p1_bf16_large": (196.0, 196.0),
+    "avgpool_k2s2_fp32_large": (392.0, 98.0),
     "maxpool_k3s2p1_bf16": (196.0, 49.0),
     "groupnorm_32g_fp32": (256.0, 256.0),
     "large copy": (1024.0, 1024.0),

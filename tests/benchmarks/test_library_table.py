@@ -1,4 +1,4 @@
-"""scripts/library_table.py: newest row per spec wins, and --drop skips a named (file, spec) row."""
+"""scripts/library_table.py: newest (or median) row per spec, and --drop skips a named (file, spec) row."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "scripts"))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from library_table import bar_summary, latest_rows
+from library_table import bar_summary, latest_rows, median_rows
 
 
 def _results(path: Path, date: str, latency: float) -> Path:
@@ -25,6 +25,22 @@ def test_newest_row_wins_unless_dropped(tmp_path: Path):
     assert row["latency_ms"] == 0.192 and f == new
     [(row, _, f)] = latest_rows([old, new], frozenset({("run-new", "tall")}))
     assert row["latency_ms"] == 0.138 and f == old
+
+
+def test_median_row_is_the_middle_latency_across_files(tmp_path: Path):
+    runs = [_results(tmp_path / f"run{i}.json", f"2026-12-01T1{i}:00:00Z", ms)
+            for i, ms in enumerate([0.0365, 0.0866, 0.0364])]  # the newest run timed bimodal
+    [(row, _, f)] = median_rows(runs)
+    assert row["latency_ms"] == 0.0365 and f == runs[0]
+    [(row, _, _)] = median_rows(runs[:2])  # even count: the slower middle row, never the flattering one
+    assert row["latency_ms"] == 0.0866
+    [(row, _, _)] = median_rows(runs, frozenset({("run1", "tall")}))
+    assert row["latency_ms"] == 0.0365
+    failed = tmp_path / "failed.json"
+    failed.write_text(json.dumps({"date": "2026-12-02", "rows": [{"family": "gemm", "spec": "tall", "status": "failed",
+                                                                   "latency_ms": None}]}))
+    [(row, _, f)] = median_rows([runs[2], failed])  # a failed run is not outvoted by a passed one
+    assert row["status"] == "failed" and f == failed
 
 
 def _row(family: str, spec: str, limit: float, x_eager: float, x_compile: float, compile_limit: float = 0.5) -> dict:

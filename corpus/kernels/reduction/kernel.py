@@ -8,7 +8,8 @@ The input is viewed as (outer, R, inner) with R the reduced dimension; the outpu
   index and walks R in BLOCK_R steps; every load is a [BLOCK_R, BLOCK_I] tile of contiguous runs.
 min/argmin run as max/argmax of -x (exact). Accumulation is fp32; bytes moved ~ one read of x.
 
-Options (TUNABLES; COL_STRATEGY "auto" picks "vec" for misaligned inner rows, the rest are off by default):
+Options (TUNABLES; COL_STRATEGY "auto" picks "vec" where the inner length is not a multiple of 16 values, so
+Triton cannot prove the rows 16-byte aligned; the rest are off by default):
 - ALIGN_ROW (last-dim path): rows whose length leaves them misaligned (4099 fp32) are walked in blocks
   from the 16-byte boundary at or before each row's start: the first block and the tail are masked, the
   blocks between load unmasked 128-bit vectors.
@@ -35,14 +36,26 @@ TUNABLES = {
     "MIN_PROGRAMS": 1024,  # middle-dim path: shrink BLOCK_I (down to 32) until the grid has this many
     "EVICT_COL": "",  # middle-dim path: load eviction policy ("" or "evict_first": x is read once)
     "ALIGN_ROW": False,  # last-dim path: unmasked 16-byte-aligned blocks on misaligned rows
-    # middle-dim path: "tile", "vec" (provably aligned vectors, optional R split), or "auto": "vec" where a
-    # row of the inner dimension is not a whole number of 16-byte vectors (Triton cannot prove alignment
-    # then, so "tile" loads are scalar), else "tile"
+    # middle-dim path: "tile", "vec" (provably aligned vectors, optional R split), or "auto": "vec" where the
+    # inner length is not a multiple of 16 values, else "tile". Triton proves an integer argument's divisibility
+    # by 16 only, so the "tile" path's row stride of 1000 (4000-byte fp32 rows, every one 16-byte aligned) still
+    # gives scalar loads: 64x2048x1000 fp32 sum "tile" 0.1421-0.1423 ms, "vec" 0.1338-0.1344 (harness,
+    # benchmarks/results/library-h200-ab-*-20261201T1051*.json). The rule used to be "rows not whole 16-byte
+    # vectors", which sent that spec to "tile".
     "COL_STRATEGY": "auto",
     "VEC_BLOCK_I": 256,  # "vec": output columns per program (shrunk while the grid is small)
     "VEC_BLOCK_R_COL": 8,  # "vec": reduced rows per step for 4-byte data (x2 for 2-byte)
-    "SPLIT_R": 4,  # "vec": programs sharing one output tile's R range (partials combined by a second kernel)
+    # "vec": programs sharing one output tile's R range (partials combined by a second kernel); 1: one kernel,
+    # narrower column tiles (MIN_PROGRAMS): 0.1338/0.1344 ms against 0.1355/0.1355 with 4 (same files)
+    "SPLIT_R": 1,
     "STAGES": 1,  # ALIGN_ROW / "vec": loop steps whose loads are in flight at once (tl.range num_stages)
+    # middle-dim paths: launch order. False: the outer index varies fastest, so the programs in flight at once
+    # read the same column tile of many (outer) slabs: short runs (bf16 max: 128 bytes) at one offset of every
+    # row. True: the column tiles (and R splits) of one slab run side by side, covering whole rows at once.
+    # Harness, H200: bf16 max 0.1446/0.1450 -> 0.1411/0.1417 ms (library-h200-abA*/abB*-20261201T1045*.json),
+    # 0.1407/0.1408 -> 0.1393/0.1394 and the fp32 "vec" sum 0.1359/0.1360 -> 0.1343/0.1343 on another box
+    # (library-h200-ab-outerfirst-*/-colsfirst-*-20261201T1105*.json)
+    "COLS_FIRST": True,
 }
 _OPS = {"sum": 0, "mean": 1, "max": 2, "min": 3, "argmax": 4, "argmin": 5}
 _NEG = tl.constexpr(float("-inf"))
@@ -111,9 +124,10 @@ def _reduce_last_kernel(
 def _reduce_mid_kernel(
     x_ptr, out_ptr, n_red, n_inner, stride_outer, stride_red,
     OP: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_I: tl.constexpr, EVICT: tl.constexpr,
+    COLS_FIRST: tl.constexpr,
 ):
-    o = tl.program_id(0).to(tl.int64)
-    cols = tl.program_id(1) * BLOCK_I + tl.arange(0, BLOCK_I)
+    o = tl.program_id(1 if COLS_FIRST else 0).to(tl.int64)
+    cols = tl.program_id(0 if COLS_FIRST else 1) * BLOCK_I + tl.arange(0, BLOCK_I)
     col_mask = cols < n_inner
     rr = tl.arange(0, BLOCK_R)
     other = 0.0 if OP <= 1 else _NEG
@@ -176,17 +190,23 @@ def _reduce_last_aligned_kernel(
 
 @triton.jit
 def _reduce_mid_vec_kernel(
-    x_ptr, out_ptr, part_v_ptr, part_i_ptr, n_red, n_inner_vecs, r_chunk,
+    x_ptr, out_ptr, part_v_ptr, part_i_ptr, n_outer, n_red, n_inner_vecs, r_chunk,
     OP: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_I: tl.constexpr, VEC: tl.constexpr, SPLIT: tl.constexpr,
-    STAGES: tl.constexpr, EVICT: tl.constexpr,
+    STAGES: tl.constexpr, EVICT: tl.constexpr, COLS_FIRST: tl.constexpr,
 ):
     """Program (o, column tile, split s) reduces rows [s * r_chunk, (s + 1) * r_chunk) of its tile; with
-    SPLIT == 1 it writes the result, else its raw (sum, or max of the possibly negated x, and index)."""
+    SPLIT == 1 it writes the result, else its raw (sum, or max of the possibly negated x, and index).
+    Grid (outer, column tiles, splits), or with COLS_FIRST (column tiles, splits, outer)."""
     n_inner = n_inner_vecs * VEC  # a visible multiple of VEC: strides and the column mask stay vector-wide
-    o = tl.program_id(0).to(tl.int64)
-    cols = tl.program_id(1) * BLOCK_I + tl.arange(0, BLOCK_I)
+    if COLS_FIRST:
+        o = tl.program_id(2).to(tl.int64)
+        cols = tl.program_id(0) * BLOCK_I + tl.arange(0, BLOCK_I)
+        split = tl.program_id(1)
+    else:
+        o = tl.program_id(0).to(tl.int64)
+        cols = tl.program_id(1) * BLOCK_I + tl.arange(0, BLOCK_I)
+        split = tl.program_id(2)
     col_mask = cols < n_inner
-    split = tl.program_id(2)
     r_lo = split * r_chunk
     r_hi = tl.minimum(r_lo + r_chunk, n_red)
     rr = tl.arange(0, BLOCK_R)
@@ -213,7 +233,7 @@ def _reduce_mid_vec_kernel(
             tl.store(out, v.to(out_ptr.dtype.element_ty), mask=col_mask)
     else:
         v, i = _finish(acc, idx, n_red, 0 if OP <= 1 else 2, 0)
-        part = (split * tl.num_programs(0) + o) * n_inner + cols
+        part = (split * n_outer + o) * n_inner + cols
         tl.store(part_v_ptr + part, v, mask=col_mask)
         tl.store(part_i_ptr + part, i, mask=col_mask)
 
@@ -263,10 +283,12 @@ def _reduce_mid_vec(x: torch.Tensor, out: torch.Tensor, code: int, outer: int, n
         part_i = torch.empty((split, outer, inner), dtype=torch.int32, device=x.device)
     else:
         part_v = part_i = out  # not touched
-    _reduce_mid_vec_kernel[(outer, triton.cdiv(inner, block_i), split)](
-        x, out, part_v, part_i, n_red, inner // vec, r_chunk,
+    n_cols = triton.cdiv(inner, block_i)
+    grid = (n_cols, split, outer) if t["COLS_FIRST"] else (outer, n_cols, split)
+    _reduce_mid_vec_kernel[grid](
+        x, out, part_v, part_i, outer, n_red, inner // vec, r_chunk,
         OP=code, BLOCK_R=block_r, BLOCK_I=block_i, VEC=vec, SPLIT=split, STAGES=t["STAGES"],
-        EVICT=t["EVICT_COL"], num_warps=t["num_warps_col"],
+        EVICT=t["EVICT_COL"], COLS_FIRST=bool(t["COLS_FIRST"]), num_warps=t["num_warps_col"],
     )
     if split > 1:
         n_out = outer * inner
@@ -307,16 +329,18 @@ def reduce_dim(x: torch.Tensor, op: str, dim: int) -> torch.Tensor:
     elif t["COL_STRATEGY"] not in ("auto", "tile", "vec"):
         raise ValueError(f"reduction: TUNABLES['COL_STRATEGY'] = {t['COL_STRATEGY']!r}, expected 'auto', 'tile' "
                          "or 'vec'")
-    elif t["COL_STRATEGY"] == "vec" or (t["COL_STRATEGY"] == "auto" and (inner * x.element_size()) % 16):
+    elif t["COL_STRATEGY"] == "vec" or (t["COL_STRATEGY"] == "auto" and inner % 16):
         _reduce_mid_vec(x, out, code, outer, n_red, inner)
     else:
         block_i = min(t["BLOCK_I"], triton.next_power_of_2(inner))
         while block_i > 32 and outer * triton.cdiv(inner, block_i) < t["MIN_PROGRAMS"]:
             block_i //= 2
         block_r = min(t["BLOCK_R_COL"] * max(1, 4 // x.element_size()), triton.next_power_of_2(n_red))
-        _reduce_mid_kernel[(outer, triton.cdiv(inner, block_i))](
+        n_cols = triton.cdiv(inner, block_i)
+        _reduce_mid_kernel[(n_cols, outer) if t["COLS_FIRST"] else (outer, n_cols)](
             x, out, n_red, inner, n_red * inner, inner,
-            OP=code, BLOCK_R=block_r, BLOCK_I=block_i, EVICT=t["EVICT_COL"], num_warps=t["num_warps_col"],
+            OP=code, BLOCK_R=block_r, BLOCK_I=block_i, EVICT=t["EVICT_COL"], COLS_FIRST=bool(t["COLS_FIRST"]),
+            num_warps=t["num_warps_col"],
         )
     return out
 

@@ -91,3 +91,28 @@ def test_wide_heads_take_their_own_key_block(causal: bool):
     with pytest.raises(ValueError, match="multiple of the key block 128"):
         kernel.attention(q, k, v, causal)
     kernel.attention(*(t[..., :64].contiguous() for t in (q, k, v)), causal)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("growth", [0.0, 600.0])
+def test_lazy_rescale_matches_exact_softmax(causal: bool, growth: float):
+    # LAZY_RESCALE 4: the running max moves only when a key block's max passes it by 4 (log2 units). With keys
+    # whose scores grow along the sequence by ~210 (natural units, 300 in log2) the max passes it in every block:
+    # without the mid-stream rescale, 2^(score - first block's max) overflows fp32. With growth 0 the rescale
+    # runs in the first block only and the stale maxima stand.
+    kernel = import_file(FAMILY / "kernel.py", "test_attention_kernel_lazy")
+    kernel.TUNABLES.update({"BLOCK_M": 32, "BLOCK_N": 16, "TMA": False, "LAZY_RESCALE": 4.0})
+    torch.manual_seed(1)
+    q, k, v = (torch.randn(1, 2, 72, 32) for _ in range(3))
+    u = torch.full((32,), 32 ** -0.5)  # a unit direction shared by every query: scores grow with the key index
+    q, k = q + 2.0 * u, k + torch.linspace(0.0, growth, 72)[:, None] * u
+    expected = torch.nn.functional.scaled_dot_product_attention(q.double(), k.double(), v.double(), is_causal=causal)
+    torch.testing.assert_close(kernel.attention(q, k, v, causal).double(), expected, atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("spec", [s for s in SPECS if s.stem in ("attention_bf16_d64", "attention_causal_bf16_d128")],
+                         ids=lambda p: p.stem)
+def test_lazy_rescale_passes_spec(spec: Path, tmp_path: Path):
+    source = with_tunables((FAMILY / "kernel.py").read_text(), {"LAZY_RESCALE": 8.0})
+    verdict = evaluate(tiny_copy(spec, tmp_path), source, backend="triton", device="cpu", config=CPU_CONFIG)
+    assert verdict.status is Status.passed, verdict.reasons

@@ -8,6 +8,7 @@ its default shape and its `odd` variant (partial tiles; odd H and W drop or pad 
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
@@ -33,6 +34,20 @@ def test_kernel_passes_spec(spec: Path, tmp_path: Path):
     verdict = evaluate(tiny_copy(spec, tmp_path), (FAMILY / "kernel.py").read_text(), backend="triton",
                        device="cpu", config=CPU_CONFIG)
     assert verdict.status is Status.passed, verdict.reasons
+
+
+@pytest.mark.parametrize("large", [s for s in SPECS if s.stem.endswith("_large")], ids=lambda p: p.stem)
+def test_large_specs_differ_from_their_base_only_in_size(large: Path):
+    # the option rows of test_tunable_options.py skip "_large" specs because their tiny copies are the base's
+    base = large.with_name(large.stem.removesuffix("_large") + ".py")
+    a, b = (import_file(p, f"spec_{p.stem}") for p in (large, base))
+    assert a.SHAPES["tiny"] == b.SHAPES["tiny"] and a.VARIANTS == b.VARIANTS and a.DTYPE == b.DTYPE
+    assert a.get_init_inputs() == b.get_init_inputs()
+    full_a, full_b = a.SHAPES["full"], b.SHAPES["full"]
+    assert math.prod(full_a.values()) > math.prod(full_b.values())
+    def body(path: Path) -> list[str]:  # the code after the docstring, less the full shape's line
+        return [line for line in path.read_text().split('"""', 2)[2].splitlines() if '"full":' not in line]
+    assert body(large) == body(base)
 
 
 

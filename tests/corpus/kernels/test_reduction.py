@@ -52,7 +52,8 @@ def test_unknown_op_is_named():
 
 
 def test_auto_column_strategy_follows_inner_alignment(monkeypatch):
-    # "auto": "vec" exactly where an inner row is not a whole number of 16-byte vectors, else "tile".
+    # "auto": "vec" exactly where the inner length is not a multiple of 16 values (Triton cannot prove the rows
+    # 16-byte aligned then, even where every row is: 8 fp32), else "tile".
     k = kernel()
     launched = []
 
@@ -66,10 +67,13 @@ def test_auto_column_strategy_follows_inner_alignment(monkeypatch):
 
     for name in ("_reduce_mid_kernel", "_reduce_mid_vec_kernel"):
         monkeypatch.setattr(k, name, Recorder(getattr(k, name), name))
-    for shape, dtype in (((2, 16, 10), torch.float32), ((2, 16, 8), torch.float32), ((2, 16, 12), torch.bfloat16)):
-        x = torch.randn(*shape).to(dtype)  # rows of 40, 32 and 24 bytes
+    cases = (((2, 16, 10), torch.float32), ((2, 16, 8), torch.float32), ((2, 16, 32), torch.float32),
+             ((2, 16, 12), torch.bfloat16), ((2, 16, 48), torch.bfloat16))
+    for shape, dtype in cases:
+        x = torch.randn(*shape).to(dtype)
         torch.testing.assert_close(k.reduce_dim(x, "sum", 1), x.sum(1), atol=1e-2, rtol=1e-2)
-    assert launched == ["_reduce_mid_vec_kernel", "_reduce_mid_kernel", "_reduce_mid_vec_kernel"]
+    assert launched == ["_reduce_mid_vec_kernel", "_reduce_mid_vec_kernel", "_reduce_mid_kernel",
+                        "_reduce_mid_vec_kernel", "_reduce_mid_kernel"]
 
 
 @pytest.mark.parametrize("op", ["sum", "max", "argmax", "argmin"])

@@ -1,0 +1,44 @@
+"""Spec: 2-D average pooling, kernel 2, stride 2, padding 0, fp32, 64 x 128 x 112 x 112
+(392 MiB read, 98 MiB written: four times the bytes of avgpool_k2s2_fp32, where a device copy of the same
+bytes reaches only 83% of the large-copy rate; at ~490 MiB a copy reaches ~95%, so this size tests the kernel,
+not the launch and ramp).
+
+KernelBench format plus the harness conventions (harness/spec.py): DTYPE, VARIANTS, keyword sizes.
+SIZE picks the default shape; the CPU tests load a copy of this file with SIZE = "tiny".
+"""
+
+import torch
+from torch import nn
+
+SIZE = "full"  # "full" | "tiny" (tiny: for the Triton interpreter on CPU)
+SHAPES = {
+    "full": {"batch": 64, "channels": 128, "height": 112, "width": 112},
+    "tiny": {"batch": 2, "channels": 3, "height": 16, "width": 24},
+}
+KIND = "avg"
+KERNEL_SIZE = 2
+STRIDE = 2
+PADDING = 0
+DTYPE = "float32"
+VARIANTS = [  # checked too (not timed): odd sizes give partial tiles and dropped edge rows/columns
+    {"name": "odd", "kwargs": {"batch": 1, "channels": 5, "height": 13, "width": 71}},
+]
+
+
+class Model(nn.Module):
+    def __init__(self, kind: str, kernel_size: int, stride: int, padding: int = 0):
+        super().__init__()
+        pool = nn.MaxPool2d if kind == "max" else nn.AvgPool2d
+        self.pool = pool(kernel_size, stride=stride, padding=padding)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.pool(x)
+
+
+def get_inputs(batch: int = SHAPES[SIZE]["batch"], channels: int = SHAPES[SIZE]["channels"],
+               height: int = SHAPES[SIZE]["height"], width: int = SHAPES[SIZE]["width"]):
+    return [torch.randn(batch, channels, height, width)]
+
+
+def get_init_inputs():
+    return [KIND, KERNEL_SIZE, STRIDE, PADDING]
