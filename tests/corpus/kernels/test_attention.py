@@ -116,3 +116,33 @@ def test_lazy_rescale_passes_spec(spec: Path, tmp_path: Path):
     source = with_tunables((FAMILY / "kernel.py").read_text(), {"LAZY_RESCALE": 8.0})
     verdict = evaluate(tiny_copy(spec, tmp_path), source, backend="triton", device="cpu", config=CPU_CONFIG)
     assert verdict.status is Status.passed, verdict.reasons
+
+
+@pytest.mark.parametrize("mode", [1, 2])
+@pytest.mark.parametrize("spec", [s for s in SPECS if s.stem in ("attention_bf16_d64", "attention_causal_bf16_d128")],
+                         ids=lambda p: p.stem)
+def test_packed_exp_passes_spec(spec: Path, mode: int, tmp_path: Path):
+    # 16-bit probabilities from 16-bit exponents (the interpreter computes the GPU's roundings in fp32), the row
+    # sum from the widened pairs (1) or from p @ ones (2); the ragged variant masks partial key blocks
+    source = with_tunables((FAMILY / "kernel.py").read_text(), {"PACKED_EXP": mode})
+    verdict = evaluate(tiny_copy(spec, tmp_path), source, backend="triton", device="cpu", config=CPU_CONFIG)
+    assert verdict.status is Status.passed, verdict.reasons
+
+
+@pytest.mark.parametrize("mode", [1, 2])
+def test_packed_exp_error_stays_at_bf16_level(mode: int):
+    # The exponent is rounded to bf16 before 2^z: its error grows with |z|, so hold the output to a bf16-level
+    # bound against float64 on scores with a wide spread (up to ~12 in log2 units), and to within 3x of the
+    # fp32-exponent kernel's own error. fp32 inputs ignore the option (their probabilities stay fp32).
+    kernel = import_file(FAMILY / "kernel.py", f"test_attention_kernel_packed{mode}")
+    kernel.TUNABLES.update({"BLOCK_M": 32, "BLOCK_N": 16, "TMA": False})
+    torch.manual_seed(2)
+    q, k, v = (torch.randn(1, 2, 80, 32) * s for s in (2.0, 2.0, 1.0))
+    expected = torch.nn.functional.scaled_dot_product_attention(q.double(), k.double(), v.double())
+    qb, kb, vb = (t.bfloat16() for t in (q, k, v))
+    exact = torch.nn.functional.scaled_dot_product_attention(qb.double(), kb.double(), vb.double())
+    base = (kernel.attention(qb, kb, vb).double() - exact).abs().max().item()
+    kernel.TUNABLES["PACKED_EXP"] = mode
+    packed = (kernel.attention(qb, kb, vb).double() - exact).abs().max().item()
+    assert packed < max(3 * base, 1e-2), (packed, base)
+    torch.testing.assert_close(kernel.attention(q, k, v).double(), expected, atol=1e-4, rtol=1e-4)

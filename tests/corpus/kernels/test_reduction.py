@@ -15,6 +15,7 @@ import torch
 from library_check import KERNELS, evaluate_tiny, family_specs, sidecar_reasons
 
 from harness import Status
+from pathlib import Path
 from harness.spec import import_file
 
 FAMILY = "reduction"
@@ -92,3 +93,61 @@ def test_aligned_rows_and_vec_columns(op: str):
                 ref = getattr(torch, op)(x, dim=dim)
                 ref = ref.values if op == "max" else ref
                 torch.testing.assert_close(k.reduce_dim(x, op, dim), ref, atol=1e-5, rtol=1e-5)
+
+
+_PTX_LOADS = """
+import json, re, sys
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+from pathlib import Path
+from harness.spec import import_file
+
+path, name, signature, constexprs, divisible = json.loads(sys.argv[1])
+fn = getattr(import_file(Path(path), "reduction_ptx"), name)
+signature = {**signature, **{c: "constexpr" for c in constexprs}}
+attrs = {(i,): [["tt.divisibility", 16]] for i in divisible}
+compiled = triton.compile(ASTSource(fn=fn, signature=signature, constexprs=constexprs, attrs=attrs),
+                          target=GPUTarget("cuda", 90, 32), options={"num_warps": 4})
+ptx = compiled.asm["ptx"]
+print(json.dumps({w: len(re.findall(r"ld\\.global[.\\w]*" + w + r"\\s", ptx)) for w in (".b32", ".v4.b32")}))
+"""
+
+
+def _global_loads(name: str, signature: dict, constexprs: dict, divisible_by_16: list[int]) -> dict[str, int]:
+    """ld.global counts by width in a reduction kernel's PTX for sm_90, with Triton's divisibility-by-16 hint on
+    the given argument positions (as it specialises a launch). Compiled in a child process without
+    TRITON_INTERPRET (no GPU needed: the PTX is made on the CPU)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    arg = json.dumps([str(KERNELS / FAMILY / "kernel.py"), name, signature, constexprs, divisible_by_16])
+    out = subprocess.run([sys.executable, "-c", _PTX_LOADS, arg], env=env, capture_output=True, text=True,
+                         timeout=300, cwd=Path(__file__).resolve().parents[3])
+    assert out.returncode == 0, out.stderr[-2000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_vec_path_loads_vectors_where_tile_path_cannot():
+    # Why "auto" sends 1000-wide fp32 rows (64x2048x1000 sum) to "vec": Triton proves an integer argument's
+    # divisibility by 16 only, so the "tile" path's row stride of 1000 gives one 4-byte load a value even though
+    # every 4000-byte row is 16-byte aligned; "vec" states the width as VEC * 250 and loads 16-byte vectors.
+    pytest.importorskip("triton.backends.nvidia")
+    ptr, i32 = "*fp32", "i32"
+    tile = _global_loads(
+        "_reduce_mid_kernel",
+        {"x_ptr": ptr, "out_ptr": ptr, "n_red": i32, "n_inner": i32, "stride_outer": i32, "stride_red": i32},
+        {"OP": 0, "BLOCK_R": 16, "BLOCK_I": 64, "EVICT": "", "COLS_FIRST": True},
+        divisible_by_16=[0, 1, 2, 4])  # n_red 2048, stride_outer 2048000; n_inner = stride_red = 1000 are not
+    vec = _global_loads(
+        "_reduce_mid_vec_kernel",
+        {"x_ptr": ptr, "out_ptr": ptr, "part_v_ptr": ptr, "part_i_ptr": "*i32", "n_outer": i32, "n_red": i32,
+         "n_inner_vecs": i32, "r_chunk": i32},
+        {"OP": 0, "BLOCK_R": 16, "BLOCK_I": 64, "VEC": 4, "SPLIT": 1, "STAGES": 1, "EVICT": "", "COLS_FIRST": True},
+        divisible_by_16=[0, 1, 2, 3, 4, 5, 7])  # n_inner_vecs = 250 is not
+    # a [16, 64] tile over 128 threads is 8 values a thread a step: 8 scalar loads, or 2 of 16 bytes
+    assert tile[".v4.b32"] == 0 and tile[".b32"] >= 8, tile
+    assert vec[".v4.b32"] >= 2, vec
