@@ -35,43 +35,13 @@ TUNABLES = {
     # compiler warp specialisation of the unmasked key loop (producer/consumer warp groups); a GPU
     # compile-time choice, ignored by the CPU interpreter
     "WARP_SPECIALIZE": False,
-    # LAZY_RESCALE > 0: the running max (log2 units) moves only when a block's max passes it by more than this,
-    # and only then are the accumulator and sum rescaled (a block-wide branch); otherwise p = 2^(s - stale max)
-    # <= 2^LAZY_RESCALE, still exact in fp32 sums and bf16 probabilities. Why tried: the 128 x head_dim
-    # accumulator's rescale is one multiply per output value per key block, a fifth of the softmax's non-MMA
-    # instructions. Off: the branch in the pipelined key loop costs more than it skips (d128 1.1591-1.1670 ms
-    # against 0.9909-1.0089, d64 0.6870-0.6902 against 0.6064-0.6287: benchmarks/results/sweep-20261201T104409Z.json)
-    "LAZY_RESCALE": 0.0,
-    # PACKED_EXP (16-bit inputs): the probabilities as packed bf16/fp16 pairs, p = 2^z by one ex2.approx.ftz.bf16x2
-    # (f16x2) a pair (sm_90 PTX), z = the fp32 score minus the row max rounded to 16 bits first (p is rounded to
-    # 16 bits for the PV product anyway; the spec's reference rounds its scores to bf16 too). 1: the row sum from
-    # the pairs widened to fp32; 2: the row sum by the tensor core, as p @ ones. Why: the softmax between the two
-    # MMAs is issue-bound (FlashAttention-4's FMA-pipe exp2 cost more issue slots than it saved,
-    # sweep-20261201T012830Z.json); per two scores mode 2 issues 2 FFMA, 1 pack, 1 MUFU and 2 max instead of
-    # 2 FFMA, 2 MUFU, 2 FADD, 1 pack and 2 max. GPU only: the CPU interpreter computes the same roundings in fp32.
-    "PACKED_EXP": 0,
 }
-
-
-@triton.jit
-def _exp2_16bit(z, EMULATE: tl.constexpr):
-    """2^z for bf16/fp16 z, rounded to z's type: one ex2.approx.ftz.{bf16x2,f16x2} per pair on the GPU; EMULATE (the
-    CPU interpreter, which runs no inline PTX) takes the same value through fp32."""
-    if EMULATE:
-        return tl.math.exp2(z.to(tl.float32)).to(z.dtype)
-    elif z.dtype == tl.bfloat16:
-        return tl.inline_asm_elementwise("ex2.approx.ftz.bf16x2 $0, $1;", "=r,r", [z], dtype=tl.bfloat16,
-                                         is_pure=True, pack=2)
-    else:
-        return tl.inline_asm_elementwise("ex2.approx.f16x2 $0, $1;", "=r,r", [z], dtype=tl.float16,
-                                         is_pure=True, pack=2)
 
 
 @triton.jit
 def _attend_block(acc, l_i, m_i, q, k_ptrs, v_ptrs, k_desc, v_desc, row0, offs_m, start_n, seq_len, qk_scale,
                   stride_kn, stride_vn, MASKED: tl.constexpr, CAUSAL: tl.constexpr,
-                  FP32_DOT: tl.constexpr, USE_TMA: tl.constexpr, BLOCK_N: tl.constexpr,
-                  LAZY_RESCALE: tl.constexpr, PACKED_EXP: tl.constexpr, EMULATE: tl.constexpr):
+                  FP32_DOT: tl.constexpr, USE_TMA: tl.constexpr, BLOCK_N: tl.constexpr):
     offs_n = start_n + tl.arange(0, BLOCK_N)
     if USE_TMA:  # rows past seq_len belong to the next head (or are zero-filled): masked to -inf below
         k = k_desc.load([row0 + start_n, 0])
@@ -95,41 +65,10 @@ def _attend_block(acc, l_i, m_i, q, k_ptrs, v_ptrs, k_desc, v_desc, row0, offs_m
     # Scores in log2 units (qk_scale carries log2(e)): the row max is taken on the raw scores (scale > 0),
     # so the scaling and the max subtraction are one FMA per score before exp2.
     m_new = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
-    if PACKED_EXP > 0:  # 16-bit inputs only (the launcher turns it off for fp32)
-        z = (qk * qk_scale - m_new[:, None]).to(v.dtype)
-        p16 = _exp2_16bit(z, EMULATE)
-        alpha = tl.math.exp2(m_i - m_new)
-        if PACKED_EXP == 2:  # row sums on the tensor core: every column of p @ ones is the row sum
-            ones = tl.full((BLOCK_N, 16), 1.0, v.dtype)
-            if FP32_DOT:
-                row_sums = tl.dot(p16.to(tl.float32), ones.to(tl.float32), input_precision="ieee")
-            else:
-                row_sums = tl.dot(p16, ones)
-            l_blk = tl.max(row_sums, 1)
-        else:
-            l_blk = tl.sum(p16.to(tl.float32), 1)
-        l_i = l_i * alpha + l_blk
-        acc = acc * alpha[:, None]
-        if FP32_DOT:
-            acc = tl.dot(p16.to(tl.float32), v.to(tl.float32), acc, input_precision="ieee")
-        else:
-            acc = tl.dot(p16, v, acc)
-        return acc, l_i, m_new
-    if LAZY_RESCALE > 0:
-        # the first block always rescales (m_i = -inf there: every row has a key it may see in its first block)
-        if tl.max(m_new - m_i, 0) > LAZY_RESCALE:
-            alpha = tl.math.exp2(m_i - m_new)
-            l_i = l_i * alpha
-            acc = acc * alpha[:, None]
-            m_i = m_new
-        p = tl.math.exp2(qk * qk_scale - m_i[:, None])
-        l_i = l_i + tl.sum(p, 1)
-        m_new = m_i
-    else:
-        p = tl.math.exp2(qk * qk_scale - m_new[:, None])
-        alpha = tl.math.exp2(m_i - m_new)
-        l_i = l_i * alpha + tl.sum(p, 1)
-        acc = acc * alpha[:, None]
+    p = tl.math.exp2(qk * qk_scale - m_new[:, None])
+    alpha = tl.math.exp2(m_i - m_new)
+    l_i = l_i * alpha + tl.sum(p, 1)
+    acc = acc * alpha[:, None]
     if FP32_DOT:
         acc = tl.dot(p, v.to(tl.float32), acc, input_precision="ieee")
     else:
@@ -148,8 +87,7 @@ def _attention_fwd_kernel(
     stride_ob, stride_oh, stride_om, stride_od,
     qk_scale,
     HEAD_DIM: tl.constexpr, CAUSAL: tl.constexpr, FP32_DOT: tl.constexpr, USE_TMA: tl.constexpr,
-    WARP_SPECIALIZE: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, LAZY_RESCALE: tl.constexpr,
-    PACKED_EXP: tl.constexpr, EMULATE: tl.constexpr,
+    WARP_SPECIALIZE: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
 ):
     n_blocks_m = tl.num_programs(0)
     start_m = n_blocks_m - 1 - tl.program_id(0)  # last query blocks have the most keys under causal
@@ -181,13 +119,11 @@ def _attention_fwd_kernel(
     for start_n in tl.range(0, split, BLOCK_N, warp_specialize=WARP_SPECIALIZE):
         acc, l_i, m_i = _attend_block(acc, l_i, m_i, q, k_ptrs, v_ptrs, k_desc, v_desc, row0, offs_m, start_n,
                                       seq_len, qk_scale, stride_kn, stride_vn, False, CAUSAL, FP32_DOT, USE_TMA,
-                                      BLOCK_N, LAZY_RESCALE, PACKED_EXP,
-                                      EMULATE)
+                                      BLOCK_N)
     for start_n in range(split, hi, BLOCK_N):
         acc, l_i, m_i = _attend_block(acc, l_i, m_i, q, k_ptrs, v_ptrs, k_desc, v_desc, row0, offs_m, start_n,
                                       seq_len, qk_scale, stride_kn, stride_vn, True, CAUSAL, FP32_DOT, USE_TMA,
-                                      BLOCK_N, LAZY_RESCALE, PACKED_EXP,
-                                      EMULATE)
+                                      BLOCK_N)
 
     acc = acc / l_i[:, None]
     o_ptrs = o_ptr + b * stride_ob + h * stride_oh + offs_m[:, None] * stride_om + offs_d[None, :] * stride_od
@@ -235,8 +171,7 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = 
         USE_TMA=use_tma,
         # the interpreter runs loops as Python loops: warp specialisation is a GPU compile-time choice
         WARP_SPECIALIZE=bool(TUNABLES["WARP_SPECIALIZE"]) and q.device.type == "cuda",
-        BLOCK_M=block_m, BLOCK_N=block_n, LAZY_RESCALE=float(TUNABLES["LAZY_RESCALE"]),
-        PACKED_EXP=0 if q.dtype == torch.float32 else int(TUNABLES["PACKED_EXP"]), EMULATE=q.device.type == "cpu",
+        BLOCK_M=block_m, BLOCK_N=block_n,
         num_warps=TUNABLES["num_warps"], num_stages=TUNABLES["num_stages"],
     )
     return o
