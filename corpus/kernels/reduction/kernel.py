@@ -51,7 +51,8 @@ TUNABLES = {
     "STAGES": 1,  # ALIGN_ROW / "vec": loop steps whose loads are in flight at once (tl.range num_stages)
     # middle-dim paths: launch order. False: the outer index varies fastest, so the programs in flight at once
     # read the same column tile of many (outer) slabs: short runs (bf16 max: 128 bytes) at one offset of every
-    # row. True: the column tiles (and R splits) of one slab run side by side, covering whole rows at once.
+    # row. True: the column tiles (and R splits) of one slab run side by side, covering whole rows at once (one
+    # grid axis, decoded in the kernel).
     # Harness, H200: bf16 max 0.1446/0.1450 -> 0.1411/0.1417 ms (library-h200-abA*/abB*-20261201T1045*.json),
     # 0.1407/0.1408 -> 0.1393/0.1394 and the fp32 "vec" sum 0.1359/0.1360 -> 0.1343/0.1343 on another box
     # (library-h200-ab-outerfirst-*/-colsfirst-*-20261201T1105*.json)
@@ -122,12 +123,19 @@ def _reduce_last_kernel(
 
 @triton.jit
 def _reduce_mid_kernel(
-    x_ptr, out_ptr, n_red, n_inner, stride_outer, stride_red,
+    x_ptr, out_ptr, n_red, n_inner, stride_outer, stride_red, n_cols,
     OP: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_I: tl.constexpr, EVICT: tl.constexpr,
     COLS_FIRST: tl.constexpr,
 ):
-    o = tl.program_id(1 if COLS_FIRST else 0).to(tl.int64)
-    cols = tl.program_id(0 if COLS_FIRST else 1) * BLOCK_I + tl.arange(0, BLOCK_I)
+    """Grid (outer, column tiles), or with COLS_FIRST one axis of column tiles x outer, column tile fastest (the y
+    and z axes stop at 65535 programs, which outer may pass)."""
+    if COLS_FIRST:
+        pid = tl.program_id(0)
+        o = (pid // n_cols).to(tl.int64)
+        cols = (pid % n_cols) * BLOCK_I + tl.arange(0, BLOCK_I)
+    else:
+        o = tl.program_id(0).to(tl.int64)
+        cols = tl.program_id(1) * BLOCK_I + tl.arange(0, BLOCK_I)
     col_mask = cols < n_inner
     rr = tl.arange(0, BLOCK_R)
     other = 0.0 if OP <= 1 else _NEG
@@ -190,18 +198,21 @@ def _reduce_last_aligned_kernel(
 
 @triton.jit
 def _reduce_mid_vec_kernel(
-    x_ptr, out_ptr, part_v_ptr, part_i_ptr, n_outer, n_red, n_inner_vecs, r_chunk,
+    x_ptr, out_ptr, part_v_ptr, part_i_ptr, n_outer, n_red, n_inner_vecs, r_chunk, n_cols,
     OP: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_I: tl.constexpr, VEC: tl.constexpr, SPLIT: tl.constexpr,
     STAGES: tl.constexpr, EVICT: tl.constexpr, COLS_FIRST: tl.constexpr,
 ):
     """Program (o, column tile, split s) reduces rows [s * r_chunk, (s + 1) * r_chunk) of its tile; with
     SPLIT == 1 it writes the result, else its raw (sum, or max of the possibly negated x, and index).
-    Grid (outer, column tiles, splits), or with COLS_FIRST (column tiles, splits, outer)."""
+    Grid (outer, column tiles, splits), or with COLS_FIRST one axis of column tiles x splits x outer, column tile
+    fastest (the y and z axes stop at 65535 programs, which outer may pass)."""
     n_inner = n_inner_vecs * VEC  # a visible multiple of VEC: strides and the column mask stay vector-wide
     if COLS_FIRST:
-        o = tl.program_id(2).to(tl.int64)
-        cols = tl.program_id(0) * BLOCK_I + tl.arange(0, BLOCK_I)
-        split = tl.program_id(1)
+        pid = tl.program_id(0)
+        rest = pid // n_cols
+        o = (rest // SPLIT).to(tl.int64)
+        cols = (pid % n_cols) * BLOCK_I + tl.arange(0, BLOCK_I)
+        split = rest % SPLIT
     else:
         o = tl.program_id(0).to(tl.int64)
         cols = tl.program_id(1) * BLOCK_I + tl.arange(0, BLOCK_I)
@@ -284,9 +295,9 @@ def _reduce_mid_vec(x: torch.Tensor, out: torch.Tensor, code: int, outer: int, n
     else:
         part_v = part_i = out  # not touched
     n_cols = triton.cdiv(inner, block_i)
-    grid = (n_cols, split, outer) if t["COLS_FIRST"] else (outer, n_cols, split)
+    grid = (n_cols * split * outer,) if t["COLS_FIRST"] else (outer, n_cols, split)
     _reduce_mid_vec_kernel[grid](
-        x, out, part_v, part_i, outer, n_red, inner // vec, r_chunk,
+        x, out, part_v, part_i, outer, n_red, inner // vec, r_chunk, n_cols,
         OP=code, BLOCK_R=block_r, BLOCK_I=block_i, VEC=vec, SPLIT=split, STAGES=t["STAGES"],
         EVICT=t["EVICT_COL"], COLS_FIRST=bool(t["COLS_FIRST"]), num_warps=t["num_warps_col"],
     )
@@ -337,8 +348,8 @@ def reduce_dim(x: torch.Tensor, op: str, dim: int) -> torch.Tensor:
             block_i //= 2
         block_r = min(t["BLOCK_R_COL"] * max(1, 4 // x.element_size()), triton.next_power_of_2(n_red))
         n_cols = triton.cdiv(inner, block_i)
-        _reduce_mid_kernel[(n_cols, outer) if t["COLS_FIRST"] else (outer, n_cols)](
-            x, out, n_red, inner, n_red * inner, inner,
+        _reduce_mid_kernel[(n_cols * outer,) if t["COLS_FIRST"] else (outer, n_cols)](
+            x, out, n_red, inner, n_red * inner, inner, n_cols,
             OP=code, BLOCK_R=block_r, BLOCK_I=block_i, EVICT=t["EVICT_COL"], COLS_FIRST=bool(t["COLS_FIRST"]),
             num_warps=t["num_warps_col"],
         )

@@ -95,6 +95,33 @@ def test_aligned_rows_and_vec_columns(op: str):
                 torch.testing.assert_close(k.reduce_dim(x, op, dim), ref, atol=1e-5, rtol=1e-5)
 
 
+@pytest.mark.parametrize("strategy, split", [("tile", 1), ("vec", 1), ("vec", 3)])
+def test_cols_first_grid_is_one_axis(strategy: str, split: int, monkeypatch):
+    # COLS_FIRST puts a slab's column tiles (and R splits) side by side on the x axis, outer index slowest: the
+    # y and z axes stop at 65535 programs, which the outer index may pass, so there is no second axis.
+    k = kernel()
+    k.TUNABLES.update({"COL_STRATEGY": strategy, "SPLIT_R": split, "BLOCK_I": 32, "VEC_BLOCK_I": 32,
+                       "VEC_BLOCK_R_COL": 8, "MIN_PROGRAMS": 1})
+    grids = []
+
+    class Recorder:
+        def __init__(self, jit):
+            self.jit = jit
+
+        def __getitem__(self, grid):
+            grids.append(grid)
+            return self.jit[grid]
+
+    monkeypatch.setattr(k, "_reduce_mid_kernel", Recorder(k._reduce_mid_kernel))
+    monkeypatch.setattr(k, "_reduce_mid_vec_kernel", Recorder(k._reduce_mid_vec_kernel))
+    torch.manual_seed(0)
+    x = torch.randn(5, 40, 70)  # 3 column tiles of 32, 5 slabs
+    for op in ("sum", "argmax"):
+        ref = getattr(torch, op)(x, dim=1)
+        torch.testing.assert_close(k.reduce_dim(x, op, 1), ref, atol=1e-5, rtol=1e-5)
+    assert grids and all(len(g) == 1 and g[0] == 3 * 5 * min(split, 5) for g in grids), grids
+
+
 _PTX_LOADS = """
 import json, re, sys
 import triton
@@ -139,13 +166,14 @@ def test_vec_path_loads_vectors_where_tile_path_cannot():
     ptr, i32 = "*fp32", "i32"
     tile = _global_loads(
         "_reduce_mid_kernel",
-        {"x_ptr": ptr, "out_ptr": ptr, "n_red": i32, "n_inner": i32, "stride_outer": i32, "stride_red": i32},
+        {"x_ptr": ptr, "out_ptr": ptr, "n_red": i32, "n_inner": i32, "stride_outer": i32, "stride_red": i32,
+         "n_cols": i32},
         {"OP": 0, "BLOCK_R": 16, "BLOCK_I": 64, "EVICT": "", "COLS_FIRST": True},
         divisible_by_16=[0, 1, 2, 4])  # n_red 2048, stride_outer 2048000; n_inner = stride_red = 1000 are not
     vec = _global_loads(
         "_reduce_mid_vec_kernel",
         {"x_ptr": ptr, "out_ptr": ptr, "part_v_ptr": ptr, "part_i_ptr": "*i32", "n_outer": i32, "n_red": i32,
-         "n_inner_vecs": i32, "r_chunk": i32},
+         "n_inner_vecs": i32, "r_chunk": i32, "n_cols": i32},
         {"OP": 0, "BLOCK_R": 16, "BLOCK_I": 64, "VEC": 4, "SPLIT": 1, "STAGES": 1, "EVICT": "", "COLS_FIRST": True},
         divisible_by_16=[0, 1, 2, 3, 4, 5, 7])  # n_inner_vecs = 250 is not
     # a [16, 64] tile over 128 threads is 8 values a thread a step: 8 scalar loads, or 2 of 16 bytes
