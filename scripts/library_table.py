@@ -1,10 +1,12 @@
 """Write the skill library's results table into docs/LIBRARY.md, and the measurements into kernel.yaml.
 
 Usage:
-    python3 scripts/library_table.py [RESULTS.json ...] [--update-sidecars] [--doc docs/LIBRARY.md]
+    python3 scripts/library_table.py [RESULTS.json ...] [--pick newest|median] [--drop FILE_STEM:SPEC ...]
+        [--update-sidecars] [--doc docs/LIBRARY.md]
 
 With no files, reads every benchmarks/results/library-h200-*.json. For each (family, spec) the newest
-row wins (files ordered by their "date"), or with --pick median the row with the median latency across the files. The table (the same columns as `bench_library.py --table`) goes
+row wins (files ordered by their "date"), or with --pick median the row with the median latency across the
+files. The table (the same columns as `bench_library.py --table`) goes
 between the markers below in the doc, which is created if missing. --update-sidecars also writes each
 passed row into corpus/kernels/<family>/kernel.yaml `measurements` (KernelMeasurement fields), replacing
 an earlier measurement of the same accelerator and spec.
@@ -38,25 +40,10 @@ torch.compile: where it is already near 100%, no kernel can win by much.
 """
 
 
-def latest_rows(files: list[Path], drop: frozenset[tuple[str, str]] = frozenset()) -> list[tuple[dict, dict, Path]]:
-    """(row, file payload, file) per (family, spec), newest file first wins; (file stem, spec) in drop are
-    skipped (a row measuring a configuration that was reverted afterwards)."""
-    loaded = [(json.loads(f.read_text()), f) for f in files]
-    loaded.sort(key=lambda pf: pf[0].get("date", ""), reverse=True)
-    seen: dict[tuple[str, str], tuple[dict, dict, Path]] = {}
-    for payload, f in loaded:
-        for row in payload.get("rows", []):
-            if (f.stem, row["spec"]) in drop:
-                continue
-            seen.setdefault((row["family"], row["spec"]), (row, payload, f))
-    return [seen[k] for k in sorted(seen)]
-
-
-def median_rows(files: list[Path], drop: frozenset[tuple[str, str]] = frozenset()) -> list[tuple[dict, dict, Path]]:
-    """(row, file payload, file) per (family, spec): of every timed row of the spec across the files, the one with
-    the median latency (the slower of the middle two for an even count), so one bimodal repeat neither makes
-    nor breaks a spec's line. A spec with any row that did not pass shows its newest such row: a failure in one
-    of the runs is not outvoted."""
+def rows_by_spec(files: list[Path], drop: frozenset[tuple[str, str]] = frozenset()
+                 ) -> dict[tuple[str, str], list[tuple[dict, dict, Path]]]:
+    """(family, spec) -> every (row, file payload, file) of it, newest file first (files ordered by their "date");
+    (file stem, spec) in drop are skipped (a row measuring a configuration that was reverted afterwards)."""
     loaded = [(json.loads(f.read_text()), f) for f in files]
     loaded.sort(key=lambda pf: pf[0].get("date", ""), reverse=True)
     runs: dict[tuple[str, str], list[tuple[dict, dict, Path]]] = {}
@@ -64,10 +51,24 @@ def median_rows(files: list[Path], drop: frozenset[tuple[str, str]] = frozenset(
         for row in payload.get("rows", []):
             if (f.stem, row["spec"]) not in drop:
                 runs.setdefault((row["family"], row["spec"]), []).append((row, payload, f))
+    return runs
+
+
+def latest_rows(files: list[Path], drop: frozenset[tuple[str, str]] = frozenset()) -> list[tuple[dict, dict, Path]]:
+    """(row, file payload, file) per (family, spec): the newest file's row."""
+    runs = rows_by_spec(files, drop)
+    return [runs[k][0] for k in sorted(runs)]
+
+
+def median_rows(files: list[Path], drop: frozenset[tuple[str, str]] = frozenset()) -> list[tuple[dict, dict, Path]]:
+    """(row, file payload, file) per (family, spec): of every timed row of the spec across the files, the one with
+    the median latency (the slower of the middle two for an even count), so one bimodal repeat neither makes
+    nor breaks a spec's line. A spec with any row that did not pass shows its newest such row: a failure in one
+    of the runs is not outvoted."""
     picked = []
-    for key in sorted(runs):
-        bad = [r for r in runs[key] if r[0].get("status", "passed") != "passed" or not r[0].get("latency_ms")]
-        timed = sorted((r for r in runs[key] if r not in bad), key=lambda r: r[0]["latency_ms"])
+    for key, runs in sorted(rows_by_spec(files, drop).items()):
+        bad = [r for r in runs if r[0].get("status", "passed") != "passed" or not r[0].get("latency_ms")]
+        timed = sorted((r for r in runs if r not in bad), key=lambda r: r[0]["latency_ms"])
         picked.append(bad[0] if bad else timed[len(timed) // 2])
     return picked
 
