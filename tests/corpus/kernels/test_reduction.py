@@ -52,29 +52,35 @@ def test_unknown_op_is_named():
         kernel().reduce_dim(torch.randn(3, 4), "median", 1)
 
 
-def test_auto_column_strategy_follows_inner_alignment(monkeypatch):
-    # "auto": "vec" exactly where the inner length is not a multiple of 16 values (Triton cannot prove the rows
-    # 16-byte aligned then, even where every row is: 8 fp32), else "tile".
-    k = kernel()
-    launched = []
+def record_mid_launches(k, monkeypatch) -> list[tuple[str, tuple]]:
+    """(kernel name, grid) of every middle-dim launch of module k from now on; each launch still runs."""
+    launches = []
 
     class Recorder:  # stands in for a @triton.jit kernel: records the launch, then runs it
         def __init__(self, jit, name):
             self.jit, self.name = jit, name
 
         def __getitem__(self, grid):
-            launched.append(self.name)
+            launches.append((self.name, grid))
             return self.jit[grid]
 
     for name in ("_reduce_mid_kernel", "_reduce_mid_vec_kernel"):
         monkeypatch.setattr(k, name, Recorder(getattr(k, name), name))
+    return launches
+
+
+def test_auto_column_strategy_follows_inner_alignment(monkeypatch):
+    # "auto": "vec" exactly where the inner length is not a multiple of 16 values (Triton cannot prove the rows
+    # 16-byte aligned then, even where every row is: 8 fp32), else "tile".
+    k = kernel()
+    launches = record_mid_launches(k, monkeypatch)
     cases = (((2, 16, 10), torch.float32), ((2, 16, 8), torch.float32), ((2, 16, 32), torch.float32),
              ((2, 16, 12), torch.bfloat16), ((2, 16, 48), torch.bfloat16))
     for shape, dtype in cases:
         x = torch.randn(*shape).to(dtype)
         torch.testing.assert_close(k.reduce_dim(x, "sum", 1), x.sum(1), atol=1e-2, rtol=1e-2)
-    assert launched == ["_reduce_mid_vec_kernel", "_reduce_mid_vec_kernel", "_reduce_mid_kernel",
-                        "_reduce_mid_vec_kernel", "_reduce_mid_kernel"]
+    assert [name for name, _ in launches] == ["_reduce_mid_vec_kernel", "_reduce_mid_vec_kernel", "_reduce_mid_kernel",
+                                              "_reduce_mid_vec_kernel", "_reduce_mid_kernel"]
 
 
 @pytest.mark.parametrize("op", ["sum", "max", "argmax", "argmin"])
@@ -102,23 +108,13 @@ def test_cols_first_grid_is_one_axis(strategy: str, split: int, monkeypatch):
     k = kernel()
     k.TUNABLES.update({"COL_STRATEGY": strategy, "SPLIT_R": split, "BLOCK_I": 32, "VEC_BLOCK_I": 32,
                        "VEC_BLOCK_R_COL": 8, "MIN_PROGRAMS": 1})
-    grids = []
-
-    class Recorder:
-        def __init__(self, jit):
-            self.jit = jit
-
-        def __getitem__(self, grid):
-            grids.append(grid)
-            return self.jit[grid]
-
-    monkeypatch.setattr(k, "_reduce_mid_kernel", Recorder(k._reduce_mid_kernel))
-    monkeypatch.setattr(k, "_reduce_mid_vec_kernel", Recorder(k._reduce_mid_vec_kernel))
+    launches = record_mid_launches(k, monkeypatch)
     torch.manual_seed(0)
     x = torch.randn(5, 40, 70)  # 3 column tiles of 32, 5 slabs
     for op in ("sum", "argmax"):
         ref = getattr(torch, op)(x, dim=1)
         torch.testing.assert_close(k.reduce_dim(x, op, 1), ref, atol=1e-5, rtol=1e-5)
+    grids = [grid for _, grid in launches]
     assert grids and all(len(g) == 1 and g[0] == 3 * 5 * min(split, 5) for g in grids), grids
 
 
