@@ -39,6 +39,8 @@ sys.path.insert(0, str(REPO))
 KERNELS = REPO / "corpus" / "kernels"
 RESULTS = REPO / "benchmarks" / "results"
 H200_COPY_BANDWIDTH_GBPS = 4250.0  # measured device-to-device copy on the H200 (team brief)
+# measured matmul rates on the H200 (corpus/accelerators/h200.yaml measured_*_tflops; a test keeps them equal)
+H200_PEAK_TFLOPS = "bfloat16=796,tf32=406,float32=51"
 
 
 @dataclass(frozen=True)
@@ -156,12 +158,16 @@ def prewarm(spec_path: str, source: str, device: str, compile_baseline: bool) ->
     return "; ".join(errors)
 
 
-def row_of(task: Task, verdict, peak_gbps: float | None) -> dict:
+def row_of(task: Task, verdict, peaks) -> dict:
+    from harness.peaks import fraction_of_limit
+
     shape, dtype = spec_shape(task.spec_path)
     v = verdict.to_dict()
     bytes_moved = v.get("bytes_moved")
     gbps = lambda ms: bytes_moved / (ms * 1e-3) / 1e9 if bytes_moved and ms else None
     compile_gbps = gbps(v.get("compile_ms"))
+    flops_dtype = ((verdict.diagnostics.get("baselines") or {}).get("default") or {}).get("flops_dtype")
+    compile_frac, _ = fraction_of_limit(bytes_moved, v.get("flops"), flops_dtype, v.get("compile_ms"), peaks)
     return {
         "family": task.family, "spec": task.spec_path.stem, "shape": shape, "dtype": dtype,
         "status": v["status"], "reasons": v["reasons"][:3],
@@ -169,9 +175,11 @@ def row_of(task: Task, verdict, peak_gbps: float | None) -> dict:
         "eager_ms": v["eager_ms"], "compile_ms": v["compile_ms"],
         "speedup_vs_eager": v["speedup_vs_eager"], "speedup_vs_compile": v["speedup_vs_compile"],
         "fraction_of_limit": v["fraction_of_limit"], "limit_kind": v["limit_kind"],
-        "bytes_moved": bytes_moved, "bandwidth_gbps": gbps(v["latency_ms"]),
+        "bytes_moved": bytes_moved, "flops": v.get("flops"), "flops_dtype": flops_dtype,
+        "tflops": v["flops"] / (v["latency_ms"] * 1e-3) / 1e12 if v.get("flops") and v["latency_ms"] else None,
+        "bandwidth_gbps": gbps(v["latency_ms"]),
         "eager_bandwidth_gbps": gbps(v.get("eager_ms")), "compile_bandwidth_gbps": compile_gbps,
-        "compile_fraction_of_limit": compile_gbps / peak_gbps if compile_gbps and peak_gbps else None,
+        "compile_fraction_of_limit": compile_frac,
         "compile_baseline_error": verdict.diagnostics.get("compile_baseline_error"),
         "timing_method": verdict.diagnostics.get("timing_method"),
     }
@@ -201,6 +209,11 @@ def _pct(x) -> str:
     return "-" if x is None else f"{100 * x:.0f}%"
 
 
+def _limit(x, row: dict) -> str:
+    """A share of the limit; a compute limit (FLOP/s) is named, the memory limit (copy bandwidth) is the default."""
+    return _pct(x) + (" compute" if x is not None and row.get("limit_kind") == "compute" else "")
+
+
 def markdown_table(rows: list[dict]) -> str:
     cols = ["family", "spec", "shape", "dtype", "status", "latency ms", "eager ms", "compile ms", "x eager",
             "x compile", "GB/s", "of limit", "compile of limit"]
@@ -208,8 +221,8 @@ def markdown_table(rows: list[dict]) -> str:
     for r in rows:
         cells = [r["family"], r["spec"], r["shape"], r["dtype"], r["status"], _f(r["latency_ms"], ".4f"),
                  _f(r["eager_ms"], ".4f"), _f(r["compile_ms"], ".4f"), _f(r["speedup_vs_eager"], ".2f"),
-                 _f(r["speedup_vs_compile"], ".2f"), _f(r["bandwidth_gbps"], ".0f"), _pct(r["fraction_of_limit"]),
-                 _pct(r.get("compile_fraction_of_limit"))]
+                 _f(r["speedup_vs_compile"], ".2f"), _f(r["bandwidth_gbps"], ".0f"), _limit(r["fraction_of_limit"], r),
+                 _limit(r.get("compile_fraction_of_limit"), r)]
         out.append("| " + " | ".join(str(c) for c in cells) + " |")
     s = summary(rows)
     out.append("")
@@ -246,6 +259,7 @@ def run(args) -> int:
     import torch
 
     from harness import EvalConfig, HardwarePeaks, WorkerPool
+    from harness.peaks import parse_peak_tflops
 
     device = args.device or ("cuda:0" if torch.cuda.is_available() else "cpu")
     families = sorted(p.name for p in KERNELS.iterdir() if (p / "kernel.py").is_file()) if args.all \
@@ -261,7 +275,8 @@ def run(args) -> int:
         config = EvalConfig(trials=args.trials, time_compile_baseline=not args.no_compile_baseline,
                             timeout_s=args.timeout, max_timing_s=args.max_timing_s)
     peak_gbps = None if cpu else args.bandwidth_gbps
-    peaks = HardwarePeaks(peak_gbps * 1e9 if peak_gbps else None)
+    peak_flops = {} if cpu else parse_peak_tflops(args.peak_tflops)
+    peaks = HardwarePeaks(peak_gbps * 1e9 if peak_gbps else None, peak_flops)
     t0 = time.time()
     print(f"[bench_library] {len(tasks)} specs of {','.join(families)} on {device}", flush=True)
     warm: dict[str, object] = {}  # spec name -> Future of its warm-up (GPU only)
@@ -279,20 +294,21 @@ def run(args) -> int:
     def save() -> None:  # after every row: a run cut short still leaves its rows
         payload = {"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "command": " ".join(sys.argv),
                    "machine": info, "accelerator": accelerator_id(info), "peak_bandwidth_gbps": peak_gbps,
+                   "peak_tflops": {k: v / 1e12 for k, v in peak_flops.items()},
                    "config": config.to_dict(), "elapsed_s": round(time.time() - t0, 1),
                    "complete": len(rows) == len(tasks), "summary": summary(rows), "rows": rows}
         out.write_text(json.dumps(payload, indent=1, default=str))
 
     def record(task: Task, fut) -> None:
         try:
-            row = row_of(task, fut.result(), peak_gbps)
+            row = row_of(task, fut.result(), peaks)
         except Exception as exc:  # noqa: BLE001 - one spec failing must not lose the others
             shape, dtype = spec_shape(task.spec_path)
             row = {"family": task.family, "spec": task.spec_path.stem, "shape": shape, "dtype": dtype,
                    "status": "harness_error", "reasons": [f"{type(exc).__name__}: {str(exc)[:300]}"],
                    **{k: None for k in ("latency_ms", "eager_ms", "compile_ms", "speedup_vs_eager",
                                         "speedup_vs_compile", "fraction_of_limit", "bandwidth_gbps",
-                                        "compile_fraction_of_limit")}}
+                                        "compile_fraction_of_limit", "flops")}}
         rows.append(row)
         save()
         print(f"[bench_library] {row['family']}/{row['spec']}: {row['status']} "
@@ -341,6 +357,9 @@ def main() -> int:
     p.add_argument("--prewarm-workers", type=int, default=8, help="parallel cache warm-up processes (GPU)")
     p.add_argument("--bandwidth-gbps", type=float, default=H200_COPY_BANDWIDTH_GBPS,
                    help="memory limit for fraction_of_limit (default: the H200's measured copy rate)")
+    p.add_argument("--peak-tflops", default=H200_PEAK_TFLOPS,
+                   help="compute limits for fraction_of_limit, DTYPE=TFLOPS,... (default: the H200's measured "
+                        "matmul rates; float32 also gets tf32 / 3, see harness/peaks.py)")
     p.add_argument("--budget-s", type=float, default=0.0,
                    help="stop starting specs once this many seconds are spent (0: no limit)")
     p.add_argument("--spec-s", type=float, default=8.0, help="expected seconds per spec, for --budget-s")

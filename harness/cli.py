@@ -17,7 +17,7 @@ from typing import Annotated
 import typer
 
 from harness.config import EvalConfig, HardwarePeaks
-from harness.peaks import fraction_of_limit
+from harness.peaks import fraction_of_limit, parse_peak_tflops
 from harness.verdict import Verdict
 
 
@@ -96,6 +96,9 @@ def bench(
     compile_baseline: Annotated[bool, typer.Option(help="time torch.compile of the reference")] = True,
     timeout: Annotated[float, typer.Option(help="seconds per candidate")] = 300.0,
     bandwidth_gbps: Annotated[float | None, typer.Option(help="peak memory bandwidth, GB/s")] = None,
+    peak_tflops: Annotated[str, typer.Option(
+        help="compute limits as DTYPE=TFLOPS,..., e.g. bfloat16=796,tf32=406,float32=51 (float32 also gets "
+             "tf32 / 3)")] = "",
 ) -> None:
     """Judge a candidate kernel against a spec (or a folder of specs) and print a table."""
     from harness.evaluate import default_device, evaluate
@@ -104,7 +107,11 @@ def bench(
 
     device = device or default_device()
     config = EvalConfig(trials=trials, time_compile_baseline=compile_baseline, timeout_s=timeout)
-    peaks = HardwarePeaks(bandwidth_gbps * 1e9 if bandwidth_gbps else None)
+    try:
+        flops_per_s = parse_peak_tflops(peak_tflops)
+    except ValueError as exc:
+        raise typer.BadParameter(f"--peak-tflops: {exc}") from exc
+    peaks = HardwarePeaks(bandwidth_gbps * 1e9 if bandwidth_gbps else None, flops_per_s)
     rows: list[dict] = []
     if suite is not None:
         if not suite.is_dir():

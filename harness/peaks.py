@@ -3,6 +3,10 @@
 Usage: from harness.peaks import fraction_of_limit, measured_bandwidth
     frac, kind = fraction_of_limit(bytes_moved, flops, flops_dtype, latency_ms, peaks)
 
+The compute limit of a float32 result is the larger of the fp32 rate and a third of the TF32 rate (3xTF32
+reaches fp32 accuracy on the tensor cores), so an fp32-accurate tensor-core kernel is not taken for a
+timer escape.
+
 The fallback bandwidth is a device-to-device copy (read + write bytes / time), measured once per device
 name and cached in $KKB_HARNESS_CACHE (default ~/.cache/kernelkb/harness_peaks.json).
 """
@@ -59,6 +63,37 @@ def measured_bandwidth(device: str) -> float | None:
     return bandwidth
 
 
+# fp32-accurate products also come from the tensor cores: three TF32 products per fp32 product (3xTF32,
+# error against float64 below cuBLAS fp32's on the H200: benchmarks/results/gemm_precision-h200-20261130T1310Z.json)
+TF32_PRODUCTS_PER_FP32 = 3
+
+
+def compute_peak(flops_dtype: str | None, flops_per_s: dict[str, float]) -> float | None:
+    """FLOP/s limit for results of `flops_dtype`: its own peak; for float32 also the TF32 rate over three."""
+    if not flops_dtype:
+        return None
+    peak = flops_per_s.get(flops_dtype)
+    if flops_dtype == "float32" and flops_per_s.get("tf32"):
+        peak = max(peak or 0.0, flops_per_s["tf32"] / TF32_PRODUCTS_PER_FP32)
+    return peak or None
+
+
+def parse_peak_tflops(text: str) -> dict[str, float]:
+    """"bfloat16=796,tf32=406,float32=51" -> {dtype: FLOP/s}; a ValueError names the bad part."""
+    out: dict[str, float] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        name, sep, value = part.partition("=")
+        try:
+            tflops = float(value) if sep and name.strip() else float("nan")
+        except ValueError:
+            tflops = float("nan")
+        if not tflops > 0:
+            raise ValueError(f"peak TFLOP/s {part!r} in {text!r}: expected DTYPE=TFLOPS with TFLOPS > 0, "
+                             "e.g. bfloat16=796")
+        out[name.strip()] = tflops * 1e12
+    return out
+
+
 def fraction_of_limit(bytes_moved: int | None, flops: int | None, flops_dtype: str | None,
                       latency_ms: float | None, peaks: HardwarePeaks) -> tuple[float | None, str | None]:
     """max(bytes / (t * bandwidth), flops / (t * peak)) and which limit it is ("memory" | "compute")."""
@@ -68,7 +103,7 @@ def fraction_of_limit(bytes_moved: int | None, flops: int | None, flops_dtype: s
     candidates: list[tuple[float, str]] = []
     if bytes_moved and peaks.memory_bandwidth_bytes_per_s:
         candidates.append((bytes_moved / (seconds * peaks.memory_bandwidth_bytes_per_s), "memory"))
-    peak = peaks.flops_per_s.get(flops_dtype or "") if flops else None
+    peak = compute_peak(flops_dtype, peaks.flops_per_s) if flops else None
     if flops and peak:
         candidates.append((flops / (seconds * peak), "compute"))
     if not candidates:

@@ -2,8 +2,8 @@
 
 Usage (in the worker): profile = build_profile(spec, device, config, clock, secret_seed, need_bandwidth)
 
-For each timed variant: bytes moved (sum of input and output tensor sizes), FLOPs (FlopCounterMode on the
-reference), and the eager and torch.compile baselines timed with the same method as candidates.
+For each timed variant: bytes moved (sum of input and output tensor sizes), FLOPs (the spec's get_flops, else
+FlopCounterMode on the reference), and the eager and torch.compile baselines timed with the same method as candidates.
 """
 
 from __future__ import annotations
@@ -35,6 +35,17 @@ def sync(device: str, clock: Clock) -> None:
         clock.synchronize()
 
 
+def flops_of(spec: Spec, inputs: list, counted: int) -> int:
+    """The spec's own FLOP count (get_flops) where it has one, else what FlopCounterMode counted."""
+    get_flops = getattr(spec.module, "get_flops", None)
+    if get_flops is None:
+        return counted
+    value = get_flops(*inputs)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"spec {spec.path}: get_flops returned {value!r}, not a non-negative int")
+    return value
+
+
 def _profile_variant(spec: Spec, variant: Variant, device: str, config: EvalConfig, clock: Clock,
                      secret: int) -> dict:
     model = build_model(spec.module.Model, spec, variant, derive_seed(secret, variant.name, "init"), device)
@@ -45,7 +56,7 @@ def _profile_variant(spec: Spec, variant: Variant, device: str, config: EvalConf
     outs = tensors_of(out)
     entry: dict = {
         "bytes_moved": bytes_of(inputs) + bytes_of(outs),
-        "flops": int(counter.get_total_flops()),
+        "flops": flops_of(spec, inputs, int(counter.get_total_flops())),
         "flops_dtype": str(outs[0].dtype).removeprefix("torch.") if outs else None,
         "eager": None, "compile": None, "compile_error": None,
     }

@@ -20,6 +20,9 @@ Optional module-level names (our conventions; all may be left out):
     DTYPE = "bfloat16"               floating inputs and the model's parameters are cast to it
     ATOL = 1e-3; RTOL = 1e-3         override the tolerance table (harness/config.py TOLERANCES)
     TOLERANCE = 1e-3 or (atol, rtol) the same in one name
+    def get_flops(*inputs) -> int    the floating-point operations the computation needs, for the compute
+                                     limit, where the reference does more than that (a causal mask applied
+                                     to all S x S scores); default: FlopCounterMode's count of the reference
 
 The default variant ("default": get_inputs() with no arguments, seed 0) always comes first.
 """
@@ -141,6 +144,8 @@ def load_spec(path: str | Path) -> Spec:
     if dtype is not None:
         dtype = str(dtype).removeprefix("torch.")
     atol, rtol = _tolerance(module, path)
+    if hasattr(module, "get_flops") and not callable(module.get_flops):
+        raise SpecError(f"spec {path}: get_flops must be a function of the forward inputs returning an int")
     return Spec(path=path, name=path.stem, source=source,
                 sha256=hashlib.sha256(source.encode()).hexdigest()[:16],
                 variants=_variants(module, path), dtype=dtype, atol=atol, rtol=rtol, module=module)

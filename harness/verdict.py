@@ -53,7 +53,7 @@ class Verdict:
     fraction_of_limit: float | None = None  # max(bytes/(t*bandwidth), flops/(t*peak)); 1.0 = at the limit
     limit_kind: str | None = None  # "memory" | "compute"
     bytes_moved: int | None = None  # sum of the input and output tensor sizes of the timed variant
-    flops: int | None = None  # FlopCounterMode on the reference, timed variant
+    flops: int | None = None  # the spec's get_flops, else FlopCounterMode on the reference; timed variant
     diagnostics: dict = field(default_factory=dict)  # mismatch counts, worst indices, ops seen, timing...
     backend: str = ""
     device: str = ""

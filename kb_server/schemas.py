@@ -6,6 +6,8 @@ client all use (see ../shared/ARCHITECTURE.md).
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 
@@ -60,6 +62,7 @@ class KernelMeasurement(BaseModel):
     speedup_vs_eager: float | None = None
     speedup_vs_compile: float | None = None
     fraction_of_limit: float | None = None  # achieved / hardware limit (bandwidth or FLOP rate)
+    limit_kind: Literal["memory", "compute"] | None = None  # which limit fraction_of_limit is of
     date: str | None = None  # ISO date of the run
     versions: dict[str, str] = Field(default_factory=dict)  # torch, triton, cuda, driver
     command: str | None = None  # the command that measured it

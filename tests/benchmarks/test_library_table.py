@@ -43,6 +43,28 @@ def test_median_row_is_the_middle_latency_across_files(tmp_path: Path):
     assert row["status"] == "failed" and f == failed
 
 
+def test_rows_with_a_flop_count_supersede_rows_without(tmp_path: Path):
+    """A compute-bound spec's rows from before the harness counted FLOPs (a share of the memory limit) are left
+    out once it has rows with a count; a spec without such rows keeps all of its rows."""
+    def results(name: str, date: str, rows: list[dict]) -> Path:
+        (tmp_path / name).write_text(json.dumps({"date": date, "rows": rows}))
+        return tmp_path / name
+
+    old = [results(f"old{i}.json", f"2026-12-01T0{i}:00:00Z",
+                   [{"family": "gemm", "spec": "tall", "latency_ms": ms, "limit_kind": "memory"},
+                    {"family": "pool", "spec": "avg", "latency_ms": ms}])
+           for i, ms in enumerate([0.110, 0.111, 0.112])]
+    new = results("new.json", "2026-12-01T12:00:00Z",
+                  [{"family": "gemm", "spec": "tall", "latency_ms": 0.130, "flops": 10, "limit_kind": "compute"}])
+    picked = {row["spec"]: row for row, _, _ in median_rows([*old, new])}
+    assert picked["tall"]["latency_ms"] == 0.130 and picked["tall"]["limit_kind"] == "compute"
+    assert picked["avg"]["latency_ms"] == 0.111
+    failed = results("failed.json", "2026-12-01T13:00:00Z",  # a harness error row carries the key, so it stands
+                     [{"family": "gemm", "spec": "tall", "status": "harness_error", "latency_ms": None, "flops": None}])
+    [row] = [r for r, _, _ in median_rows([*old, new, failed]) if r["spec"] == "tall"]
+    assert row["status"] == "harness_error"
+
+
 def _row(family: str, spec: str, limit: float, x_eager: float, x_compile: float, compile_limit: float = 0.5) -> dict:
     return {"family": family, "spec": spec, "status": "passed", "fraction_of_limit": limit,
             "speedup_vs_eager": x_eager, "speedup_vs_compile": x_compile, "compile_fraction_of_limit": compile_limit}

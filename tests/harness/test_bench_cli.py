@@ -40,3 +40,46 @@ def test_suite_with_and_without_candidates(tmp_path):
 def test_missing_arguments_named():
     result = CliRunner().invoke(app, ["--device", "cpu"])
     assert result.exit_code != 0 and "SPEC and CANDIDATE" in result.output
+
+
+MATMUL_SPEC = """import torch
+from torch import nn
+
+
+class Model(nn.Module):
+    def forward(self, a, b):
+        return a @ b
+
+
+def get_inputs():
+    return [torch.randn(16, 32), torch.randn(32, 8)]
+
+
+def get_init_inputs():
+    return []
+"""
+MATMUL_CANDIDATE = """import torch
+from torch import nn
+
+
+class ModelNew(nn.Module):
+    def forward(self, a, b):
+        return torch.mm(a, b)
+"""
+
+
+def test_peak_tflops_sets_the_compute_limit(tmp_path):
+    # a limit of one kFLOP/s: an honest 16x32x8 product (8192 FLOPs) reads as far past it: a timer escape
+    (tmp_path / "mm.py").write_text(MATMUL_SPEC)
+    (tmp_path / "mm_new.py").write_text(MATMUL_CANDIDATE)
+    args = [str(tmp_path / "mm.py"), str(tmp_path / "mm_new.py"), "--backend", "torch", "--device", "cpu",
+            "--no-compile-baseline", "--trials", "1", "--json", str(tmp_path / "v.json")]
+    result = CliRunner().invoke(app, [*args, "--peak-tflops", "float32=1e-9"])
+    assert result.exit_code == 0, result.output
+    data = json.loads((tmp_path / "v.json").read_text())
+    assert data["status"] == "rejected" and data["limit_kind"] == "compute" and data["flops"] == 2 * 16 * 32 * 8
+    assert "compute limit" in data["reasons"][0]
+    fine = CliRunner().invoke(app, [*args, "--peak-tflops", "float32=1000"])
+    assert fine.exit_code == 0 and json.loads((tmp_path / "v.json").read_text())["status"] == "passed"
+    bad = CliRunner().invoke(app, [*args, "--peak-tflops", "float32=fast"])
+    assert bad.exit_code != 0 and "float32=fast" in bad.output

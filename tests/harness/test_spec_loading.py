@@ -47,6 +47,8 @@ def test_tolerance_override_and_table():
     (("import torch\nclass Model(torch.nn.Module): pass\ndef get_inputs(): return []\n"
       "def get_init_inputs(): return []\nVARIANTS = [3]\n"), r"VARIANTS\[0\]"),
     ("raise RuntimeError('boom')\n", "importing it failed"),  # a spec that cannot be imported
+    (("import torch\nclass Model(torch.nn.Module): pass\ndef get_inputs(): return []\n"
+      "def get_init_inputs(): return []\nget_flops = 12\n"), "get_flops must be a function"),
 ])
 def test_bad_specs_name_the_file(tmp_path, body, message):
     path = tmp_path / "bad_spec.py"

@@ -91,3 +91,30 @@ def test_wide_heads_take_their_own_key_block(causal: bool):
     with pytest.raises(ValueError, match="multiple of the key block 128"):
         kernel.attention(q, k, v, causal)
     kernel.attention(*(t[..., :64].contiguous() for t in (q, k, v)), causal)
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=lambda p: p.stem)
+def test_spec_flops_count_the_keys_each_query_sees(spec: Path, tmp_path: Path):
+    """get_flops is the work a kernel must do: FlopCounterMode's count of the reference without a mask, half
+    of it plus the diagonal with one (the reference multiplies every masked score too, and counted that way a
+    causal kernel that skips them reads as faster than the hardware and is rejected as a timer escape)."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    module = import_file(tiny_copy(spec, tmp_path), "attention_flops_spec")
+    q, k, v = module.get_inputs()
+    with FlopCounterMode(display=False) as counter:
+        module.Model(*module.get_init_inputs())(q, k, v)
+    batch, heads, seq_len, head_dim = q.shape
+    counted = counter.get_total_flops()
+    assert counted == 4 * batch * heads * seq_len * seq_len * head_dim
+    expected = counted // 2 + 2 * batch * heads * seq_len * head_dim if module.CAUSAL else counted
+    assert module.get_flops(q, k, v) == expected
+
+
+def test_harness_profile_uses_the_spec_flops(tmp_path: Path):
+    from harness import profile_spec
+
+    spec = tiny_copy(FAMILY / "specs" / "attention_causal_bf16_d64.py", tmp_path)
+    timed = profile_spec(spec, device="cpu", config=CPU_CONFIG)["timed"]["default"]
+    module = import_file(spec, "attention_flops_profile")
+    assert timed["flops"] == module.get_flops(*module.get_inputs()) and timed["flops_dtype"] == "bfloat16"

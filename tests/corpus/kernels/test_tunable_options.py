@@ -218,6 +218,8 @@ OPTIONS: list[tuple[str, str, dict, str]] = [
     ("pool2d", "groups_shfl_wide_one_warp",  # 16-byte groups (4 units) sharing halos; 3-row strips cut planes
      {**ONE_LAYOUT, "LAYOUT": "groups", "HALO": "shfl", "GROUP_V": 0, "ROWS": 3, "AHEAD": 6, "GROUPS": 32,
       "num_warps_groups": 1}, ""),
+    ("attention", "block_m_256",  # 256 query rows a program: one block covers the tiny specs, and the ragged 200
+     {"BLOCK_M": 256, "num_warps": 16}, ""),
 ]
 
 # A "_large" spec is its base spec with a larger full shape (test_pool2d.py holds them equal otherwise): its tiny

@@ -45,3 +45,10 @@ def get_inputs(batch: int = SHAPES[SIZE]["batch"], heads: int = SHAPES[SIZE]["he
 
 def get_init_inputs():
     return [CAUSAL]
+
+
+def get_flops(q, k, v):
+    """Two matmuls of 2 FLOPs per (query, key, head-dim) triple; causal: only the keys up to each query."""
+    batch, heads, seq_len, head_dim = q.shape
+    pairs = seq_len * (seq_len + 1) // 2 if CAUSAL else seq_len * seq_len
+    return 4 * batch * heads * pairs * head_dim
