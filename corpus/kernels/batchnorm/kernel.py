@@ -156,14 +156,6 @@ TUNABLES = {
     # reduces (sum, sum of squares, words not in) in one tree: one barrier pair each instead of two and three
     # (fp32 0.1164 against 0.1176 ms: sweep-20261201T044106Z.json)
     "STREAM_ONE_TREE": True,
-    # streamed: each program keeps the tiles it read in the last LAG steps in registers (one tile a program and step,
-    # so STREAM_BYTES is ignored: a stage is a tile per program) and applies y from there, instead of re-reading
-    # them from L2: L2 then moves x in, x out to the SMs once and y, as a copy does (3 passes of the tensor's bytes
-    # otherwise; ncu: L2 83% busy at 73% of DRAM bandwidth, ncu-h200-20261201T0430Z.txt). Needs STREAM_STAGES 1.
-    # Measured on the H200 (sweep-20261201T130753Z.json): WRONG results there (max abs error 17-18; right in the
-    # interpreter, cause not found) and slower anyway (bf16 0.1602-0.1882 ms against 0.1491-0.1501, fp32
-    # 0.1190-0.1807 against 0.1152-0.1226): kept in this one commit for the record, removed in the next.
-    "STREAM_HOLD": False,
 }
 _AUTO_STREAMED_MIN_BYTES = 64 << 20  # "auto": below this x stays in L2, where two_kernel's second read is cheap
 _STREAM_TILE_BYTES = 16384  # streamed, STREAM_PLANES 0: bytes of x a tile moves
@@ -871,7 +863,7 @@ def _batchnorm_streamed_kernel(
     PER_CHANNEL: tl.constexpr, SHARE: tl.constexpr, SEGS: tl.constexpr, TILE: tl.constexpr, PLANES: tl.constexpr,
     LANES: tl.constexpr, GW: tl.constexpr, LAG: tl.constexpr, STAGES: tl.constexpr, AHEAD: tl.constexpr,
     EVEN: tl.constexpr, UPDATE_RUNNING: tl.constexpr, EPOCH: tl.constexpr, WORDS: tl.constexpr,
-    UNMASKED: tl.constexpr, ONE_TREE: tl.constexpr, ASM: tl.constexpr, HOLD: tl.constexpr,
+    UNMASKED: tl.constexpr, ONE_TREE: tl.constexpr, ASM: tl.constexpr,
 ):
     # Tiles are loaded and stored in units of xu_ptr / yu_ptr: x and y themselves, or with WORDS their 32-bit words
     # of two bf16 values (TILE, LANES and hw_u then count words); K and the fallback read x_ptr's values (hw).
@@ -880,17 +872,7 @@ def _batchnorm_streamed_kernel(
     lag_tiles = LAG * per_step  # the tile applied is this many before the tile read
     u = g * SHARE  # the first tile this program reads
     k = tl.load(x_ptr + tl.cast(u // PER_CHANNEL, tl.int64) * hw, mask=u < n_units, other=0.0).to(tl.float32)
-    if HOLD:  # the tiles read in the last LAG steps (SHARE 1): h1 the last, h4 four steps ago; zeros before the first
-        c_0, offs_0, mask_0 = _stream_tile(u, n_units, n_batch, n_channels, hw_u, PER_CHANNEL, SEGS, TILE, PLANES,
-                                           LANES, UNMASKED)  # (not `_`: the loop below carries that name)
-        h1 = tl.zeros(offs_0.shape, xu_ptr.dtype.element_ty)
-        h2 = h1
-        h3 = h1
-        h4 = h1
-        if AHEAD > 0:
-            x_r_next = _stream_load(xu_ptr, u, n_units, n_batch, n_channels, hw_u, PER_CHANNEL, SEGS, TILE, PLANES,
-                                    LANES, UNMASKED, "evict_first")
-    elif AHEAD > 0:  # the next tiles' loads are in flight in registers while this iteration's are used
+    if AHEAD > 0:  # the next tiles' loads are in flight in registers while this iteration's are used
         x_r_next, x_a_next = _stream_loads(xu_ptr, u, lag_tiles, n_units, n_batch, n_channels, hw_u, PER_CHANNEL,
                                            SEGS, TILE, PLANES, LANES, UNMASKED)
     if AHEAD == 2:  # and the tiles after them
@@ -908,27 +890,7 @@ def _batchnorm_streamed_kernel(
         # tile i of this program's share of stage `step` (read from DRAM) and of stage step - LAG (applied)
         u = (step * tl.num_programs(0) + g) * SHARE + i
         u_next = tl.where(i + 1 < SHARE, u + 1, u - i + per_step)
-        if HOLD:  # only x from DRAM, read once (evict_first); the applied tile is the one read LAG steps ago
-            if AHEAD > 0:
-                x_r = x_r_next
-                x_r_next = _stream_load(xu_ptr, u_next, n_units, n_batch, n_channels, hw_u, PER_CHANNEL, SEGS, TILE,
-                                        PLANES, LANES, UNMASKED, "evict_first")
-            else:
-                x_r = _stream_load(xu_ptr, u, n_units, n_batch, n_channels, hw_u, PER_CHANNEL, SEGS, TILE, PLANES,
-                                   LANES, UNMASKED, "evict_first")
-            if LAG == 1:
-                x_a = h1
-            elif LAG == 2:
-                x_a = h2
-            elif LAG == 3:
-                x_a = h3
-            else:
-                x_a = h4
-            h4 = h3
-            h3 = h2
-            h2 = h1
-            h1 = x_r
-        elif AHEAD == 2:
+        if AHEAD == 2:
             x_r, x_a = x_r_next, x_a_next
             x_r_next, x_a_next = x_r_far, x_a_far
             x_r_far, x_a_far = _stream_loads(xu_ptr, _stream_unit(t + 2, g, SHARE), lag_tiles, n_units, n_batch,
@@ -1136,14 +1098,6 @@ def _batch_norm_streamed(x, weight, bias, running_mean, running_var, num_batches
     # tiles per program and step (at most what spreads all tiles over one step)
     share = max(1, min(t["STREAM_BYTES"] * segs // (planes * hw * x.element_size() * n_programs),
                        triton.cdiv(n_units, n_programs)))
-    # HOLD: one tile a program and step, held for LAG steps (at most 4 in registers); where a channel spans more
-    # steps than that (few programs for its tiles), the tiles are re-read from L2 as without it
-    hold = bool(t["STREAM_HOLD"]) and 1 + triton.cdiv(per_channel - 1, n_programs) <= 4 and t["STREAM_LAG"] <= 4
-    if hold:
-        if stages != 1 or t["STREAM_AHEAD"] not in (0, 1, False, True):
-            raise ValueError(f"batchnorm streamed: STREAM_HOLD needs STREAM_STAGES 1 and STREAM_AHEAD 0 or 1, got "
-                             f"{stages} and {t['STREAM_AHEAD']!r}")
-        share = 1
     n_shares = triton.cdiv(n_units, share)
     # a channel of stage p must be all read (by every share meeting it) before step p + LAG applies it
     lag = max(t["STREAM_LAG"], 1 + triton.cdiv(per_channel - 1, share * n_programs))
@@ -1163,7 +1117,7 @@ def _batch_norm_streamed(x, weight, bias, running_mean, running_var, num_batches
         PER_CHANNEL=per_channel, SHARE=share, SEGS=segs, TILE=tile // unit, PLANES=planes,
         LANES=max(1, lanes // unit), GW=triton.next_power_of_2(triton.cdiv(per_channel, share) + 1), LAG=lag,
         STAGES=stages, AHEAD=int(t["STREAM_AHEAD"]), EVEN=even, UPDATE_RUNNING=update, EPOCH=epoch, WORDS=words_on,
-        UNMASKED=t["STREAM_UNMASKED"] and even, ONE_TREE=t["STREAM_ONE_TREE"], ASM=x.is_cuda, HOLD=hold,
+        UNMASKED=t["STREAM_UNMASKED"] and even, ONE_TREE=t["STREAM_ONE_TREE"], ASM=x.is_cuda,
         num_warps=t["num_warps_streamed"], maxnreg=maxnreg,
     )
     return y

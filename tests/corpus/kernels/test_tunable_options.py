@@ -91,14 +91,6 @@ OPTIONS: list[tuple[str, str, dict, str]] = [
     ("batchnorm", "streamed_values_masked_two_trees",  # the session-6 defaults: values (not words), masked loads,
      {"STRATEGY": "streamed", "STREAM_WORDS": False, "STREAM_UNMASKED": False,  # two and three reduction trees
       "STREAM_ONE_TREE": False, "STREAM_TILE": 64, "STREAM_BYTES": 2048, "num_warps_streamed": 2}, ""),
-    ("batchnorm", "streamed_hold",  # tiles held in registers for the apply (defaults: words, unmasked where whole)
-     {"STRATEGY": "streamed", "STREAM_HOLD": True}, ""),
-    ("batchnorm", "streamed_hold_lag3_two_planes_no_ahead",
-     {"STRATEGY": "streamed", "STREAM_HOLD": True, "STREAM_LAG": 3, "STREAM_AHEAD": False, "STREAM_TILE": 64,
-      "STREAM_PLANES": 2, "num_warps_streamed": 2}, ""),
-    ("batchnorm", "streamed_hold_lag4_values_masked",  # 256-value tiles cut the 70x70 planes
-     {"STRATEGY": "streamed", "STREAM_HOLD": True, "STREAM_LAG": 4, "STREAM_WORDS": False, "STREAM_UNMASKED": False,
-      "STREAM_TILE": 256}, ""),
     ("batchnorm", "staged_epoch_lag2",
      {"STRATEGY": "staged", "WORKSPACE": "epoch", "STAGE_BYTES": 2048, "STAGE_LAG": 2, "STAGE_TILE": 256,
       "STAGE_RUN": 64, "num_warps_staged": 2}, ""),
