@@ -69,3 +69,39 @@ def test_timing_close_to_do_bench():
     ours = statistics.median(time_callable(fn, lambda: [x.clone()], "cuda:0", config).median_ms for _ in range(3))
     ref = triton.testing.do_bench(lambda: fn(x), warmup=25, rep=100, return_mode="median")
     assert abs(ours / ref - 1) < 0.05, (ours, ref)
+
+
+H200_PEAKS = {"bfloat16": 796e12, "tf32": 406e12, "float32": 51e12}  # corpus/accelerators/h200.yaml, measured
+LIBRARY = REPO / "corpus" / "kernels"
+
+
+def test_fp32_tensor_core_gemm_is_judged_against_a_third_of_tf32():
+    """Our 3xTF32 GEMM (fp32-accurate) passes against the H200's peaks as agent sessions give them, at a share of
+    tf32 / 3; judged against the SIMT fp32 rate alone (the rule before, and what a peaks map without tf32 still
+    gets) it is faster than the limit and rejected as a timer escape."""
+    from harness import HardwarePeaks
+
+    spec = LIBRARY / "gemm_epilogue" / "specs" / "linear_gelu_fp32_4096.py"
+    source = (LIBRARY / "gemm_epilogue" / "kernel.py").read_text()
+    config = EvalConfig(max_timing_s=0.3, time_compile_baseline=False, timeout_s=240, trials=1)
+    judged = evaluate(spec, source, device="cuda:0", config=config, peaks=HardwarePeaks(4.25e12, H200_PEAKS))
+    simt_only = evaluate(spec, source, device="cuda:0", config=config,
+                         peaks=HardwarePeaks(4.25e12, {"float32": H200_PEAKS["float32"]}))
+    assert judged.status is Status.passed, judged.reasons
+    assert judged.limit_kind == "compute" and 0.3 < judged.fraction_of_limit < 1.0
+    assert simt_only.status is Status.rejected and "implausible" in simt_only.reasons[0]
+
+
+def test_causal_attention_is_judged_on_the_flops_it_needs():
+    """The causal spec's get_flops counts the keys each query sees; the reference's count (every masked score)
+    would put a flash kernel that skips the masked blocks above the bf16 limit."""
+    from harness import HardwarePeaks
+
+    spec = LIBRARY / "attention" / "specs" / "attention_causal_bf16_d128.py"
+    source = (LIBRARY / "attention" / "kernel.py").read_text()
+    config = EvalConfig(max_timing_s=0.3, time_compile_baseline=False, timeout_s=240, trials=1)
+    verdict = evaluate(spec, source, device="cuda:0", config=config, peaks=HardwarePeaks(4.25e12, H200_PEAKS))
+    assert verdict.status is Status.passed, verdict.reasons
+    assert verdict.limit_kind == "compute" and 0.3 < verdict.fraction_of_limit < 1.0
+    dense = 4 * 4 * 16 * 4096 * 4096 * 128  # what FlopCounterMode counts on the reference
+    assert verdict.flops < dense / 2 + dense / 4096 and dense / (verdict.latency_ms * 1e-3) > 1.05 * 796e12
