@@ -174,3 +174,40 @@ def test_word_helpers_are_layernorm_pair_helpers():
     assert set(ours) == set(theirs) == set(_SHARED_PAIR_HELPERS)
     for name in _SHARED_PAIR_HELPERS:
         assert ours[name] == theirs[name], f"copy layernorm/kernel.py's {name} into batchnorm/kernel.py"
+
+
+@pytest.mark.parametrize(("stream_bytes", "lag", "programs", "lag_used"), [
+    (2016, 1, 12, 1),  # 2 tiles a program: 32-tile stages trimmed to 24 (one channel), 12 of the 16 programs
+    (3024, 1, 16, 1),  # 3 tiles a program: 48-tile stages are two whole channels as they are
+    (3024, 2, 16, 2),  # aligned, and LAG 2 asked for
+])
+def test_streamed_align_applies_whole_channel_stages_a_step_later(stream_bytes, lag, programs, lag_used, monkeypatch):
+    """STREAM_ALIGN: a stage is a whole number of channels (24 tiles of 16 values each: 6 planes of 9x7 cut in 4), so
+    LAG 1 applies it the step after it is read; y and the running statistics as BatchNorm2d's."""
+    k = kernel()
+    launches = []
+
+    class Recorder:  # stands in for the @triton.jit kernel: records the launch, then runs it
+        def __init__(self, jit):
+            self.jit = jit
+
+        def __getitem__(self, grid):
+            def launch(*args, **kwargs):
+                launches.append((grid, kwargs))
+                return self.jit[grid](*args, **kwargs)
+            return launch
+
+    monkeypatch.setattr(k, "_batchnorm_streamed_kernel", Recorder(k._batchnorm_streamed_kernel))
+    for key, value in {"STRATEGY": "streamed", "STREAM_ALIGN": True, "STREAM_LAG": lag, "STREAM_TILE": 16,
+                       "STREAM_BYTES": stream_bytes, "num_warps_streamed": 2}.items():
+        monkeypatch.setitem(k.TUNABLES, key, value)
+    torch.manual_seed(11)
+    ref, new = _model_pair(k)
+    x = torch.randn(6, 5, 9, 7) * 3.0 + 2.0
+    with torch.no_grad():
+        torch.testing.assert_close(new(x), ref(x), atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(new.running_mean, ref.running_mean, atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(new.running_var, ref.running_var, atol=1e-6, rtol=1e-5)
+    [(grid, kw)] = launches
+    assert grid == (programs,) and kw["LAG"] == lag_used and kw["PER_CHANNEL"] == 24
+    assert (kw["SHARE"] * programs) % kw["PER_CHANNEL"] == 0
