@@ -156,11 +156,6 @@ TUNABLES = {
     # reduces (sum, sum of squares, words not in) in one tree: one barrier pair each instead of two and three
     # (fp32 0.1164 against 0.1176 ms: sweep-20261201T044106Z.json)
     "STREAM_ONE_TREE": True,
-    # streamed: fewer programs (at most a channel's tiles fewer), so that a stage is a whole number of channels; no
-    # channel then spans two stages, and a stage is applied the step after it is read (LAG 1, where STREAM_LAG is 1):
-    # two stages live in L2 instead of three, against a wait for the slowest program each step. The default's
-    # re-reads miss L2 for 10.6% (bf16) / 8.8% (fp32) of x (ncu-h200-20261201T1316Z.txt).
-    "STREAM_ALIGN": False,
 }
 _AUTO_STREAMED_MIN_BYTES = 64 << 20  # "auto": below this x stays in L2, where two_kernel's second read is cheap
 _STREAM_TILE_BYTES = 16384  # streamed, STREAM_PLANES 0: bytes of x a tile moves
@@ -1103,16 +1098,9 @@ def _batch_norm_streamed(x, weight, bias, running_mean, running_var, num_batches
     # tiles per program and step (at most what spreads all tiles over one step)
     share = max(1, min(t["STREAM_BYTES"] * segs // (planes * hw * x.element_size() * n_programs),
                        triton.cdiv(n_units, n_programs)))
-    if t["STREAM_ALIGN"]:  # the largest stage of whole channels that the resident programs cover
-        whole = share * n_programs // per_channel * per_channel
-        aligned = max((q for q in range(whole, 0, -per_channel) if q % share == 0), default=0)
-        if aligned and n_programs - aligned // share <= per_channel:
-            n_programs = aligned // share
     n_shares = triton.cdiv(n_units, share)
     # a channel of stage p must be all read (by every share meeting it) before step p + LAG applies it
-    # a stage of whole channels (STREAM_ALIGN) never shares a channel with the next: LAG 1 suffices
-    whole_channels = (share * n_programs) % per_channel == 0
-    lag = max(t["STREAM_LAG"], 1 if whole_channels else 1 + triton.cdiv(per_channel - 1, share * n_programs))
+    lag = max(t["STREAM_LAG"], 1 + triton.cdiv(per_channel - 1, share * n_programs))
     words = triton.cdiv(share - 1, per_channel) + 1  # channels a share meets at most: one word each
     layout = ("streamed", n_units, per_channel, share)
     ticket, slots, epoch = _slot_words(x.device, n_programs, n_shares * words, layout)

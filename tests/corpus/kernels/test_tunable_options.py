@@ -91,9 +91,6 @@ OPTIONS: list[tuple[str, str, dict, str]] = [
     ("batchnorm", "streamed_values_masked_two_trees",  # the session-6 defaults: values (not words), masked loads,
      {"STRATEGY": "streamed", "STREAM_WORDS": False, "STREAM_UNMASKED": False,  # two and three reduction trees
       "STREAM_ONE_TREE": False, "STREAM_TILE": 64, "STREAM_BYTES": 2048, "num_warps_streamed": 2}, ""),
-    ("batchnorm", "streamed_align_lag1",  # stages of whole channels, applied the step after
-     {"STRATEGY": "streamed", "STREAM_ALIGN": True, "STREAM_LAG": 1, "STREAM_TILE": 64, "STREAM_BYTES": 4096,
-      "num_warps_streamed": 2}, ""),
     ("batchnorm", "staged_epoch_lag2",
      {"STRATEGY": "staged", "WORKSPACE": "epoch", "STAGE_BYTES": 2048, "STAGE_LAG": 2, "STAGE_TILE": 256,
       "STAGE_RUN": 64, "num_warps_staged": 2}, ""),
