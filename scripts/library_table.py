@@ -46,7 +46,7 @@ def rows_by_spec(files: list[Path], drop: frozenset[tuple[str, str]] = frozenset
                  ) -> dict[tuple[str, str], list[tuple[dict, dict, Path]]]:
     """(family, spec) -> every (row, file payload, file) of it, newest file first (files ordered by their "date");
     (file stem, spec) in drop are skipped (a row measuring a configuration that was reverted afterwards), and so
-    are a spec's rows without a FLOP count where it has rows with one."""
+    are a spec's rows without a FLOP count where its rows with one find it compute-bound."""
     loaded = [(json.loads(f.read_text()), f) for f in files]
     loaded.sort(key=lambda pf: pf[0].get("date", ""), reverse=True)
     runs: dict[tuple[str, str], list[tuple[dict, dict, Path]]] = {}
@@ -55,10 +55,10 @@ def rows_by_spec(files: list[Path], drop: frozenset[tuple[str, str]] = frozenset
             if (f.stem, row["spec"]) not in drop:
                 runs.setdefault((row["family"], row["spec"]), []).append((row, payload, f))
     # Rows from before the harness counted FLOPs give a compute-bound spec a share of the memory limit only:
-    # where a spec has rows with a FLOP count, those alone stand.
+    # where a spec's rows with a FLOP count find it compute-bound, those alone stand (a memory-bound spec keeps all).
     for key, rows in runs.items():
         counted = [r for r in rows if "flops" in r[0]]
-        if counted:
+        if any(r[0].get("limit_kind") == "compute" for r in counted):
             runs[key] = counted
     return runs
 

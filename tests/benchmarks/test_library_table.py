@@ -45,7 +45,7 @@ def test_median_row_is_the_middle_latency_across_files(tmp_path: Path):
 
 def test_rows_with_a_flop_count_supersede_rows_without(tmp_path: Path):
     """A compute-bound spec's rows from before the harness counted FLOPs (a share of the memory limit) are left
-    out once it has rows with a count; a spec without such rows keeps all of its rows."""
+    out once its rows with a count find it compute-bound; a memory-bound spec keeps all of its rows."""
     def results(name: str, date: str, rows: list[dict]) -> Path:
         (tmp_path / name).write_text(json.dumps({"date": date, "rows": rows}))
         return tmp_path / name
@@ -55,10 +55,11 @@ def test_rows_with_a_flop_count_supersede_rows_without(tmp_path: Path):
                     {"family": "pool", "spec": "avg", "latency_ms": ms}])
            for i, ms in enumerate([0.110, 0.111, 0.112])]
     new = results("new.json", "2026-12-01T12:00:00Z",
-                  [{"family": "gemm", "spec": "tall", "latency_ms": 0.130, "flops": 10, "limit_kind": "compute"}])
+                  [{"family": "gemm", "spec": "tall", "latency_ms": 0.130, "flops": 10, "limit_kind": "compute"},
+                   {"family": "pool", "spec": "avg", "latency_ms": 0.113, "flops": 0, "limit_kind": "memory"}])
     picked = {row["spec"]: row for row, _, _ in median_rows([*old, new])}
     assert picked["tall"]["latency_ms"] == 0.130 and picked["tall"]["limit_kind"] == "compute"
-    assert picked["avg"]["latency_ms"] == 0.111
+    assert picked["avg"]["latency_ms"] == 0.112  # memory-bound: all four rows stand (the slower middle one)
     failed = results("failed.json", "2026-12-01T13:00:00Z",  # a harness error row carries the key, so it stands
                      [{"family": "gemm", "spec": "tall", "status": "harness_error", "latency_ms": None, "flops": None}])
     [row] = [r for r, _, _ in median_rows([*old, new, failed]) if r["spec"] == "tall"]
