@@ -11,7 +11,9 @@ import pytest
 import torch
 from harness_helpers import REPO, SPECS, candidate
 
+from benchmarks.bench_library import H200_COPY_BANDWIDTH_GBPS, H200_PEAK_TFLOPS
 from harness import EvalConfig, Status, WorkerPool, evaluate
+from harness.peaks import parse_peak_tflops
 
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
@@ -71,7 +73,8 @@ def test_timing_close_to_do_bench():
     assert abs(ours / ref - 1) < 0.05, (ours, ref)
 
 
-H200_PEAKS = {"bfloat16": 796e12, "tf32": 406e12, "float32": 51e12}  # corpus/accelerators/h200.yaml, measured
+H200_PEAKS = parse_peak_tflops(H200_PEAK_TFLOPS)  # the H200's measured rates (test_bench_library: = its facts file)
+H200_BANDWIDTH = H200_COPY_BANDWIDTH_GBPS * 1e9
 LIBRARY = REPO / "corpus" / "kernels"
 
 
@@ -84,9 +87,9 @@ def test_fp32_tensor_core_gemm_is_judged_against_a_third_of_tf32():
     spec = LIBRARY / "gemm_epilogue" / "specs" / "linear_gelu_fp32_4096.py"
     source = (LIBRARY / "gemm_epilogue" / "kernel.py").read_text()
     config = EvalConfig(max_timing_s=0.3, time_compile_baseline=False, timeout_s=240, trials=1)
-    judged = evaluate(spec, source, device="cuda:0", config=config, peaks=HardwarePeaks(4.25e12, H200_PEAKS))
+    judged = evaluate(spec, source, device="cuda:0", config=config, peaks=HardwarePeaks(H200_BANDWIDTH, H200_PEAKS))
     simt_only = evaluate(spec, source, device="cuda:0", config=config,
-                         peaks=HardwarePeaks(4.25e12, {"float32": H200_PEAKS["float32"]}))
+                         peaks=HardwarePeaks(H200_BANDWIDTH, {"float32": H200_PEAKS["float32"]}))
     assert judged.status is Status.passed, judged.reasons
     assert judged.limit_kind == "compute" and 0.3 < judged.fraction_of_limit < 1.0
     assert simt_only.status is Status.rejected and "implausible" in simt_only.reasons[0]
@@ -100,7 +103,7 @@ def test_causal_attention_is_judged_on_the_flops_it_needs():
     spec = LIBRARY / "attention" / "specs" / "attention_causal_bf16_d128.py"
     source = (LIBRARY / "attention" / "kernel.py").read_text()
     config = EvalConfig(max_timing_s=0.3, time_compile_baseline=False, timeout_s=240, trials=1)
-    verdict = evaluate(spec, source, device="cuda:0", config=config, peaks=HardwarePeaks(4.25e12, H200_PEAKS))
+    verdict = evaluate(spec, source, device="cuda:0", config=config, peaks=HardwarePeaks(H200_BANDWIDTH, H200_PEAKS))
     assert verdict.status is Status.passed, verdict.reasons
     assert verdict.limit_kind == "compute" and 0.3 < verdict.fraction_of_limit < 1.0
     dense = 4 * 4 * 16 * 4096 * 4096 * 128  # what FlopCounterMode counts on the reference
