@@ -39,9 +39,6 @@ TUNABLES = {
     "FLATTEN": False,  # persistent kernel only: flatten tile and K loops so loads for the next tile prefetch
     "WARP_SPECIALIZE": False,  # persistent kernel only: compiler warp specialisation of the tile loop (GPU only)
     "PROGRAMS_PER_SM": 1,  # persistent kernel only: 2 = two programs per SM, one's epilogue overlapping the other's MMAs
-    # persistent kernel only: the tiles of the last, partial round cut along K over all programs (stream-K), so no
-    # SM idles for a whole tile at the end (512 tall tiles on 132 SMs: 116 SMs run a 4th tile, 16 idle)
-    "STREAM_K": False,
     # EPILOGUE_16BIT: the epilogue's arithmetic on 16-bit outputs (not the row-sum path). "fp32": everything in
     # fp32, one rounding at the store. "lean": the bias as the accumulator's start value (one add less), the scale
     # folded into GELU's half (h = x * scale / 2, y = h + h tanh z: one multiply less), and the residual added to
@@ -63,7 +60,6 @@ TUNABLES = {
     "TALL_FLATTEN": False,
     "TALL_WARP_SPECIALIZE": False,
     "TALL_PROGRAMS_PER_SM": 1,
-    "TALL_STREAM_K": False,
     # "lean" 0.1167-0.1214 ms against "fp32" 0.1182-0.1214, interleaved (benchmarks/results/sweep-20261201T012240Z.json)
     "TALL_EPILOGUE_16BIT": "lean",
     # fp32 inputs, every shape: the same keys with an FP32_ prefix
@@ -79,7 +75,6 @@ TUNABLES = {
     "FP32_FLATTEN": False,
     "FP32_WARP_SPECIALIZE": False,
     "FP32_PROGRAMS_PER_SM": 1,
-    "FP32_STREAM_K": False,
     "FP32_EPILOGUE_16BIT": "fp32",  # fp32 outputs are always computed in fp32 (the key completes the FP32_ set)
     # "tf32x3" (default): each fp32 operand split into a TF32 high part and a TF32 remainder, three
     # tensor-core products (the remainder x remainder term dropped): relative error near fp32 FMA's
@@ -243,29 +238,8 @@ def _gemm_epilogue_kernel(
 
 
 @triton.jit
-def _tile_epilogue(acc, off_m, off_n, b_ptr, r_ptr, y_ptr, r_desc, y_desc, M, N, stride_rm, stride_rn, stride_ym,
-                   stride_yn, scale, HAS_BIAS: tl.constexpr, HAS_RESIDUAL: tl.constexpr, ACTIVATION: tl.constexpr,
-                   ROW_SUM: tl.constexpr, TMA_EPILOGUE: tl.constexpr, EPILOGUE_SUBTILE: tl.constexpr,
-                   LEAN: tl.constexpr, PACKED_ADD: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
-    """The epilogue of one finished tile, whole or (EPILOGUE_SUBTILE=2) as two (BLOCK_M, BLOCK_N/2) halves."""
-    if EPILOGUE_SUBTILE == 2:
-        halves = tl.permute(tl.reshape(acc, (BLOCK_M, 2, BLOCK_N // 2)), (0, 2, 1))
-        acc0, acc1 = tl.split(halves)
-        _epilogue(acc0, off_m, off_n, b_ptr, r_ptr, y_ptr, r_desc, y_desc, M, N, stride_rm, stride_rn,
-                  stride_ym, stride_yn, scale, HAS_BIAS, HAS_RESIDUAL, ACTIVATION, ROW_SUM, TMA_EPILOGUE,
-                  LEAN, PACKED_ADD, BLOCK_M, BLOCK_N // 2)
-        _epilogue(acc1, off_m, off_n + BLOCK_N // 2, b_ptr, r_ptr, y_ptr, r_desc, y_desc, M, N, stride_rm,
-                  stride_rn, stride_ym, stride_yn, scale, HAS_BIAS, HAS_RESIDUAL, ACTIVATION, ROW_SUM,
-                  TMA_EPILOGUE, LEAN, PACKED_ADD, BLOCK_M, BLOCK_N // 2)
-    else:
-        _epilogue(acc, off_m, off_n, b_ptr, r_ptr, y_ptr, r_desc, y_desc, M, N, stride_rm, stride_rn,
-                  stride_ym, stride_yn, scale, HAS_BIAS, HAS_RESIDUAL, ACTIVATION, ROW_SUM, TMA_EPILOGUE,
-                  LEAN, PACKED_ADD, BLOCK_M, BLOCK_N)
-
-
-@triton.jit
 def _gemm_epilogue_tma_kernel(
-    x_desc, w_desc, r_desc, y_desc, b_ptr, r_ptr, y_ptr, ws_ptr, flag_ptr,
+    x_desc, w_desc, r_desc, y_desc, b_ptr, r_ptr, y_ptr,
     M, N, K,
     stride_rm, stride_rn,
     stride_ym, stride_yn,
@@ -274,7 +248,6 @@ def _gemm_epilogue_tma_kernel(
     IS_FP32: tl.constexpr, FP32_PRECISION: tl.constexpr, UPCAST_DOT: tl.constexpr, NUM_PROGRAMS: tl.constexpr,
     TMA_EPILOGUE: tl.constexpr, EPILOGUE_SUBTILE: tl.constexpr, FLATTEN: tl.constexpr,
     WARP_SPECIALIZE: tl.constexpr, LEAN: tl.constexpr, PACKED_ADD: tl.constexpr, BIAS_IN_ACC: tl.constexpr,
-    STREAM_K: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
 ):
     """Persistent: one program per SM walks the tiles; x and W tiles come by TMA (edges zero-filled).
@@ -283,22 +256,10 @@ def _gemm_epilogue_tma_kernel(
     WARP_SPECIALIZE asks the compiler to split loads, MMAs and the epilogue into warp groups (the loop
     form of Triton's persistent-matmul tutorial); EPILOGUE_SUBTILE=2 runs the epilogue on two
     (BLOCK_M, BLOCK_N/2) halves so fewer fp32 values are live at once.
-    STREAM_K (the host sets it only where the tiles are not a whole number of rounds): the last
-    n_tiles % NUM_PROGRAMS tiles, which would leave the other SMs idle for a whole tile, are cut along K into
-    NUM_PROGRAMS even ranges of k-steps instead (stream-K). A range meets at most two tiles: the head of a
-    tile that goes on in the next program's range (its fp32 partial goes to the program's workspace slot,
-    then a released flag), done first, and the end of a tile begun in earlier programs' ranges, whose
-    partials the program waits for, adds and runs the epilogue on. A program only waits on lower ids, which
-    start first, so all programs need not be resident; the waiter clears the flag (ready for the next launch).
     """
     n_tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
     k_steps = tl.cdiv(K, BLOCK_K)
-    if STREAM_K:
-        n_sk_tiles = n_tiles % NUM_PROGRAMS
-    else:
-        n_sk_tiles = 0
-    n_dp_tiles = n_tiles - n_sk_tiles
-    for tile in tl.range(tl.program_id(0), n_dp_tiles, NUM_PROGRAMS, flatten=FLATTEN,
+    for tile in tl.range(tl.program_id(0), n_tiles, NUM_PROGRAMS, flatten=FLATTEN,
                          warp_specialize=WARP_SPECIALIZE):
         pid_m, pid_n = _tile_coords(tile, M, N, BLOCK_M, BLOCK_N, GROUP_M)
         off_m = pid_m * BLOCK_M
@@ -308,52 +269,23 @@ def _gemm_epilogue_tma_kernel(
             a = x_desc.load([off_m, k * BLOCK_K])
             b = w_desc.load([off_n, k * BLOCK_K])  # a (BLOCK_N, BLOCK_K) tile of W
             acc = _mma(a, b.T, acc, IS_FP32, FP32_PRECISION, UPCAST_DOT)
-        _tile_epilogue(acc, off_m, off_n, b_ptr, r_ptr, y_ptr, r_desc, y_desc, M, N, stride_rm, stride_rn,
-                       stride_ym, stride_yn, scale, HAS_BIAS, HAS_RESIDUAL, ACTIVATION, ROW_SUM, TMA_EPILOGUE,
-                       EPILOGUE_SUBTILE, LEAN, PACKED_ADD, BLOCK_M, BLOCK_N)
-    if STREAM_K:
-        pid = tl.program_id(0)
-        units = n_sk_tiles * k_steps
-        lo = pid * units // NUM_PROGRAMS
-        hi = (pid + 1) * units // NUM_PROGRAMS
-        offs = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
-        # The tiles the range meets, highest first: the head handed on is published before this program waits.
-        t_first = lo // k_steps
-        for i in range(0, (hi - 1) // k_steps - t_first + 1):
-            t = (hi - 1) // k_steps - i
-            k_lo = tl.maximum(lo - t * k_steps, 0)
-            k_hi = tl.minimum(hi - t * k_steps, k_steps)
-            pid_m, pid_n = _tile_coords(n_dp_tiles + t, M, N, BLOCK_M, BLOCK_N, GROUP_M)
-            off_m = pid_m * BLOCK_M
-            off_n = pid_n * BLOCK_N
-            acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-            if BIAS_IN_ACC:  # the bias starts the tile's first range only
-                cols = off_n + tl.arange(0, BLOCK_N)
-                n_bias = tl.where(k_lo == 0, N, 0)  # a scalar bound: no bias columns past the first range
-                acc += tl.load(b_ptr + cols, mask=cols < n_bias, other=0.0).to(tl.float32)[None, :]
-            for k in range(k_lo, k_hi):
-                a = x_desc.load([off_m, k * BLOCK_K])
-                b = w_desc.load([off_n, k * BLOCK_K])
-                acc = _mma(a, b.T, acc, IS_FP32, FP32_PRECISION, UPCAST_DOT)
-            if k_hi == k_steps:  # this range ends the tile: add the partials of the ranges before it
-                first = ((t * k_steps + 1) * NUM_PROGRAMS - 1) // units  # the program holding its first k-step
-                for q in range(first, pid):
-                    while tl.atomic_add(flag_ptr + q, 0, sem="acquire") == 0:
-                        pass
-                    acc += tl.load(ws_ptr + q * (BLOCK_M * BLOCK_N) + offs, cache_modifier=".cg")
-                    tl.atomic_xchg(flag_ptr + q, 0)
-                _tile_epilogue(acc, off_m, off_n, b_ptr, r_ptr, y_ptr, r_desc, y_desc, M, N, stride_rm,
-                               stride_rn, stride_ym, stride_yn, scale, HAS_BIAS, HAS_RESIDUAL, ACTIVATION,
-                               ROW_SUM, TMA_EPILOGUE, EPILOGUE_SUBTILE, LEAN, PACKED_ADD, BLOCK_M, BLOCK_N)
-            else:  # the head of a tile that the next ranges end: hand the partial on
-                tl.store(ws_ptr + pid * (BLOCK_M * BLOCK_N) + offs, acc, cache_modifier=".cg")
-                tl.debug_barrier()  # every thread's stores before the one release below
-                tl.atomic_xchg(flag_ptr + pid, 1, sem="release")
+        if EPILOGUE_SUBTILE == 2:
+            halves = tl.permute(tl.reshape(acc, (BLOCK_M, 2, BLOCK_N // 2)), (0, 2, 1))
+            acc0, acc1 = tl.split(halves)
+            _epilogue(acc0, off_m, off_n, b_ptr, r_ptr, y_ptr, r_desc, y_desc, M, N, stride_rm, stride_rn,
+                      stride_ym, stride_yn, scale, HAS_BIAS, HAS_RESIDUAL, ACTIVATION, ROW_SUM, TMA_EPILOGUE,
+                      LEAN, PACKED_ADD, BLOCK_M, BLOCK_N // 2)
+            _epilogue(acc1, off_m, off_n + BLOCK_N // 2, b_ptr, r_ptr, y_ptr, r_desc, y_desc, M, N, stride_rm,
+                      stride_rn, stride_ym, stride_yn, scale, HAS_BIAS, HAS_RESIDUAL, ACTIVATION, ROW_SUM,
+                      TMA_EPILOGUE, LEAN, PACKED_ADD, BLOCK_M, BLOCK_N // 2)
+        else:
+            _epilogue(acc, off_m, off_n, b_ptr, r_ptr, y_ptr, r_desc, y_desc, M, N, stride_rm, stride_rn,
+                      stride_ym, stride_yn, scale, HAS_BIAS, HAS_RESIDUAL, ACTIVATION, ROW_SUM, TMA_EPILOGUE,
+                      LEAN, PACKED_ADD, BLOCK_M, BLOCK_N)
 
 
 _STRATEGY = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_warps", "num_stages", "PERSISTENT_TMA",
-             "TMA_EPILOGUE", "EPILOGUE_SUBTILE", "FLATTEN", "WARP_SPECIALIZE", "PROGRAMS_PER_SM", "EPILOGUE_16BIT",
-             "STREAM_K")
+             "TMA_EPILOGUE", "EPILOGUE_SUBTILE", "FLATTEN", "WARP_SPECIALIZE", "PROGRAMS_PER_SM", "EPILOGUE_16BIT")
 
 
 def _config(dtype: torch.dtype, M: int, N: int) -> dict:
@@ -376,19 +308,6 @@ def _tma_ok(*tensors: torch.Tensor) -> bool:
 
 
 _SM_COUNT: dict = {}
-_STREAM_K_WORKSPACE: dict = {}
-
-
-def _stream_k_workspace(device: torch.device, programs: int, tile_values: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """(fp32 partial slots, int32 flags) for stream-K, one set per device, stream and size: the flags start at
-    0 and every launch leaves them at 0 (the waiter clears each), so nothing is refilled between launches;
-    a launch on another stream must not share them."""
-    stream = torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else 0
-    key = (device, stream, programs, tile_values)
-    if key not in _STREAM_K_WORKSPACE:
-        _STREAM_K_WORKSPACE[key] = (torch.empty(programs * tile_values, device=device, dtype=torch.float32),
-                                    torch.zeros(programs, device=device, dtype=torch.int32))
-    return _STREAM_K_WORKSPACE[key]
 
 
 def _num_sms(device: torch.device) -> int:
@@ -469,14 +388,8 @@ def gemm_epilogue(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | No
                         and (row_sum or _tma_ok(y)))
         r_desc = TensorDescriptor.from_tensor(r2, epi_block) if tma_epilogue and residual is not None else r2
         y_desc = TensorDescriptor.from_tensor(y, epi_block) if tma_epilogue and not row_sum else y
-        # stream-K only where the last round is partial (n_programs <= SMs: the waits only go to lower ids)
-        stream_k = bool(cfg["STREAM_K"]) and n_tiles > n_programs and n_tiles % n_programs != 0
-        if stream_k:
-            ws, flags = _stream_k_workspace(x.device, n_programs, cfg["BLOCK_M"] * cfg["BLOCK_N"])
-        else:
-            ws, flags = y, y  # never touched
         _gemm_epilogue_tma_kernel[(n_programs,)](
-            x_desc, w_desc, r_desc, y_desc, b, r2, y, ws, flags,
+            x_desc, w_desc, r_desc, y_desc, b, r2, y,
             M, N, K,
             r2.stride(0), r2.stride(1),
             y.stride(0), y.stride(1),
@@ -485,7 +398,6 @@ def gemm_epilogue(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | No
             FLATTEN=bool(cfg["FLATTEN"]),
             # the interpreter runs loops as Python loops: warp specialisation is a GPU compile-time choice
             WARP_SPECIALIZE=bool(cfg["WARP_SPECIALIZE"]) and x.device.type == "cuda",
-            STREAM_K=stream_k,
             **common,
         )
     else:
