@@ -1,0 +1,40 @@
+"""The Gluon GEMM probe against float32 torch on a Hopper GPU, at shapes with partial tiles and a ragged K (TMA
+zero-fills the loads past the edges and clips the stores). Skipped without an sm_90 GPU; its run on the H200 is
+logged under benchmarks/results/logs/."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytestmark = [pytest.mark.gpu,
+              pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.get_device_capability() != (9, 0),
+                                 reason="needs an sm_90 (Hopper) GPU")]
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _probe():
+    spec = importlib.util.spec_from_file_location("gluon_gemm_probe", REPO / "benchmarks" / "gpu" / "gluon_gemm_probe.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("m, k, n", [(1000, 520, 328), (4096, 2048, 512)])  # partial tiles and K; the tall form
+@pytest.mark.parametrize("config", [{"BK": 64, "STAGES": 3, "GROUP_M": 1}, {"BK": 32, "STAGES": 6, "GROUP_M": 8}])
+def test_gluon_gemm_matches_float32(m: int, k: int, n: int, config: dict):
+    probe = _probe()
+    torch.manual_seed(0)
+    x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+    w = (torch.randn(n, k, device="cuda") / k**0.5).to(torch.bfloat16)
+    b = torch.randn(n, device="cuda", dtype=torch.bfloat16)
+    r = torch.randn(m, n, device="cuda", dtype=torch.bfloat16)
+    y = probe.gluon_gemm(x, w, b, r, 0.5, **config)
+    expected = torch.nn.functional.gelu(x.float() @ w.float().T + b.float()) * 0.5 + r.float()
+    torch.testing.assert_close(y.float(), expected, atol=3e-2, rtol=2e-2)
+    wrong = probe.gluon_gemm(x, w, b, torch.zeros_like(r), 0.5, **config)  # the residual is really added
+    assert (wrong.float() - expected).abs().max().item() > 1.0
