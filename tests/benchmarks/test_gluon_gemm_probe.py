@@ -25,16 +25,22 @@ def _probe():
 
 
 @pytest.mark.parametrize("m, k, n", [(1000, 520, 328), (4096, 2048, 512)])  # partial tiles and K; the tall form
-@pytest.mark.parametrize("config", [{"BK": 64, "STAGES": 3, "GROUP_M": 1}, {"BK": 32, "STAGES": 6, "GROUP_M": 8}])
-def test_gluon_gemm_matches_float32(m: int, k: int, n: int, config: dict):
+@pytest.mark.parametrize("fn, config", [
+    ("gluon_gemm", {"BK": 64, "STAGES": 3, "GROUP_M": 1}),
+    ("gluon_gemm", {"BK": 32, "STAGES": 6, "GROUP_M": 8}),
+    ("gluon_gemm_ws", {"BK": 64, "STAGES": 3, "GROUP_M": 8}),  # warp-specialised: a loader warp, two consumers
+    ("gluon_gemm_ws_epi", {"STAGES": 3, "GROUP_M": 8}),  # and the epilogue in a warp group of its own
+])
+def test_gluon_gemm_matches_float32(m: int, k: int, n: int, fn: str, config: dict):
     probe = _probe()
+    gemm = getattr(probe, fn)
     torch.manual_seed(0)
     x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
     w = (torch.randn(n, k, device="cuda") / k**0.5).to(torch.bfloat16)
     b = torch.randn(n, device="cuda", dtype=torch.bfloat16)
     r = torch.randn(m, n, device="cuda", dtype=torch.bfloat16)
-    y = probe.gluon_gemm(x, w, b, r, 0.5, **config)
+    y = gemm(x, w, b, r, 0.5, **config)
     expected = torch.nn.functional.gelu(x.float() @ w.float().T + b.float()) * 0.5 + r.float()
     torch.testing.assert_close(y.float(), expected, atol=3e-2, rtol=2e-2)
-    wrong = probe.gluon_gemm(x, w, b, torch.zeros_like(r), 0.5, **config)  # the residual is really added
+    wrong = gemm(x, w, b, torch.zeros_like(r), 0.5, **config)  # the residual is really added
     assert (wrong.float() - expected).abs().max().item() > 1.0
