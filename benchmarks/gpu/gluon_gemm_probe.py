@@ -42,6 +42,7 @@ REPO = Path(__file__).resolve().parents[2]
 # CPU) call them async_load / async_store
 _tma_load = getattr(tma, "async_load", None) or tma.async_copy_global_to_shared
 _tma_store = getattr(tma, "async_store", None) or tma.async_copy_shared_to_global
+_cta_barrier = getattr(gl, "thread_barrier", None) or gl.barrier  # triton 3.6 / later names
 
 
 @gluon.jit
@@ -139,7 +140,7 @@ def _gemm_gelu_residual_kernel(a_desc, b_desc, r_desc, y_desc, bias_ptr, N, scal
             mbarrier.wait(r_bar, n_done & 1)
             r = ry_buf.load(acc_layout)
             out = (y.to(gl.float32) + r.to(gl.float32)).to(dtype)
-            gl.thread_barrier()  # every warp has read the residual before the buffer takes the output
+            _cta_barrier()  # every warp has read the residual before the buffer takes the output
             ry_buf.store(out)
             fence_async_shared()
             _tma_store(y_desc, [pm * BM, pn * BN], ry_buf)
@@ -213,7 +214,7 @@ def _ws_consumer(r_desc, y_desc, a_bufs, b_bufs, ready, empty, ry_bufs, r_bars, 
         y = (half + half * th).to(dtype)
         mbarrier.wait(r_bar, n_done & 1)
         out = (y.to(gl.float32) + ry.load(acc_layout).to(gl.float32)).to(dtype)
-        gl.thread_barrier()  # this warp group has read the residual before the buffer takes the output
+        _cta_barrier()  # this warp group has read the residual before the buffer takes the output
         ry.store(out)
         fence_async_shared()
         _tma_store(y_desc, [row0, pn * BN], ry)
