@@ -26,7 +26,8 @@ def _probe():
 
 
 @pytest.mark.parametrize("shape", [(3, 5, 8, 8), (2, 3, 64, 64), (300, 7, 32, 32)])
-@pytest.mark.parametrize("config", [{"Q": 3, "NBUF": 2, "PER_SM": 4}, {"Q": 2, "NBUF": 3, "PER_SM": 4}])
+@pytest.mark.parametrize("config", [{"Q": 3, "NBUF": 2, "PER_SM": 4}, {"Q": 2, "NBUF": 3, "PER_SM": 4},
+                                    {"Q": 3, "PER_SM": 4, "STATIC": False}])
 def test_held_batch_norm_matches_float32(shape: tuple, config: dict):
     probe = _probe()
     torch.manual_seed(0)
