@@ -124,21 +124,11 @@ def _bn_held_kernel(x_desc, x_ptr, y_ptr, w_ptr, b_ptr, words_ptr, ticket_ptr, r
                 u = ap + q
                 c = c0p + u // N
                 n = u % N
-                if c != cur:
-                    mean, rstd, var = _channel_stats(words_ptr, x_ptr, c, c0p, N, HW, unitsp, tag, count, eps,
-                                                     max_spin, P, GW, num_warps)
-                    scale = gl.load(w_ptr + c).to(gl.float32) * rstd
-                    shift = gl.load(b_ptr + c).to(gl.float32) - mean * scale
+                if c != cur:  # n == 0: this share holds the channel's first plane
+                    scale, shift = _scale_shift(words_ptr, x_ptr, w_ptr, b_ptr, rm_ptr, rv_ptr, nbt_ptr, c, c0p, N,
+                                                HW, unitsp, tag, count, eps, momentum, max_spin, n == 0, P, GW,
+                                                UPDATE_RUNNING, num_warps)
                     cur = c
-                    if UPDATE_RUNNING:
-                        if n == 0:  # this share holds the channel's first plane
-                            rm = gl.load(rm_ptr + c)
-                            rv = gl.load(rv_ptr + c)
-                            unbiased = var * count / gl.maximum(count - 1.0, 1.0)
-                            gl.store(rm_ptr + c, ((1.0 - momentum) * rm + momentum * mean).to(rm.dtype))
-                            gl.store(rv_ptr + c, ((1.0 - momentum) * rv + momentum * unbiased).to(rv.dtype))
-                            if c == 0:
-                                gl.store(nbt_ptr, gl.load(nbt_ptr) + 1)
                 v = bufs.index(((step - LAG) % NBUF) * Q + q).load(layout).to(gl.float32)
                 gl.store(y_ptr + (n * C + c).to(gl.int64) * HW + offs, (v * scale + shift).to(dtype))
             _cta_barrier()  # every warp has read the buffer before the TMA below writes it
@@ -275,11 +265,7 @@ def _issue_share(x_desc, bufs, bars, pid, step, N, C, n_stages, Q: gl.constexpr,
 
 @gluon.jit
 def _publish(word_ptr, acc1, acc2, tag):
-    s1 = gl.sum(gl.sum(acc1, axis=1), axis=0)
-    s2 = gl.sum(gl.sum(acc2, axis=1), axis=0)
-    lo = s1.to(gl.int32, bitcast=True).to(gl.int64) & 0xFFFFFFFF
-    hi = (s2.to(gl.int32, bitcast=True) & 0x7FFFFFFF).to(gl.int64)
-    gl.atomic_xchg(word_ptr, (hi << 32) | lo | tag, sem="relaxed")
+    _publish_sums(word_ptr, gl.sum(gl.sum(acc1, axis=1), axis=0), gl.sum(gl.sum(acc2, axis=1), axis=0), tag)
 
 
 _WORKSPACE: dict = {}

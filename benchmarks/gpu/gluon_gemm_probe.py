@@ -54,6 +54,16 @@ def _tile_of(tile, n_blocks_m, n_blocks_n, GROUP_M: gl.constexpr):
 
 
 @gluon.jit
+def _gelu_scaled(v, scale):
+    """gelu(v) * scale in fp32, gelu's tanh form through tanh.approx (the library kernel's GELU_16BIT "tanh_hw")."""
+    half = (0.5 * scale) * v
+    inner = v * (0.7978845608028654 + 0.035677408136300125 * v * v)
+    th = gl.inline_asm_elementwise("tanh.approx.f32 $0, $1;", "=f,f", [inner], dtype=gl.float32, is_pure=True,
+                                   pack=1)
+    return half + half * th
+
+
+@gluon.jit
 def _issue(a_desc, b_desc, it, lk, lpm, lpn, total, bars, a_bufs, b_bufs, STAGES: gl.constexpr, BM: gl.constexpr,
            BN: gl.constexpr, BK: gl.constexpr):
     # the loads of flat iteration `it` (k-step lk of the tile at block (lpm, lpn)), if it exists
@@ -91,7 +101,7 @@ def _gemm_gelu_residual_kernel(a_desc, b_desc, r_desc, y_desc, bias_ptr, N, scal
     n_progs = gl.num_programs(0)
     my_tiles = (n_tiles - pid + n_progs - 1) // n_progs
     total = my_tiles * K_STEPS
-    # load side: flat iteration `li`, its k-step lk and tile (ltile, lpm, lpn)
+    # load side: the k-step lk and tile (ltile, lpm, lpn) of the next flat iteration to load
     ltile = pid
     lpm, lpn = _tile_of(ltile, n_blocks_m, N_BLOCKS_N, GROUP_M)
     lk = 0
@@ -132,11 +142,7 @@ def _gemm_gelu_residual_kernel(a_desc, b_desc, r_desc, y_desc, bias_ptr, N, scal
         if kk == K_STEPS:
             acc = warpgroup_mma_wait(0, deps=(acc,))
             # gelu (tanh form through tanh.approx) * scale, rounded, + residual, rounded: the spec's order
-            half = (0.5 * scale) * acc
-            inner = acc * (0.7978845608028654 + 0.035677408136300125 * acc * acc)
-            th = gl.inline_asm_elementwise("tanh.approx.f32 $0, $1;", "=f,f", [inner], dtype=gl.float32,
-                                           is_pure=True, pack=1)
-            y = (half + half * th).to(dtype)
+            y = _gelu_scaled(acc, scale).to(dtype)
             mbarrier.wait(r_bar, n_done & 1)
             r = ry_buf.load(acc_layout)
             out = (y.to(gl.float32) + r.to(gl.float32)).to(dtype)
@@ -207,11 +213,7 @@ def _ws_consumer(r_desc, y_desc, a_bufs, b_bufs, ready, empty, ry_bufs, r_bars, 
             it += 1
         acc = warpgroup_mma_wait(0, deps=(acc,))
         mbarrier.arrive(empty.index((it - 1) % STAGES))
-        half = (0.5 * scale) * acc
-        inner = acc * (0.7978845608028654 + 0.035677408136300125 * acc * acc)
-        th = gl.inline_asm_elementwise("tanh.approx.f32 $0, $1;", "=f,f", [inner], dtype=gl.float32, is_pure=True,
-                                       pack=1)
-        y = (half + half * th).to(dtype)
+        y = _gelu_scaled(acc, scale).to(dtype)
         mbarrier.wait(r_bar, n_done & 1)
         out = (y.to(gl.float32) + ry.load(acc_layout).to(gl.float32)).to(dtype)
         _cta_barrier()  # this warp group has read the residual before the buffer takes the output
@@ -327,11 +329,7 @@ def _epi_worker(hbuf, hfull, hfree, r_ptr, y_ptr, M, N, stride_rm, stride_ym, sc
         mbarrier.wait(hfull, n & 1)
         for c in gl.static_range(BM // CHUNK):
             v = hbuf.slice(c * CHUNK, CHUNK).load(layout).to(gl.float32)
-            half = (0.5 * scale) * v
-            inner = v * (0.7978845608028654 + 0.035677408136300125 * v * v)
-            th = gl.inline_asm_elementwise("tanh.approx.f32 $0, $1;", "=f,f", [inner], dtype=gl.float32,
-                                           is_pure=True, pack=1)
-            y = (half + half * th).to(hbuf.dtype)
+            y = _gelu_scaled(v, scale).to(hbuf.dtype)
             rows = pm * BM + c * CHUNK + rows0
             mask = gl.expand_dims(rows < M, 1) & gl.expand_dims(cols < N, 0)
             r = gl.load(r_ptr + gl.expand_dims(rows * stride_rm, 1) + gl.expand_dims(cols, 0), mask=mask, other=0.0)
@@ -339,13 +337,6 @@ def _epi_worker(hbuf, hfull, hfree, r_ptr, y_ptr, M, N, stride_rm, stride_ym, sc
             gl.store(y_ptr + gl.expand_dims(rows * stride_ym, 1) + gl.expand_dims(cols, 0), out, mask=mask)
         mbarrier.arrive(hfree)
         n += 1
-
-
-@gluon.jit
-def _epi_loader(a_desc, b_desc, a_bufs, b_bufs, ready, empty, n_tiles, n_blocks_m, K_STEPS: gl.constexpr,
-                N_BLOCKS_N: gl.constexpr, STAGES: gl.constexpr, GROUP_M: gl.constexpr):
-    _ws_loader(a_desc, b_desc, a_bufs, b_bufs, ready, empty, n_tiles, n_blocks_m, K_STEPS, N_BLOCKS_N, STAGES,
-               GROUP_M)
 
 
 @gluon.jit
@@ -379,7 +370,7 @@ def _gemm_ws_epi_kernel(a_desc, b_desc, r_ptr, y_ptr, bias_ptr, M, N, stride_rm,
                          K_STEPS, N_BLOCKS_N, STAGES, GROUP_M)),
         (_epi_worker, (hbuf, hfull, hfree, r_ptr, y_ptr, M, N, stride_rm, stride_ym, scale, n_tiles, n_blocks_m,
                        N_BLOCKS_N, GROUP_M, CHUNK)),
-        (_epi_loader, (a_desc, b_desc, a_bufs, b_bufs, ready, empty, n_tiles, n_blocks_m, K_STEPS, N_BLOCKS_N,
+        (_ws_loader, (a_desc, b_desc, a_bufs, b_bufs, ready, empty, n_tiles, n_blocks_m, K_STEPS, N_BLOCKS_N,
                        STAGES, GROUP_M)),
     ], [4, EPI_WARPS, 1], [MMA_REGS, EPI_REGS, LOADER_REGS])
 
