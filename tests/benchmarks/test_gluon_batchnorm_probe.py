@@ -4,32 +4,18 @@ its run on the H200 is logged under benchmarks/results/logs/."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
+import torch
+from hopper_probe import HOPPER_ONLY, load_probe
 
-torch = pytest.importorskip("torch")
-pytestmark = [pytest.mark.gpu,
-              pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.get_device_capability() != (9, 0),
-                                 reason="needs an sm_90 (Hopper) GPU")]
-
-REPO = Path(__file__).resolve().parents[2]
-
-
-def _probe():
-    spec = importlib.util.spec_from_file_location("gluon_batchnorm_probe",
-                                                  REPO / "benchmarks" / "gpu" / "gluon_batchnorm_probe.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+pytestmark = HOPPER_ONLY
 
 
 @pytest.mark.parametrize("shape", [(3, 5, 8, 8), (2, 3, 64, 64), (300, 7, 32, 32)])
 @pytest.mark.parametrize("config", [{"Q": 3, "NBUF": 2, "PER_SM": 4}, {"Q": 2, "NBUF": 3, "PER_SM": 4},
                                     {"Q": 3, "PER_SM": 4, "STATIC": False}])
 def test_held_batch_norm_matches_float32(shape: tuple, config: dict):
-    probe = _probe()
+    probe = load_probe("gluon_batchnorm_probe")
     torch.manual_seed(0)
     x = torch.randn(shape, device="cuda", dtype=torch.bfloat16) * 2.0 + 1.0
     c = shape[1]

@@ -4,24 +4,11 @@ logged under benchmarks/results/logs/."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
+import torch
+from hopper_probe import HOPPER_ONLY, load_probe
 
-torch = pytest.importorskip("torch")
-pytestmark = [pytest.mark.gpu,
-              pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.get_device_capability() != (9, 0),
-                                 reason="needs an sm_90 (Hopper) GPU")]
-
-REPO = Path(__file__).resolve().parents[2]
-
-
-def _probe():
-    spec = importlib.util.spec_from_file_location("gluon_gemm_probe", REPO / "benchmarks" / "gpu" / "gluon_gemm_probe.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+pytestmark = HOPPER_ONLY
 
 
 @pytest.mark.parametrize("m, k, n", [(1000, 520, 328), (4096, 2048, 512)])  # partial tiles and K; the tall form
@@ -32,7 +19,7 @@ def _probe():
     ("gluon_gemm_ws_epi", {"STAGES": 3, "GROUP_M": 8}),  # and the epilogue in a warp group of its own
 ])
 def test_gluon_gemm_matches_float32(m: int, k: int, n: int, fn: str, config: dict):
-    probe = _probe()
+    probe = load_probe("gluon_gemm_probe")
     gemm = getattr(probe, fn)
     torch.manual_seed(0)
     x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)

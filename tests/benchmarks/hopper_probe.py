@@ -1,0 +1,22 @@
+"""What the Gluon probe tests share: the marks that keep them to an sm_90 GPU, and loading a probe script by path."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+import torch
+
+REPO = Path(__file__).resolve().parents[2]
+HOPPER_ONLY = [pytest.mark.gpu,
+               pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.get_device_capability() != (9, 0),
+                                  reason="needs an sm_90 (Hopper) GPU")]
+
+
+def load_probe(name: str):
+    """benchmarks/gpu/<name>.py as a module (the benchmarks folder is not a package)."""
+    spec = importlib.util.spec_from_file_location(name, REPO / "benchmarks" / "gpu" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
