@@ -64,6 +64,14 @@ def _gelu_scaled(v, scale):
 
 
 @gluon.jit
+def _operand_rings(a_desc, b_desc, STAGES: gl.constexpr):
+    """STAGES shared-memory slots for x tiles and for W tiles, in their descriptors' block shapes and layouts."""
+    a_bufs = gl.allocate_shared_memory(a_desc.dtype, [STAGES] + a_desc.block_type.shape, a_desc.layout)
+    b_bufs = gl.allocate_shared_memory(b_desc.dtype, [STAGES] + b_desc.block_type.shape, b_desc.layout)
+    return a_bufs, b_bufs
+
+
+@gluon.jit
 def _issue(a_desc, b_desc, it, lk, lpm, lpn, total, bars, a_bufs, b_bufs, STAGES: gl.constexpr, BM: gl.constexpr,
            BN: gl.constexpr, BK: gl.constexpr):
     # the loads of flat iteration `it` (k-step lk of the tile at block (lpm, lpn)), if it exists
@@ -87,8 +95,7 @@ def _gemm_gelu_residual_kernel(a_desc, b_desc, r_desc, y_desc, bias_ptr, N, scal
     dtype: gl.constexpr = a_desc.dtype
     acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[num_warps, 1],
                                                          instr_shape=[16, BN, 16])
-    a_bufs = gl.allocate_shared_memory(dtype, [STAGES, BM, BK], a_desc.layout)
-    b_bufs = gl.allocate_shared_memory(dtype, [STAGES, BN, BK], b_desc.layout)
+    a_bufs, b_bufs = _operand_rings(a_desc, b_desc, STAGES)
     ry_buf = gl.allocate_shared_memory(dtype, [BM, BN], y_desc.layout)  # residual in, then output out
     bars = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     r_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
@@ -178,6 +185,25 @@ def _ws_loader(a_desc, b_desc, a_bufs, b_bufs, ready, empty, n_tiles, n_blocks_m
 
 
 @gluon.jit
+def _consumer_tile(a_bufs, b_bufs, ready, empty, acc, it, WG: gl.constexpr, HALF: gl.constexpr,
+                   K_STEPS: gl.constexpr, STAGES: gl.constexpr):
+    """One consumer warp group's MMAs for a tile (its HALF rows of each A stage), each stage released to the loader
+    once the MMA after it is issued and the one reading it is done; (acc, the next flat k-step)."""
+    for k in range(K_STEPS):
+        s = it % STAGES
+        mbarrier.wait(ready.index(s), (it // STAGES) & 1)
+        acc = warpgroup_mma(a_bufs.index(s).slice(WG * HALF, HALF), b_bufs.index(s).permute((1, 0)), acc,
+                            is_async=True)
+        acc = warpgroup_mma_wait(1, deps=(acc,))
+        if k > 0:  # the MMA before this one is done: its stage goes back to the loader
+            mbarrier.arrive(empty.index((it - 1) % STAGES))
+        it += 1
+    acc = warpgroup_mma_wait(0, deps=(acc,))
+    mbarrier.arrive(empty.index((it - 1) % STAGES))
+    return acc, it
+
+
+@gluon.jit
 def _ws_consumer(r_desc, y_desc, a_bufs, b_bufs, ready, empty, ry_bufs, r_bars, bias_ptr, N, scale, n_tiles,
                  n_blocks_m, WG: gl.constexpr, K_STEPS: gl.constexpr, N_BLOCKS_N: gl.constexpr, STAGES: gl.constexpr,
                  GROUP_M: gl.constexpr):
@@ -202,17 +228,7 @@ def _ws_consumer(r_desc, y_desc, a_bufs, b_bufs, ready, empty, ry_bufs, r_bars, 
         tma.store_wait(pendings=0)  # the last output has left the buffer the residual comes into
         mbarrier.expect(r_bar, r_desc.block_type.nbytes)
         _tma_load(r_desc, [row0, pn * BN], r_bar, ry)
-        for k in range(K_STEPS):
-            s = it % STAGES
-            mbarrier.wait(ready.index(s), (it // STAGES) & 1)
-            acc = warpgroup_mma(a_bufs.index(s).slice(WG * HALF, HALF), b_bufs.index(s).permute((1, 0)), acc,
-                                is_async=True)
-            acc = warpgroup_mma_wait(1, deps=(acc,))
-            if k > 0:  # the MMA before this one is done: its stage goes back to the loader
-                mbarrier.arrive(empty.index((it - 1) % STAGES))
-            it += 1
-        acc = warpgroup_mma_wait(0, deps=(acc,))
-        mbarrier.arrive(empty.index((it - 1) % STAGES))
+        acc, it = _consumer_tile(a_bufs, b_bufs, ready, empty, acc, it, WG, HALF, K_STEPS, STAGES)
         y = _gelu_scaled(acc, scale).to(dtype)
         mbarrier.wait(r_bar, n_done & 1)
         out = (y.to(gl.float32) + ry.load(acc_layout).to(gl.float32)).to(dtype)
@@ -229,12 +245,8 @@ def _gemm_ws_kernel(a_desc, b_desc, r_desc, y_desc, bias_ptr, N, scale, n_tiles,
                     N_BLOCKS_N: gl.constexpr, STAGES: gl.constexpr, GROUP_M: gl.constexpr,
                     CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr):
     """Warp-specialised: a loader warp and two consumer warp groups (each 64 rows of a 128-row tile)."""
-    BM: gl.constexpr = a_desc.block_type.shape[0]
-    BK: gl.constexpr = a_desc.block_type.shape[1]
-    BN: gl.constexpr = b_desc.block_type.shape[0]
     dtype: gl.constexpr = a_desc.dtype
-    a_bufs = gl.allocate_shared_memory(dtype, [STAGES, BM, BK], a_desc.layout)
-    b_bufs = gl.allocate_shared_memory(dtype, [STAGES, BN, BK], b_desc.layout)
+    a_bufs, b_bufs = _operand_rings(a_desc, b_desc, STAGES)
     ry_bufs = gl.allocate_shared_memory(dtype, [2] + y_desc.block_type.shape, y_desc.layout)
     ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
@@ -295,17 +307,7 @@ def _epi_consumer(a_bufs, b_bufs, ready, empty, hbuf, hfull, hfree, bias_ptr, N,
         cols = pn * BN + cols0
         bias = gl.load(bias_ptr + cols, mask=cols < N, other=0.0).to(gl.float32)
         acc = gl.zeros([HALF, BN], gl.float32, acc_layout) + gl.expand_dims(bias, 0)
-        for k in range(K_STEPS):
-            s = it % STAGES
-            mbarrier.wait(ready.index(s), (it // STAGES) & 1)
-            acc = warpgroup_mma(a_bufs.index(s).slice(WG * HALF, HALF), b_bufs.index(s).permute((1, 0)), acc,
-                                is_async=True)
-            acc = warpgroup_mma_wait(1, deps=(acc,))
-            if k > 0:
-                mbarrier.arrive(empty.index((it - 1) % STAGES))
-            it += 1
-        acc = warpgroup_mma_wait(0, deps=(acc,))
-        mbarrier.arrive(empty.index((it - 1) % STAGES))
+        acc, it = _consumer_tile(a_bufs, b_bufs, ready, empty, acc, it, WG, HALF, K_STEPS, STAGES)
         mbarrier.wait(hfree, (n_done & 1) ^ 1)  # the epilogue has read the last tile out of the buffer
         mine.store(acc.to(hbuf.dtype))
         mbarrier.arrive(hfull)
@@ -347,11 +349,9 @@ def _gemm_ws_epi_kernel(a_desc, b_desc, r_ptr, y_ptr, bias_ptr, M, N, stride_rm,
     """Warp-specialised with the epilogue apart: two MMA warp groups, EPI_WARPS epilogue warps and a loader warp in
     a third warp group (16 warps would cap every thread at 128 registers, and one wgmma's accumulator alone is 128)."""
     BM: gl.constexpr = a_desc.block_type.shape[0]
-    BK: gl.constexpr = a_desc.block_type.shape[1]
     BN: gl.constexpr = b_desc.block_type.shape[0]
     dtype: gl.constexpr = a_desc.dtype
-    a_bufs = gl.allocate_shared_memory(dtype, [STAGES, BM, BK], a_desc.layout)
-    b_bufs = gl.allocate_shared_memory(dtype, [STAGES, BN, BK], b_desc.layout)
+    a_bufs, b_bufs = _operand_rings(a_desc, b_desc, STAGES)
     hbuf = gl.allocate_shared_memory(dtype, [BM, BN], gl.NVMMASharedLayout.get_default_for([BM, BN], dtype))
     ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
