@@ -19,7 +19,8 @@ def test_session_runs_the_loop(tuned_session):
     store = SessionStore.open(tuned_session["folder"])
     nodes = {n.id: n for n in store.nodes()}
     outcomes = Counter(n.outcome for n in nodes.values())
-    assert outcomes["passed"] == 2 and outcomes["malformed"] == 1 and outcomes["wrong"] == 1
+    assert outcomes["passed"] == 2 and outcomes["malformed"] == 1 and outcomes["wrong"] == 1, \
+        {n.id: (n.outcome, (n.verdict or {}).get("reasons")) for n in nodes.values()}
     assert outcomes["compile_error"] + outcomes["runtime_error"] == 1  # the interpreter fails at launch
     # fitness: speedup vs eager, since the compile baseline is skipped on CPU (and said so)
     best = nodes[result.best_node_id]
