@@ -9,6 +9,13 @@ blocks, keeping a running row maximum and row sum (online softmax, base-2 expone
 output accumulator. Traffic is q, k, v read and o written once per query block: no B*H*S*S scores in
 memory, against eager's several S x S tensors. Causal: key blocks wholly above the diagonal are skipped
 (half the work), only the diagonal blocks are masked, and the heaviest query blocks are launched first.
+
+On Hopper (sm_90), 16-bit, non-causal, head_dim 64 or 128, sequences a multiple of the blocks: HOPPER_WS runs
+the same algorithm as a warp-specialised Gluon kernel (FlashAttention-3's scheme, which Triton 3.6 does not
+generate from the kernel above): a TMA loader warp fills rings of K and V slots; two consumer warp groups,
+64 query rows each, issue S_{j+1} = Q K_{j+1}^T and O += P_j V_j back to back and run the softmax of S_{j+1}
+while the tensor cores do PV_j; with PINGPONG the two take turns issuing, so one's softmax overlaps the other's
+MMAs. Everything else (CPU interpreter, fp32, causal, ragged lengths, other GPUs) runs the Triton kernel.
 """
 
 import math
@@ -22,6 +29,23 @@ try:  # host-side TMA descriptors (triton >= 3.3); without them the pointer path
     from triton.tools.tensor_descriptor import TensorDescriptor
 except ImportError:  # pragma: no cover - older triton
     TensorDescriptor = None
+try:  # Gluon (triton >= 3.5) for the Hopper kernel; without it the Triton kernel runs everywhere
+    from triton.experimental import gluon
+    from triton.experimental.gluon import language as gl
+    from triton.experimental.gluon.language.nvidia.hopper import (
+        fence_async_shared,
+        mbarrier,
+        tma,
+        warpgroup_mma,
+        warpgroup_mma_wait,
+    )
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor as GluonTensorDescriptor
+
+    # triton 3.6 names the TMA copies async_copy_*; later versions async_load / async_store
+    _tma_load = getattr(tma, "async_load", None) or tma.async_copy_global_to_shared
+    _tma_store = getattr(tma, "async_store", None) or tma.async_copy_shared_to_global
+except ImportError:  # pragma: no cover - older triton
+    gluon = None
 
 TUNABLES = {
     "BLOCK_M": 128,
@@ -35,6 +59,19 @@ TUNABLES = {
     # compiler warp specialisation of the unmasked key loop (producer/consumer warp groups); a GPU
     # compile-time choice, ignored by the CPU interpreter
     "WARP_SPECIALIZE": False,
+    # Hopper, 16-bit, non-causal: the warp-specialised Gluon kernel (module docstring). Consumer warp groups, key
+    # block, ring slots and ping-pong per head dim, medians of 5 alternating do_bench runs: d128 0.873-0.882 ms
+    # against SDPA's 0.901-0.903 and the Triton kernel's 1.015-1.033 (3 consumers of 64-key blocks: 0.933-0.959);
+    # d64 with 3 consumers, 2 slots, ping-pong 0.547 against SDPA's 0.598 and 0.623 (without ping-pong 0.554-0.565;
+    # 2 consumers 0.613) (benchmarks/results/gluon-attention-probe-h200-20261201T172403Z.json, -172507Z.json)
+    "HOPPER_WS": True,
+    "HOPPER_CONSUMERS_D128": 2,  # consumer warp groups of 64 query rows a CTA (2 or 3)
+    "HOPPER_CONSUMERS": 3,
+    "HOPPER_BLOCK_N": 128,
+    "HOPPER_STAGES_D128": 2,
+    "HOPPER_STAGES": 2,
+    "HOPPER_PINGPONG_D128": True,
+    "HOPPER_PINGPONG": True,
 }
 
 
@@ -130,6 +167,196 @@ def _attention_fwd_kernel(
     tl.store(o_ptrs, acc.to(o_ptr.dtype.element_ty), mask=offs_m[:, None] < seq_len)
 
 
+if gluon is not None:
+
+    @gluon.jit
+    def _score_mma(q_smem, k_bufs, k_ready, block, s_layout: gl.constexpr, STAGES: gl.constexpr):
+        """Issue S = Q K_block^T (async) once its key block has landed."""
+        BM: gl.constexpr = q_smem.shape[0]  # through constexpr locals: triton 3.6 fails on the shapes inline
+        BN: gl.constexpr = k_bufs.shape[1]
+        slot = block % STAGES
+        mbarrier.wait(k_ready.index(slot), (block // STAGES) & 1)
+        zero = gl.zeros([BM, BN], gl.float32, s_layout)
+        return warpgroup_mma(q_smem, k_bufs.index(slot).permute((1, 0)), zero, use_acc=False, is_async=True)
+
+    @gluon.jit
+    def _online_softmax(s, m_i, l_i, qk_scale, o_layout: gl.constexpr, p_dtype: gl.constexpr):
+        """One score block in base 2, as _attend_block: (P as the PV MMA's register operand, the old rows' rescale
+        in O's row layout, the new row maximum, the new row sum)."""
+        m_new = gl.maximum(m_i, gl.max(s, axis=1) * qk_scale)
+        p = gl.exp2(s * qk_scale - gl.expand_dims(m_new, 1))
+        alpha = gl.exp2(m_i - m_new)
+        l_i = l_i * alpha + gl.sum(p, axis=1)
+        p16 = gl.convert_layout(p.to(p_dtype), gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2))
+        return p16, gl.convert_layout(alpha, gl.SliceLayout(1, o_layout)), m_new, l_i
+
+    @gluon.jit
+    def _value_mma(p16, v_bufs, v_ready, acc, block, STAGES: gl.constexpr):
+        """Issue O += P V_block (async) once its value block has landed."""
+        slot = block % STAGES
+        mbarrier.wait(v_ready.index(slot), (block // STAGES) & 1)
+        return warpgroup_mma(p16, v_bufs.index(slot), acc, is_async=True)
+
+    @gluon.jit
+    def _hopper_loader(q_desc, k_desc, v_desc, q_smem, k_bufs, v_bufs, q_bar, k_ready, v_ready, k_empty, v_empty,
+                       seq_len, STAGES: gl.constexpr):
+        # One warp: Q once (a box of HALF rows for each consumer), then every key block's K and V, each into a slot
+        # every consumer has released.
+        CONSUMERS: gl.constexpr = q_smem.shape[0]
+        HALF: gl.constexpr = q_desc.block_type.shape[0]
+        BN: gl.constexpr = k_desc.block_type.shape[0]
+        head_row = gl.program_id(1) * seq_len
+        mbarrier.expect(q_bar, CONSUMERS * q_desc.block_type.nbytes)
+        for wg in gl.static_range(CONSUMERS):  # rows past this head's end: the next head's, or TMA's zero fill
+            _tma_load(q_desc, [head_row + (gl.program_id(0) * CONSUMERS + wg) * HALF, 0], q_bar, q_smem.index(wg))
+        for b in range(seq_len // BN):
+            slot = b % STAGES
+            free = ((b // STAGES) & 1) ^ 1  # the first round passes at once
+            mbarrier.wait(k_empty.index(slot), free)
+            mbarrier.expect(k_ready.index(slot), k_desc.block_type.nbytes)
+            _tma_load(k_desc, [head_row + b * BN, 0], k_ready.index(slot), k_bufs.index(slot))
+            mbarrier.wait(v_empty.index(slot), free)
+            mbarrier.expect(v_ready.index(slot), v_desc.block_type.nbytes)
+            _tma_load(v_desc, [head_row + b * BN, 0], v_ready.index(slot), v_bufs.index(slot))
+
+    @gluon.jit
+    def _hopper_consumer(o_desc, q_smem, k_bufs, v_bufs, q_bar, k_ready, v_ready, k_empty, v_empty, turns, seq_len,
+                         qk_scale, WG: gl.constexpr, STAGES: gl.constexpr, PINGPONG: gl.constexpr):
+        # One warp group: query rows [HALF WG, HALF (WG + 1)) of the CTA's. Block j issues S_{j+1} and PV_j back
+        # to back and runs the softmax of S_{j+1} while PV_j is on the tensor cores; both are waited for within
+        # the iteration (an MMA in flight across the loop's back edge makes ptxas serialise every wgmma, C7514).
+        # PINGPONG: the warp groups take turns issuing (a turn barrier each, passed round).
+        CONSUMERS: gl.constexpr = q_smem.shape[0]
+        HALF: gl.constexpr = o_desc.block_type.shape[0]
+        D: gl.constexpr = o_desc.block_type.shape[1]
+        BN: gl.constexpr = k_bufs.shape[1]
+        dtype: gl.constexpr = o_desc.dtype
+        s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                           instr_shape=[16, BN, 16])
+        o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                           instr_shape=[16, D, 16])
+        q_half = q_smem.index(WG)
+        n_blocks = seq_len // BN
+        m_i = gl.full([HALF], float("-inf"), gl.float32, gl.SliceLayout(1, s_layout))
+        l_i = gl.zeros([HALF], gl.float32, gl.SliceLayout(1, s_layout))
+        acc = gl.zeros([HALF, D], gl.float32, o_layout)
+        if PINGPONG and WG == CONSUMERS - 1:
+            mbarrier.arrive(turns.index(0))  # warp group 0 goes first
+        mbarrier.wait(q_bar, 0)
+        s = warpgroup_mma_wait(0, deps=(_score_mma(q_half, k_bufs, k_ready, 0, s_layout, STAGES),))
+        mbarrier.arrive(k_empty.index(0))
+        p16, alpha, m_i, l_i = _online_softmax(s, m_i, l_i, qk_scale, o_layout, dtype)
+        for j in range(n_blocks - 1):
+            if PINGPONG:
+                mbarrier.wait(turns.index(WG), j & 1)
+            s_tok = _score_mma(q_half, k_bufs, k_ready, j + 1, s_layout, STAGES)
+            acc = acc * gl.expand_dims(alpha, 1)
+            pv_tok = _value_mma(p16, v_bufs, v_ready, acc, j, STAGES)
+            if PINGPONG:
+                mbarrier.arrive(turns.index((WG + 1) % CONSUMERS))
+            s = warpgroup_mma_wait(1, deps=(s_tok,))
+            mbarrier.arrive(k_empty.index((j + 1) % STAGES))
+            p16, alpha, m_i, l_i = _online_softmax(s, m_i, l_i, qk_scale, o_layout, dtype)
+            acc = warpgroup_mma_wait(0, deps=(pv_tok,))
+            mbarrier.arrive(v_empty.index(j % STAGES))
+        acc = acc * gl.expand_dims(alpha, 1)
+        acc = warpgroup_mma_wait(0, deps=(_value_mma(p16, v_bufs, v_ready, acc, n_blocks - 1, STAGES),))
+        out = (acc / gl.expand_dims(gl.convert_layout(l_i, gl.SliceLayout(1, o_layout)), 1)).to(dtype)
+        row = (gl.program_id(0) * CONSUMERS + WG) * HALF
+        if row < seq_len:  # the last CTA of a head may hold rows past its end (computed, never stored)
+            q_half.store(out)  # this warp group's last score MMA is done with its rows of Q
+            fence_async_shared()
+            _tma_store(o_desc, [gl.program_id(1) * seq_len + row, 0], q_half)
+            tma.store_wait(pendings=0)
+
+    @gluon.jit
+    def _attention_hopper_kernel(q_desc, k_desc, v_desc, o_desc, seq_len, qk_scale, CONSUMERS: gl.constexpr,
+                                 STAGES: gl.constexpr, PINGPONG: gl.constexpr):
+        """A TMA loader warp and CONSUMERS (2 or 3) consumer warp groups of q_desc's rows each (the kernel's own
+        4 warps are the first)."""
+        HALF: gl.constexpr = q_desc.block_type.shape[0]
+        D: gl.constexpr = q_desc.block_type.shape[1]
+        BN: gl.constexpr = k_desc.block_type.shape[0]
+        dtype: gl.constexpr = q_desc.dtype
+        q_smem = gl.allocate_shared_memory(dtype, [CONSUMERS, HALF, D], q_desc.layout)  # Q, then the output
+        k_bufs = gl.allocate_shared_memory(dtype, [STAGES, BN, D], k_desc.layout)
+        v_bufs = gl.allocate_shared_memory(dtype, [STAGES, BN, D], v_desc.layout)
+        q_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+        k_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+        v_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+        k_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+        v_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+        turns = gl.allocate_shared_memory(gl.int64, [CONSUMERS, 1], mbarrier.MBarrierLayout())
+        mbarrier.init(q_bar, count=1)
+        for i in gl.static_range(STAGES):
+            mbarrier.init(k_ready.index(i), count=1)
+            mbarrier.init(v_ready.index(i), count=1)
+            mbarrier.init(k_empty.index(i), count=CONSUMERS)  # one arrival from each consumer warp group
+            mbarrier.init(v_empty.index(i), count=CONSUMERS)
+        for i in gl.static_range(CONSUMERS):
+            mbarrier.init(turns.index(i), count=1)
+        fence_async_shared()
+        # registers a thread: each consumer's S, O and P of its rows; the loader warp 40
+        if CONSUMERS == 3:
+            gl.warp_specialize([
+                (_hopper_consumer, (o_desc, q_smem, k_bufs, v_bufs, q_bar, k_ready, v_ready, k_empty, v_empty, turns,
+                                    seq_len, qk_scale, 0, STAGES, PINGPONG)),
+                (_hopper_consumer, (o_desc, q_smem, k_bufs, v_bufs, q_bar, k_ready, v_ready, k_empty, v_empty, turns,
+                                    seq_len, qk_scale, 1, STAGES, PINGPONG)),
+                (_hopper_consumer, (o_desc, q_smem, k_bufs, v_bufs, q_bar, k_ready, v_ready, k_empty, v_empty, turns,
+                                    seq_len, qk_scale, 2, STAGES, PINGPONG)),
+                (_hopper_loader, (q_desc, k_desc, v_desc, q_smem, k_bufs, v_bufs, q_bar, k_ready, v_ready, k_empty,
+                                  v_empty, seq_len, STAGES)),
+            ], [4, 4, 1], [160, 160, 24])
+        else:
+            gl.warp_specialize([
+                (_hopper_consumer, (o_desc, q_smem, k_bufs, v_bufs, q_bar, k_ready, v_ready, k_empty, v_empty, turns,
+                                    seq_len, qk_scale, 0, STAGES, PINGPONG)),
+                (_hopper_consumer, (o_desc, q_smem, k_bufs, v_bufs, q_bar, k_ready, v_ready, k_empty, v_empty, turns,
+                                    seq_len, qk_scale, 1, STAGES, PINGPONG)),
+                (_hopper_loader, (q_desc, k_desc, v_desc, q_smem, k_bufs, v_bufs, q_bar, k_ready, v_ready, k_empty,
+                                  v_empty, seq_len, STAGES)),
+            ], [4, 1], [232, 40])
+
+
+_HOPPER_ROWS = 64  # query rows a consumer warp group of the Hopper kernel owns (one wgmma's M)
+
+
+def _hopper_plan(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -> tuple[int, int, int, bool] | None:
+    """(consumer warp groups, key block, ring slots, ping-pong) where the Hopper kernel serves this call, else
+    None."""
+    t = TUNABLES
+    seq_len, head_dim = q.shape[2], q.shape[3]
+    if not (t["HOPPER_WS"] and gluon is not None and q.is_cuda and not causal and head_dim in (64, 128)
+            and q.dtype in (torch.bfloat16, torch.float16) and k.dtype == q.dtype and v.dtype == q.dtype
+            and torch.cuda.get_device_capability(q.device) == (9, 0) and _tma_ok(q, k, v)):
+        return None
+    wide = head_dim == 128
+    consumers, block_n = t["HOPPER_CONSUMERS_D128" if wide else "HOPPER_CONSUMERS"], t["HOPPER_BLOCK_N"]
+    stages = t["HOPPER_STAGES_D128" if wide else "HOPPER_STAGES"]
+    if seq_len % _HOPPER_ROWS or seq_len % block_n or seq_len // block_n < stages:
+        return None
+    return consumers, block_n, stages, bool(t["HOPPER_PINGPONG_D128" if wide else "HOPPER_PINGPONG"])
+
+
+def _hopper_launch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor, scale: float,
+                   plan: tuple[int, int, int, bool]):
+    """Run the Hopper kernel over (B*H*S, D) views into o; plan from _hopper_plan (consumer warp groups of 64 query
+    rows; key rows a block; ring slots; ping-pong). Returns the compiled kernel (registers, SASS)."""
+    consumers, block_n, stages, pingpong = plan
+    batch, heads, seq_len, head_dim = q.shape
+    rows = batch * heads * seq_len
+    elem = gl.bfloat16 if q.dtype == torch.bfloat16 else gl.float16
+
+    def desc(t: torch.Tensor, block_rows: int):
+        layout = gl.NVMMASharedLayout.get_default_for([block_rows, head_dim], elem)
+        return GluonTensorDescriptor.from_tensor(t.view(rows, head_dim), [block_rows, head_dim], layout)
+
+    return _attention_hopper_kernel[(triton.cdiv(seq_len, consumers * _HOPPER_ROWS), batch * heads)](
+        desc(q, _HOPPER_ROWS), desc(k, block_n), desc(v, block_n), desc(o, _HOPPER_ROWS), seq_len,
+        scale * 1.4426950408889634, CONSUMERS=consumers, STAGES=stages, PINGPONG=pingpong, num_warps=4)
+
+
 def _tma_ok(*tensors: torch.Tensor) -> bool:
     """TMA over a (B*H*S, D) view: contiguous tensors, 16-byte aligned base and rows."""
     if TensorDescriptor is None:
@@ -153,6 +380,10 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = 
         raise ValueError(f"attention: TUNABLES BLOCK_M={block_m} must be a multiple of the key block {block_n}")
     scale = sm_scale if sm_scale is not None else 1.0 / math.sqrt(head_dim)
     o = torch.empty_like(q)
+    plan = _hopper_plan(q, k, v, causal)
+    if plan is not None:
+        _hopper_launch(q, k, v, o, scale, plan)
+        return o
     grid = (triton.cdiv(seq_len, block_m), batch * heads)
     use_tma = bool(TUNABLES["TMA"]) and _tma_ok(q, k, v)
     if use_tma:
