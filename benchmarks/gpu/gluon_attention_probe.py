@@ -5,14 +5,15 @@ torch.compile makes of the spec). Two Gluon forms:
   intra-warp-group overlap). Correct, slower than the Triton kernel: every load and mbarrier op of the shared rings
   costs a CTA barrier (6 a block), and both warp groups wait for their S MMAs at the same time.
 - ws: the library's Hopper kernel (corpus/kernels/attention/kernel.py, `_attention_hopper_kernel`): the same
-  order in two consumer warp groups with a TMA loader warp, optionally taking turns (ping-pong).
+  order in two or three consumer warp groups with a TMA loader warp, optionally taking turns (ping-pong).
 
-Measured on the H200 (triton 3.6): d128 ws with ping-pong, 128-key blocks, 2 slots: median 0.876-0.901 ms against
-SDPA's 0.903-0.937 and the Triton kernel's 1.021-1.023; plain 1.15 ms. d64: ws without ping-pong, 128-key blocks,
-3 slots: 0.620-0.624 against SDPA's 0.606-0.609 (gluon-attention-probe-h200-20261201T1653Z.json, -1655Z,
--1656Z).
+Measured on the H200 (triton 3.6), medians of 5 alternating do_bench runs: d128, ws with two consumers, ping-pong,
+128-key blocks, 2 slots: 0.873-0.901 ms against SDPA's 0.901-0.937 and the Triton kernel's 1.015-1.033; plain
+1.15-1.17. d64, ws with three consumers (CONSUMERS=3), 2 slots: 0.547-0.554 against SDPA's 0.598-0.609 (two consumers
+0.613-0.639) (gluon-attention-probe-h200-20261201T1651Z.json to -172507Z.json; docs/LIBRARY.md, session 12).
 
-Scope: non-causal, sequence a multiple of 128 and of the key block, at least STAGES key blocks.
+Scope: non-causal; plain: sequence a multiple of 128 and of the key block, at least STAGES key blocks; ws: the
+library kernel's own scope.
 
 Usage (GPU box, repo root): python3 benchmarks/gpu/gluon_attention_probe.py [--out FILE] [--configs JSON]
 """
@@ -181,7 +182,7 @@ def triton_only(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tens
 
 CONFIGS = {128: [{"BN": 128, "STAGES": 2}], 64: [{"BN": 64, "STAGES": 3}]}
 WS_CONFIGS = {128: [{"BN": 128, "STAGES": 2, "PINGPONG": True}, {"BN": 128, "STAGES": 2, "PINGPONG": False}],
-              64: [{"BN": 128, "STAGES": 3, "PINGPONG": False}, {"BN": 128, "STAGES": 2, "PINGPONG": True}]}
+              64: [{"BN": 128, "STAGES": 2, "PINGPONG": True, "CONSUMERS": 3}, {"BN": 128, "STAGES": 2, "PINGPONG": True}]}
 
 
 def _contenders(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, plain: list[dict], ws: list[dict]) -> dict:

@@ -62,8 +62,9 @@ TUNABLES = {
     # Hopper, 16-bit, non-causal: the warp-specialised Gluon kernel (module docstring). Consumer warp groups, key
     # block, ring slots and ping-pong per head dim, medians of 5 alternating do_bench runs: d128 0.873-0.882 ms
     # against SDPA's 0.901-0.903 and the Triton kernel's 1.015-1.033 (3 consumers of 64-key blocks: 0.933-0.959);
-    # d64 with 3 consumers, 2 slots, ping-pong 0.547 against SDPA's 0.598 and 0.623 (without ping-pong 0.554-0.565;
-    # 2 consumers 0.613) (benchmarks/results/gluon-attention-probe-h200-20261201T172403Z.json, -172507Z.json)
+    # d64 with 3 consumers, 2 slots, ping-pong 0.547 against SDPA's 0.598 and the Triton kernel's 0.623 (without
+    # ping-pong 0.554 against 0.609; 2 consumers 0.613) (benchmarks/results/gluon-attention-probe-h200-20261201T172403Z.json,
+    # -172507Z.json)
     "HOPPER_WS": True,
     "HOPPER_CONSUMERS_D128": 2,  # consumer warp groups of 64 query rows a CTA (2 or 3)
     "HOPPER_CONSUMERS": 3,
