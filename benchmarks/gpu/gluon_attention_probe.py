@@ -12,10 +12,10 @@ Measured on the H200 (triton 3.6), medians of 5 alternating do_bench runs: d128,
 1.15-1.17. d64, ws with three consumers (CONSUMERS=3), 2 slots: 0.547-0.554 against SDPA's 0.598-0.609 (two consumers
 0.613-0.639) (gluon-attention-probe-h200-20261201T1651Z.json to -172507Z.json; docs/LIBRARY.md, session 12).
 
-Scope: non-causal; plain: sequence a multiple of 128 and of the key block, at least STAGES key blocks; ws: the
-library kernel's own scope.
+Scope: plain: non-causal, sequence a multiple of 128 and of the key block, at least STAGES key blocks; ws: the
+library kernel's own scope (causal too, with --causal).
 
-Usage (GPU box, repo root): python3 benchmarks/gpu/gluon_attention_probe.py [--out FILE] [--configs JSON]
+Usage (GPU box, repo root): python3 benchmarks/gpu/gluon_attention_probe.py [--causal] [--out FILE] [--configs JSON]
 """
 
 from __future__ import annotations
@@ -164,18 +164,19 @@ def _serialised_wgmmas(compiled) -> list[int] | str:
 
 
 def hopper_ws(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, BN: int, STAGES: int, PINGPONG: bool,
-              CONSUMERS: int = 2) -> torch.Tensor:
+              CONSUMERS: int = 2, causal: bool = False) -> torch.Tensor:
     """The library's Hopper kernel at one configuration (its compiled kernel into LAST_COMPILED)."""
     o = torch.empty_like(q)
-    LAST_COMPILED[0] = LIB._hopper_launch(q, k, v, o, 1.0 / math.sqrt(q.shape[-1]), (CONSUMERS, BN, STAGES, PINGPONG))
+    plan = (CONSUMERS, BN, STAGES, PINGPONG, causal)
+    LAST_COMPILED[0] = LIB._hopper_launch(q, k, v, o, 1.0 / math.sqrt(q.shape[-1]), plan)
     return o
 
 
-def triton_only(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+def triton_only(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False) -> torch.Tensor:
     """The library's Triton kernel (the Hopper kernel switched off for the call)."""
     LIB.TUNABLES["HOPPER_WS"] = False
     try:
-        return LIB.attention(q, k, v)
+        return LIB.attention(q, k, v, causal)
     finally:
         LIB.TUNABLES["HOPPER_WS"] = True
 
@@ -185,15 +186,17 @@ WS_CONFIGS = {128: [{"BN": 128, "STAGES": 2, "PINGPONG": True}, {"BN": 128, "STA
               64: [{"BN": 128, "STAGES": 2, "PINGPONG": True, "CONSUMERS": 3}, {"BN": 128, "STAGES": 2, "PINGPONG": True}]}
 
 
-def _contenders(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, plain: list[dict], ws: list[dict]) -> dict:
-    """name -> call, for one head dim's inputs."""
+def _contenders(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, plain: list[dict], ws: list[dict],
+                causal: bool) -> dict:
+    """name -> call, for one head dim's inputs (causal: no plain form)."""
     calls = {"gluon_" + "_".join(f"{a}{b}" for a, b in c.items()): (lambda c=c: gluon_attention(q, k, v, **c))
-             for c in plain}
+             for c in ([] if causal else plain)}
     for c in ws:
-        calls["gluon_ws_" + "_".join(f"{a}{int(b)}" for a, b in c.items())] = lambda c=c: hopper_ws(q, k, v, **c)
-    calls["library_default"] = lambda: LIB.attention(q, k, v)
-    calls["ours_triton"] = lambda: triton_only(q, k, v)
-    calls["sdpa"] = lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v)
+        calls["gluon_ws_" + "_".join(f"{a}{int(b)}" for a, b in c.items())] = \
+            lambda c=c: hopper_ws(q, k, v, **c, causal=causal)
+    calls["library_default"] = lambda: LIB.attention(q, k, v, causal)
+    calls["ours_triton"] = lambda: triton_only(q, k, v, causal)
+    calls["sdpa"] = lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
     return calls
 
 
@@ -202,6 +205,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--out", default="")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--sass-dir", default="", help="write each Gluon kernel's SASS here")
+    parser.add_argument("--causal", action="store_true", help="causal attention (the ws and Triton kernels, SDPA)")
     parser.add_argument("--configs", default="", help='JSON {"plain": {dim: [config]}, "ws": {dim: [config]}} '
                         "in place of CONFIGS and WS_CONFIGS")
     args = parser.parse_args(argv)
@@ -214,9 +218,9 @@ def main(argv: list[str]) -> int:
     for dim in (128, 64):
         torch.manual_seed(0)
         q, k, v = (torch.randn(4, 16, 4096, dim, device="cuda", dtype=torch.bfloat16) for _ in range(3))
-        ref = torch.nn.functional.scaled_dot_product_attention(q.float(), k.float(), v.float())
-        calls = _contenders(q, k, v, plain.get(dim, []), ws.get(dim, []))
-        row = {"shape": list(q.shape), "errors": {}, "regs_spills_smem": {}, "hgmma_groups": {}}
+        ref = torch.nn.functional.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=args.causal)
+        calls = _contenders(q, k, v, plain.get(dim, []), ws.get(dim, []), args.causal)
+        row = {"shape": list(q.shape), "causal": args.causal, "errors": {}, "regs_spills_smem": {}, "hgmma_groups": {}}
         for name, fn in calls.items():
             out = fn()
             torch.cuda.synchronize()
@@ -234,7 +238,9 @@ def main(argv: list[str]) -> int:
         row["ms"] = times
         row["min_ms"] = {name: min(v) for name, v in times.items()}
         row["median_ms"] = {name: sorted(v)[len(v) // 2] for name, v in times.items()}
-        flops = 4 * q.shape[0] * q.shape[1] * q.shape[2] ** 2 * dim
+        seq = q.shape[2]
+        pairs = seq * (seq + 1) // 2 if args.causal else seq * seq  # causal: the keys each query sees
+        flops = 4 * q.shape[0] * q.shape[1] * pairs * dim
         row["tflops_at_min"] = {name: flops / (ms * 1e-3) / 1e12 for name, ms in row["min_ms"].items()}
         print(json.dumps(row), flush=True)
         rows.append(row)

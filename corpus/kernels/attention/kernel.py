@@ -10,12 +10,13 @@ output accumulator. Traffic is q, k, v read and o written once per query block: 
 memory, against eager's several S x S tensors. Causal: key blocks wholly above the diagonal are skipped
 (half the work), only the diagonal blocks are masked, and the heaviest query blocks are launched first.
 
-On Hopper (sm_90), 16-bit, non-causal, head_dim 64 or 128, sequences a multiple of the blocks: HOPPER_WS runs
+On Hopper (sm_90), 16-bit, head_dim 64 or 128, sequences a multiple of the blocks: HOPPER_WS runs
 the same algorithm as a warp-specialised Gluon kernel (FlashAttention-3's scheme, which Triton 3.6 does not
-generate from the kernel above): a TMA loader warp fills rings of K and V slots; two consumer warp groups,
-64 query rows each, issue S_{j+1} = Q K_{j+1}^T and O += P_j V_j back to back and run the softmax of S_{j+1}
-while the tensor cores do PV_j; with PINGPONG the two take turns issuing, so one's softmax overlaps the other's
-MMAs. Everything else (CPU interpreter, fp32, causal, ragged lengths, other GPUs) runs the Triton kernel.
+generate from the kernel above): a TMA loader warp fills rings of K and V slots; two or three consumer warp
+groups, 64 query rows each, issue S_{j+1} = Q K_{j+1}^T and O += P_j V_j back to back and run the softmax of S_{j+1}
+while the tensor cores do PV_j; with PINGPONG they take turns issuing, so one's softmax overlaps the others' MMAs.
+Causal (HOPPER_CAUSAL): CTAs heaviest first, key blocks up to each CTA's last row, the ones past a warp group's
+first row masked. Everything else (CPU interpreter, fp32, ragged lengths, other GPUs) runs the Triton kernel.
 """
 
 import math
@@ -59,7 +60,7 @@ TUNABLES = {
     # compiler warp specialisation of the unmasked key loop (producer/consumer warp groups); a GPU
     # compile-time choice, ignored by the CPU interpreter
     "WARP_SPECIALIZE": False,
-    # Hopper, 16-bit, non-causal: the warp-specialised Gluon kernel (module docstring). Consumer warp groups, key
+    # Hopper, 16-bit: the warp-specialised Gluon kernel (module docstring). Consumer warp groups, key
     # block, ring slots and ping-pong per head dim, medians of 5 alternating do_bench runs: d128 0.873-0.882 ms
     # against SDPA's 0.901-0.903 and the Triton kernel's 1.015-1.033 (3 consumers of 64-key blocks: 0.933-0.959);
     # d64 with 3 consumers, 2 slots, ping-pong 0.547 against SDPA's 0.598 and the Triton kernel's 0.623 (without
@@ -73,6 +74,9 @@ TUNABLES = {
     "HOPPER_STAGES": 2,
     "HOPPER_PINGPONG_D128": True,
     "HOPPER_PINGPONG": True,
+    # causal heads too (key blocks up to each CTA's last row, the diagonal ones masked): d128 0.514-0.522 ms against the
+    # Triton kernel's 0.577, d64 0.346-0.348 against 0.361 (gluon-attention-probe-causal-h200-20261201T173723Z.json)
+    "HOPPER_CAUSAL": True,
 }
 
 
@@ -199,18 +203,40 @@ if gluon is not None:
         return warpgroup_mma(p16, v_bufs.index(slot), acc, is_async=True)
 
     @gluon.jit
+    def _query_block(seq_len, ROWS: gl.constexpr, CAUSAL: gl.constexpr):
+        """(this CTA's block of ROWS query rows, the key blocks it reads): causal CTAs heaviest first, and only the
+        keys up to their last row."""
+        if CAUSAL:
+            m = gl.cdiv(seq_len, ROWS) - 1 - gl.program_id(0)
+            last_key = gl.minimum((m + 1) * ROWS, seq_len)
+        else:
+            m = gl.program_id(0)
+            last_key = seq_len
+        return m, last_key
+
+    @gluon.jit
+    def _causal_mask(s, block, r0, s_layout: gl.constexpr):
+        """Scores of key block `block` for query rows from r0: keys after the row to -inf."""
+        ROWS: gl.constexpr = s.shape[0]  # through constexpr locals, as in _score_mma
+        BN: gl.constexpr = s.shape[1]
+        rows = r0 + gl.arange(0, ROWS, layout=gl.SliceLayout(1, s_layout))
+        cols = block * BN + gl.arange(0, BN, layout=gl.SliceLayout(0, s_layout))
+        return gl.where(gl.expand_dims(cols, 0) <= gl.expand_dims(rows, 1), s, float("-inf"))
+
+    @gluon.jit
     def _hopper_loader(q_desc, k_desc, v_desc, q_smem, k_bufs, v_bufs, q_bar, k_ready, v_ready, k_empty, v_empty,
-                       seq_len, STAGES: gl.constexpr):
+                       seq_len, STAGES: gl.constexpr, CAUSAL: gl.constexpr):
         # One warp: Q once (a box of HALF rows for each consumer), then every key block's K and V, each into a slot
         # every consumer has released.
         CONSUMERS: gl.constexpr = q_smem.shape[0]
         HALF: gl.constexpr = q_desc.block_type.shape[0]
         BN: gl.constexpr = k_desc.block_type.shape[0]
         head_row = gl.program_id(1) * seq_len
+        m, last_key = _query_block(seq_len, CONSUMERS * HALF, CAUSAL)
         mbarrier.expect(q_bar, CONSUMERS * q_desc.block_type.nbytes)
         for wg in gl.static_range(CONSUMERS):  # rows past this head's end: the next head's, or TMA's zero fill
-            _tma_load(q_desc, [head_row + (gl.program_id(0) * CONSUMERS + wg) * HALF, 0], q_bar, q_smem.index(wg))
-        for b in range(seq_len // BN):
+            _tma_load(q_desc, [head_row + (m * CONSUMERS + wg) * HALF, 0], q_bar, q_smem.index(wg))
+        for b in range(gl.cdiv(last_key, BN)):
             slot = b % STAGES
             free = ((b // STAGES) & 1) ^ 1  # the first round passes at once
             mbarrier.wait(k_empty.index(slot), free)
@@ -222,11 +248,13 @@ if gluon is not None:
 
     @gluon.jit
     def _hopper_consumer(o_desc, q_smem, k_bufs, v_bufs, q_bar, k_ready, v_ready, k_empty, v_empty, turns, seq_len,
-                         qk_scale, WG: gl.constexpr, STAGES: gl.constexpr, PINGPONG: gl.constexpr):
+                         qk_scale, WG: gl.constexpr, STAGES: gl.constexpr, PINGPONG: gl.constexpr,
+                         CAUSAL: gl.constexpr):
         # One warp group: query rows [HALF WG, HALF (WG + 1)) of the CTA's. Block j issues S_{j+1} and PV_j back
         # to back and runs the softmax of S_{j+1} while PV_j is on the tensor cores; both are waited for within
         # the iteration (an MMA in flight across the loop's back edge makes ptxas serialise every wgmma, C7514).
-        # PINGPONG: the warp groups take turns issuing (a turn barrier each, passed round).
+        # PINGPONG: the warp groups take turns issuing (a turn barrier each, passed round). CAUSAL: every warp group
+        # runs the CTA's key blocks (each slot waits for all of them), masking those that reach past its first row.
         CONSUMERS: gl.constexpr = q_smem.shape[0]
         HALF: gl.constexpr = o_desc.block_type.shape[0]
         D: gl.constexpr = o_desc.block_type.shape[1]
@@ -237,7 +265,9 @@ if gluon is not None:
         o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                            instr_shape=[16, D, 16])
         q_half = q_smem.index(WG)
-        n_blocks = seq_len // BN
+        m, last_key = _query_block(seq_len, CONSUMERS * HALF, CAUSAL)
+        n_blocks = gl.cdiv(last_key, BN)
+        row = (m * CONSUMERS + WG) * HALF  # this warp group's first query row
         m_i = gl.full([HALF], float("-inf"), gl.float32, gl.SliceLayout(1, s_layout))
         l_i = gl.zeros([HALF], gl.float32, gl.SliceLayout(1, s_layout))
         acc = gl.zeros([HALF, D], gl.float32, o_layout)
@@ -246,6 +276,9 @@ if gluon is not None:
         mbarrier.wait(q_bar, 0)
         s = warpgroup_mma_wait(0, deps=(_score_mma(q_half, k_bufs, k_ready, 0, s_layout, STAGES),))
         mbarrier.arrive(k_empty.index(0))
+        if CAUSAL:  # noqa: SIM102 - a compile-time test around a run-time one
+            if BN - 1 > row:
+                s = _causal_mask(s, 0, row, s_layout)
         p16, alpha, m_i, l_i = _online_softmax(s, m_i, l_i, qk_scale, o_layout, dtype)
         for j in range(n_blocks - 1):
             if PINGPONG:
@@ -257,13 +290,15 @@ if gluon is not None:
                 mbarrier.arrive(turns.index((WG + 1) % CONSUMERS))
             s = warpgroup_mma_wait(1, deps=(s_tok,))
             mbarrier.arrive(k_empty.index((j + 1) % STAGES))
+            if CAUSAL:  # noqa: SIM102 - a compile-time test around a run-time one
+                if (j + 2) * BN - 1 > row:  # block j + 1 holds keys past this warp group's first row
+                    s = _causal_mask(s, j + 1, row, s_layout)
             p16, alpha, m_i, l_i = _online_softmax(s, m_i, l_i, qk_scale, o_layout, dtype)
             acc = warpgroup_mma_wait(0, deps=(pv_tok,))
             mbarrier.arrive(v_empty.index(j % STAGES))
         acc = acc * gl.expand_dims(alpha, 1)
         acc = warpgroup_mma_wait(0, deps=(_value_mma(p16, v_bufs, v_ready, acc, n_blocks - 1, STAGES),))
         out = (acc / gl.expand_dims(gl.convert_layout(l_i, gl.SliceLayout(1, o_layout)), 1)).to(dtype)
-        row = (gl.program_id(0) * CONSUMERS + WG) * HALF
         if row < seq_len:  # the last CTA of a head may hold rows past its end (computed, never stored)
             q_half.store(out)  # this warp group's last score MMA is done with its rows of Q
             fence_async_shared()
@@ -272,7 +307,7 @@ if gluon is not None:
 
     @gluon.jit
     def _attention_hopper_kernel(q_desc, k_desc, v_desc, o_desc, seq_len, qk_scale, CONSUMERS: gl.constexpr,
-                                 STAGES: gl.constexpr, PINGPONG: gl.constexpr):
+                                 STAGES: gl.constexpr, PINGPONG: gl.constexpr, CAUSAL: gl.constexpr):
         """A TMA loader warp and CONSUMERS (2 or 3) consumer warp groups of q_desc's rows each (the kernel's own
         4 warps are the first)."""
         HALF: gl.constexpr = q_desc.block_type.shape[0]
@@ -301,34 +336,36 @@ if gluon is not None:
         if CONSUMERS == 3:
             gl.warp_specialize([
                 (_hopper_consumer, (o_desc, q_smem, k_bufs, v_bufs, q_bar, k_ready, v_ready, k_empty, v_empty, turns,
-                                    seq_len, qk_scale, 0, STAGES, PINGPONG)),
+                                    seq_len, qk_scale, 0, STAGES, PINGPONG, CAUSAL)),
                 (_hopper_consumer, (o_desc, q_smem, k_bufs, v_bufs, q_bar, k_ready, v_ready, k_empty, v_empty, turns,
-                                    seq_len, qk_scale, 1, STAGES, PINGPONG)),
+                                    seq_len, qk_scale, 1, STAGES, PINGPONG, CAUSAL)),
                 (_hopper_consumer, (o_desc, q_smem, k_bufs, v_bufs, q_bar, k_ready, v_ready, k_empty, v_empty, turns,
-                                    seq_len, qk_scale, 2, STAGES, PINGPONG)),
+                                    seq_len, qk_scale, 2, STAGES, PINGPONG, CAUSAL)),
                 (_hopper_loader, (q_desc, k_desc, v_desc, q_smem, k_bufs, v_bufs, q_bar, k_ready, v_ready, k_empty,
-                                  v_empty, seq_len, STAGES)),
+                                  v_empty, seq_len, STAGES, CAUSAL)),
             ], [4, 4, 1], [160, 160, 24])
         else:
             gl.warp_specialize([
                 (_hopper_consumer, (o_desc, q_smem, k_bufs, v_bufs, q_bar, k_ready, v_ready, k_empty, v_empty, turns,
-                                    seq_len, qk_scale, 0, STAGES, PINGPONG)),
+                                    seq_len, qk_scale, 0, STAGES, PINGPONG, CAUSAL)),
                 (_hopper_consumer, (o_desc, q_smem, k_bufs, v_bufs, q_bar, k_ready, v_ready, k_empty, v_empty, turns,
-                                    seq_len, qk_scale, 1, STAGES, PINGPONG)),
+                                    seq_len, qk_scale, 1, STAGES, PINGPONG, CAUSAL)),
                 (_hopper_loader, (q_desc, k_desc, v_desc, q_smem, k_bufs, v_bufs, q_bar, k_ready, v_ready, k_empty,
-                                  v_empty, seq_len, STAGES)),
+                                  v_empty, seq_len, STAGES, CAUSAL)),
             ], [4, 1], [232, 40])
 
 
 _HOPPER_ROWS = 64  # query rows a consumer warp group of the Hopper kernel owns (one wgmma's M)
 
 
-def _hopper_plan(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -> tuple[int, int, int, bool] | None:
-    """(consumer warp groups, key block, ring slots, ping-pong) where the Hopper kernel serves this call, else
-    None."""
+def _hopper_plan(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                 causal: bool) -> tuple[int, int, int, bool, bool] | None:
+    """(consumer warp groups, key block, ring slots, ping-pong, causal) where the Hopper kernel serves this call,
+    else None."""
     t = TUNABLES
     seq_len, head_dim = q.shape[2], q.shape[3]
-    if not (t["HOPPER_WS"] and gluon is not None and q.is_cuda and not causal and head_dim in (64, 128)
+    if not (t["HOPPER_WS"] and gluon is not None and q.is_cuda and (t["HOPPER_CAUSAL"] or not causal)
+            and head_dim in (64, 128)
             and q.dtype in (torch.bfloat16, torch.float16) and k.dtype == q.dtype and v.dtype == q.dtype
             and torch.cuda.get_device_capability(q.device) == (9, 0) and _tma_ok(q, k, v)):
         return None
@@ -337,14 +374,14 @@ def _hopper_plan(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool
     stages = t["HOPPER_STAGES_D128" if wide else "HOPPER_STAGES"]
     if seq_len % _HOPPER_ROWS or seq_len % block_n or seq_len // block_n < stages:
         return None
-    return consumers, block_n, stages, bool(t["HOPPER_PINGPONG_D128" if wide else "HOPPER_PINGPONG"])
+    return consumers, block_n, stages, bool(t["HOPPER_PINGPONG_D128" if wide else "HOPPER_PINGPONG"]), causal
 
 
 def _hopper_launch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor, scale: float,
-                   plan: tuple[int, int, int, bool]):
+                   plan: tuple[int, int, int, bool, bool]):
     """Run the Hopper kernel over (B*H*S, D) views into o; plan from _hopper_plan (consumer warp groups of 64 query
-    rows; key rows a block; ring slots; ping-pong). Returns the compiled kernel (registers, SASS)."""
-    consumers, block_n, stages, pingpong = plan
+    rows; key rows a block; ring slots; ping-pong; causal). Returns the compiled kernel (registers, SASS)."""
+    consumers, block_n, stages, pingpong, causal = plan
     batch, heads, seq_len, head_dim = q.shape
     rows = batch * heads * seq_len
     elem = gl.bfloat16 if q.dtype == torch.bfloat16 else gl.float16
@@ -355,7 +392,8 @@ def _hopper_launch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.T
 
     return _attention_hopper_kernel[(triton.cdiv(seq_len, consumers * _HOPPER_ROWS), batch * heads)](
         desc(q, _HOPPER_ROWS), desc(k, block_n), desc(v, block_n), desc(o, _HOPPER_ROWS), seq_len,
-        scale * 1.4426950408889634, CONSUMERS=consumers, STAGES=stages, PINGPONG=pingpong, num_warps=4)
+        scale * 1.4426950408889634, CONSUMERS=consumers, STAGES=stages, PINGPONG=pingpong, CAUSAL=causal,
+        num_warps=4)
 
 
 def _tma_ok(*tensors: torch.Tensor) -> bool:

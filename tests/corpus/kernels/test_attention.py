@@ -120,8 +120,9 @@ def test_harness_profile_uses_the_spec_flops(tmp_path: Path):
     assert timed["flops"] == module.get_flops(*module.get_inputs()) and timed["flops_dtype"] == "bfloat16"
 
 
-# (head_dim, consumer warp groups, ping-pong): the defaults and their alternatives
-HOPPER_CASES = [(128, 2, True), (128, 2, False), (64, 3, True), (64, 3, False), (64, 2, True)]
+# (head_dim, consumer warp groups, ping-pong, causal): the defaults and their alternatives
+HOPPER_CASES = [(128, 2, True, False), (128, 2, False, False), (64, 3, True, False), (64, 3, False, False),
+                (64, 2, True, False), (128, 2, True, True), (64, 3, True, True)]
 
 
 _COMPILE_FOR_SM90 = """
@@ -134,7 +135,8 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon._runtime import GluonASTSource
 from harness.spec import import_file
 
-path, head_dim, consumers, pingpong = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4] == "1"
+path, head_dim, consumers = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+pingpong, causal = sys.argv[4] == "1", sys.argv[5] == "1"
 kernel = import_file(path, "attention_hopper_compile")
 block_n, stages = kernel.TUNABLES["HOPPER_BLOCK_N"], kernel.TUNABLES["HOPPER_STAGES"]
 
@@ -146,8 +148,8 @@ def desc(rows):
 
 signature = {"q_desc": desc(64), "k_desc": desc(block_n), "v_desc": desc(block_n), "o_desc": desc(64),
              "seq_len": "i32", "qk_scale": "fp32", "CONSUMERS": "constexpr", "STAGES": "constexpr",
-             "PINGPONG": "constexpr"}
-constants = {"CONSUMERS": consumers, "STAGES": stages, "PINGPONG": pingpong}
+             "PINGPONG": "constexpr", "CAUSAL": "constexpr"}
+constants = {"CONSUMERS": consumers, "STAGES": stages, "PINGPONG": pingpong, "CAUSAL": causal}
 source = GluonASTSource(kernel._attention_hopper_kernel, signature, constants)
 ptx = triton.compile(source, target=GPUTarget("cuda", 90, 32), options={"num_warps": 4}).asm["ptx"]
 print(json.dumps({key: ptx.count(key) for key in (
@@ -156,8 +158,8 @@ print(json.dumps({key: ptx.count(key) for key in (
 """
 
 
-@pytest.mark.parametrize("head_dim, consumers, pingpong", HOPPER_CASES)
-def test_hopper_kernel_compiles_for_sm90(head_dim: int, consumers: int, pingpong: bool):
+@pytest.mark.parametrize("head_dim, consumers, pingpong, causal", HOPPER_CASES)
+def test_hopper_kernel_compiles_for_sm90(head_dim: int, consumers: int, pingpong: bool, causal: bool):
     """The warp-specialised Gluon kernel, compiled here for sm_90 (no GPU needed; in a process of its own, as the
     interpreter this suite runs in replaces every JIT function, triton's own included): a TMA loader, register
     reallocation between the partitions, and the asynchronous wgmma groups it is built around."""
@@ -169,7 +171,7 @@ def test_hopper_kernel_compiles_for_sm90(head_dim: int, consumers: int, pingpong
     repo = FAMILY.parents[2]
     env = {**os.environ, "TRITON_INTERPRET": "0", "PYTHONPATH": str(repo)}
     done = subprocess.run([sys.executable, "-c", _COMPILE_FOR_SM90, str(FAMILY / "kernel.py"), str(head_dim),
-                           str(consumers), str(int(pingpong))], check=False, capture_output=True, text=True, env=env,
+                           str(consumers), str(int(pingpong)), str(int(causal))], check=False, capture_output=True, text=True, env=env,
                           cwd=repo, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     counts = json.loads(done.stdout.strip().splitlines()[-1])
@@ -187,29 +189,32 @@ needs_hopper = pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.ge
 @pytest.mark.gpu
 @needs_hopper
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
-@pytest.mark.parametrize("head_dim, consumers, pingpong", HOPPER_CASES)
+@pytest.mark.parametrize("head_dim, consumers, pingpong, causal", HOPPER_CASES)
 # 384: three 128-key blocks, one more than two slots; 1024 and 640 leave 3 consumers a last CTA with one row block
 @pytest.mark.parametrize("seq_len", [1024, 640, 384])
-def test_hopper_kernel_matches_sdpa(seq_len: int, head_dim: int, consumers: int, pingpong: bool,
+def test_hopper_kernel_matches_sdpa(seq_len: int, head_dim: int, consumers: int, pingpong: bool, causal: bool,
                                     dtype: torch.dtype):
     kernel = import_file(FAMILY / "kernel.py", "test_attention_hopper_gpu")
     kernel.TUNABLES.update({"HOPPER_PINGPONG": pingpong, "HOPPER_PINGPONG_D128": pingpong,
                             "HOPPER_CONSUMERS": consumers, "HOPPER_CONSUMERS_D128": consumers})
     torch.manual_seed(0)
     q, k, v = (torch.randn(2, 3, seq_len, head_dim, device="cuda", dtype=dtype) for _ in range(3))
-    assert kernel._hopper_plan(q, k, v, causal=False) is not None  # the Gluon kernel serves this call
-    expected = torch.nn.functional.scaled_dot_product_attention(q.float(), k.float(), v.float())
-    torch.testing.assert_close(kernel.attention(q, k, v).float(), expected, atol=2e-2, rtol=2e-2)
+    assert kernel._hopper_plan(q, k, v, causal) is not None  # the Gluon kernel serves this call
+    expected = torch.nn.functional.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=causal)
+    torch.testing.assert_close(kernel.attention(q, k, v, causal).float(), expected, atol=2e-2, rtol=2e-2)
     # every output row is written: a second call into reused memory gives the same result
-    torch.testing.assert_close(kernel.attention(q, k, v), kernel.attention(q, k, v), atol=0, rtol=0)
+    torch.testing.assert_close(kernel.attention(q, k, v, causal), kernel.attention(q, k, v, causal), atol=0, rtol=0)
 
 
 @pytest.mark.gpu
 @needs_hopper
-@pytest.mark.parametrize("seq_len, causal", [(1000, False), (1024, True)])
-def test_hopper_kernel_declines_what_it_does_not_cover(seq_len: int, causal: bool):
+@pytest.mark.parametrize("seq_len, head_dim, dtype", [(1000, 64, torch.bfloat16), (1024, 32, torch.bfloat16),
+                                                     (1024, 64, torch.float32)], ids=str)
+@pytest.mark.parametrize("causal", [False, True])
+def test_hopper_kernel_declines_what_it_does_not_cover(seq_len: int, head_dim: int, dtype: torch.dtype,
+                                                       causal: bool):
     kernel = import_file(FAMILY / "kernel.py", "test_attention_hopper_fallback")
-    q, k, v = (torch.randn(1, 2, seq_len, 64, device="cuda", dtype=torch.bfloat16) for _ in range(3))
-    assert kernel._hopper_plan(q, k, v, causal) is None  # a ragged length, or causal: the Triton kernel
+    q, k, v = (torch.randn(1, 2, seq_len, head_dim, device="cuda", dtype=dtype) for _ in range(3))
+    assert kernel._hopper_plan(q, k, v, causal) is None  # a ragged length, another head dim, fp32: the Triton kernel
     expected = torch.nn.functional.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=causal)
     torch.testing.assert_close(kernel.attention(q, k, v, causal).float(), expected, atol=2e-2, rtol=2e-2)
