@@ -12,7 +12,10 @@ class Model(nn.Module):
 
 
 def get_inputs(n: int = 512):
-    return [torch.randn(n), torch.randn(n), torch.randn(n)]
+    # Non-negative: x*y+z never cancels, so a bf16 computation's error (under 3 * 2^-7 * out) stays inside the
+    # loose tolerance (0.02 + 0.02 * out) and only the precision check can catch it. With signed inputs a
+    # cancelling element sometimes failed the tolerance first (a CI run saw "wrong" instead of "rejected").
+    return [torch.rand(n), torch.rand(n), torch.rand(n)]
 
 
 def get_init_inputs():
