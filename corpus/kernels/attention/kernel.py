@@ -204,8 +204,8 @@ if gluon is not None:
 
     @gluon.jit
     def _query_block(seq_len, ROWS: gl.constexpr, CAUSAL: gl.constexpr):
-        """(this CTA's block of ROWS query rows, the key blocks it reads): causal CTAs heaviest first, and only the
-        keys up to their last row."""
+        """(the index of this CTA's block of ROWS query rows, the end of the keys it reads): causal CTAs heaviest
+        first, reading only the keys up to their last row."""
         if CAUSAL:
             m = gl.cdiv(seq_len, ROWS) - 1 - gl.program_id(0)
             last_key = gl.minimum((m + 1) * ROWS, seq_len)
@@ -226,16 +226,16 @@ if gluon is not None:
     @gluon.jit
     def _hopper_loader(q_desc, k_desc, v_desc, q_smem, k_bufs, v_bufs, q_bar, k_ready, v_ready, k_empty, v_empty,
                        seq_len, STAGES: gl.constexpr, CAUSAL: gl.constexpr):
-        # One warp: Q once (a box of HALF rows for each consumer), then every key block's K and V, each into a slot
-        # every consumer has released.
+        # One warp: Q once (a box of WG_ROWS rows for each consumer), then every key block's K and V, each into a
+        # slot every consumer has released.
         CONSUMERS: gl.constexpr = q_smem.shape[0]
-        HALF: gl.constexpr = q_desc.block_type.shape[0]
+        WG_ROWS: gl.constexpr = q_desc.block_type.shape[0]
         BN: gl.constexpr = k_desc.block_type.shape[0]
         head_row = gl.program_id(1) * seq_len
-        m, last_key = _query_block(seq_len, CONSUMERS * HALF, CAUSAL)
+        m, last_key = _query_block(seq_len, CONSUMERS * WG_ROWS, CAUSAL)
         mbarrier.expect(q_bar, CONSUMERS * q_desc.block_type.nbytes)
         for wg in gl.static_range(CONSUMERS):  # rows past this head's end: the next head's, or TMA's zero fill
-            _tma_load(q_desc, [head_row + (m * CONSUMERS + wg) * HALF, 0], q_bar, q_smem.index(wg))
+            _tma_load(q_desc, [head_row + (m * CONSUMERS + wg) * WG_ROWS, 0], q_bar, q_smem.index(wg))
         for b in range(gl.cdiv(last_key, BN)):
             slot = b % STAGES
             free = ((b // STAGES) & 1) ^ 1  # the first round passes at once
@@ -250,13 +250,13 @@ if gluon is not None:
     def _hopper_consumer(o_desc, q_smem, k_bufs, v_bufs, q_bar, k_ready, v_ready, k_empty, v_empty, turns, seq_len,
                          qk_scale, WG: gl.constexpr, STAGES: gl.constexpr, PINGPONG: gl.constexpr,
                          CAUSAL: gl.constexpr):
-        # One warp group: query rows [HALF WG, HALF (WG + 1)) of the CTA's. Block j issues S_{j+1} and PV_j back
-        # to back and runs the softmax of S_{j+1} while PV_j is on the tensor cores; both are waited for within
+        # One warp group: query rows [WG_ROWS WG, WG_ROWS (WG + 1)) of the CTA's. Block j issues S_{j+1} and PV_j
+        # back to back and runs the softmax of S_{j+1} while PV_j is on the tensor cores; both are waited for within
         # the iteration (an MMA in flight across the loop's back edge makes ptxas serialise every wgmma, C7514).
         # PINGPONG: the warp groups take turns issuing (a turn barrier each, passed round). CAUSAL: every warp group
         # runs the CTA's key blocks (each slot waits for all of them), masking those that reach past its first row.
         CONSUMERS: gl.constexpr = q_smem.shape[0]
-        HALF: gl.constexpr = o_desc.block_type.shape[0]
+        WG_ROWS: gl.constexpr = o_desc.block_type.shape[0]
         D: gl.constexpr = o_desc.block_type.shape[1]
         BN: gl.constexpr = k_bufs.shape[1]
         dtype: gl.constexpr = o_desc.dtype
@@ -265,12 +265,12 @@ if gluon is not None:
         o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                            instr_shape=[16, D, 16])
         q_half = q_smem.index(WG)
-        m, last_key = _query_block(seq_len, CONSUMERS * HALF, CAUSAL)
+        m, last_key = _query_block(seq_len, CONSUMERS * WG_ROWS, CAUSAL)
         n_blocks = gl.cdiv(last_key, BN)
-        row = (m * CONSUMERS + WG) * HALF  # this warp group's first query row
-        m_i = gl.full([HALF], float("-inf"), gl.float32, gl.SliceLayout(1, s_layout))
-        l_i = gl.zeros([HALF], gl.float32, gl.SliceLayout(1, s_layout))
-        acc = gl.zeros([HALF, D], gl.float32, o_layout)
+        row = (m * CONSUMERS + WG) * WG_ROWS  # this warp group's first query row
+        m_i = gl.full([WG_ROWS], float("-inf"), gl.float32, gl.SliceLayout(1, s_layout))
+        l_i = gl.zeros([WG_ROWS], gl.float32, gl.SliceLayout(1, s_layout))
+        acc = gl.zeros([WG_ROWS, D], gl.float32, o_layout)
         if PINGPONG and WG == CONSUMERS - 1:
             mbarrier.arrive(turns.index(0))  # warp group 0 goes first
         mbarrier.wait(q_bar, 0)
@@ -310,11 +310,11 @@ if gluon is not None:
                                  STAGES: gl.constexpr, PINGPONG: gl.constexpr, CAUSAL: gl.constexpr):
         """A TMA loader warp and CONSUMERS (2 or 3) consumer warp groups of q_desc's rows each (the kernel's own
         4 warps are the first)."""
-        HALF: gl.constexpr = q_desc.block_type.shape[0]
+        WG_ROWS: gl.constexpr = q_desc.block_type.shape[0]
         D: gl.constexpr = q_desc.block_type.shape[1]
         BN: gl.constexpr = k_desc.block_type.shape[0]
         dtype: gl.constexpr = q_desc.dtype
-        q_smem = gl.allocate_shared_memory(dtype, [CONSUMERS, HALF, D], q_desc.layout)  # Q, then the output
+        q_smem = gl.allocate_shared_memory(dtype, [CONSUMERS, WG_ROWS, D], q_desc.layout)  # Q, then the output
         k_bufs = gl.allocate_shared_memory(dtype, [STAGES, BN, D], k_desc.layout)
         v_bufs = gl.allocate_shared_memory(dtype, [STAGES, BN, D], v_desc.layout)
         q_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
