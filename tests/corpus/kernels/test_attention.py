@@ -170,9 +170,9 @@ def test_hopper_kernel_compiles_for_sm90(head_dim: int, consumers: int, pingpong
 
     repo = FAMILY.parents[2]
     env = {**os.environ, "TRITON_INTERPRET": "0", "PYTHONPATH": str(repo)}
-    done = subprocess.run([sys.executable, "-c", _COMPILE_FOR_SM90, str(FAMILY / "kernel.py"), str(head_dim),
-                           str(consumers), str(int(pingpong)), str(int(causal))], check=False, capture_output=True, text=True, env=env,
-                          cwd=repo, timeout=300)
+    args = [str(FAMILY / "kernel.py"), str(head_dim), str(consumers), str(int(pingpong)), str(int(causal))]
+    done = subprocess.run([sys.executable, "-c", _COMPILE_FOR_SM90, *args], check=False, capture_output=True,
+                          text=True, env=env, cwd=repo, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     counts = json.loads(done.stdout.strip().splitlines()[-1])
     assert counts["cp.async.bulk.tensor"] >= 3 and counts["setmaxnreg"] >= 2
@@ -202,7 +202,7 @@ def test_hopper_kernel_matches_sdpa(seq_len: int, head_dim: int, consumers: int,
     assert kernel._hopper_plan(q, k, v, causal) is not None  # the Gluon kernel serves this call
     expected = torch.nn.functional.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=causal)
     torch.testing.assert_close(kernel.attention(q, k, v, causal).float(), expected, atol=2e-2, rtol=2e-2)
-    # every output row is written: a second call into reused memory gives the same result
+    # two calls agree bit for bit: no race between the partitions shows (slots reused early, turns out of order)
     torch.testing.assert_close(kernel.attention(q, k, v, causal), kernel.attention(q, k, v, causal), atol=0, rtol=0)
 
 
