@@ -1,12 +1,15 @@
 """Probe: persistent bf16 GEMMs with the gemm_epilogue spec's epilogue written in Gluon (Triton's lower-level
 dialect: explicit shared memory, mbarriers, TMA, wgmma and warp specialisation), against our Triton kernel and
-cuBLAS, on Hopper. Three forms:
+cuBLAS, on Hopper. Four forms:
 - gluon_gemm: one flat loop over (tile, k-step) pairs, so the next tile's first loads are in flight during this
   tile's epilogue; the residual comes by TMA when a tile starts, into the buffer its output leaves from.
 - gluon_gemm_ws: warp-specialised as cuBLAS's kernel is (a TMA loader warp; two consumer warp groups, each 64 rows of
   a 128x256 tile, releasing each stage through an mbarrier).
 - gluon_gemm_ws_epi: the same, with the epilogue in warps of their own: the MMA warp groups hand x W^T + b, rounded
   to 16 bits (what eager's linear hands its activation), through shared memory and start the next tile at once.
+- gluon_gemm_ws3: three MMA warp groups of 64x256 sharing each W stage (chunks of up to 192x256: 17% fewer operand
+  bytes through L2), each program an even share of the 64-row units; warp group 0 issues the loads (a loader warp
+  of its own would launch 16 warps, whose 128-register cap ptxas rejects for a 64x256 wgmma).
 
 Measured on the H200 (triton 3.6; GPU tests `benchmarks/results/logs/gpu-tests-gluon-probe-h200-*.log`): all correct.
 Minima of five alternating do_bench runs (`gluon-gemm-probe-h200-20261201T1512Z.json`; the box timed some rounds
@@ -15,11 +18,12 @@ alone 0.0973; 4096^3: ws 0.2031, ws_epi 0.2052, ours 0.2073, cuBLAS 0.1909 (`-15
 order). The flat loop alone is slower (tall 0.1217-0.1242, 4096^3 0.219-0.228). Warp specialisation and a
 separate epilogue are worth ~1%, not the 15-19% to cuBLAS, whose kernel (`ncu-h200-20261201T1457Z.txt`) moves 19%
 fewer bytes through L2 (592 against 729 MB at about the same L2 rate, 6.2-6.4 TB/s) with 256x128 tiles on
-clusters of two CTAs; triton 3.6's Gluon has no TMA multicast across a cluster, and the register file leaves no
-room for larger tiles (a third MMA warp group caps every thread at 128 registers, under one wgmma's 128-register
-accumulator plus its operands).
+clusters of two CTAs; triton 3.6's Gluon has no TMA multicast across a cluster. Fewer L2 bytes alone do not close
+it: ws3 is correct and slower, tall 0.1278-0.1354 ms against ours 0.1197-0.1660 and cuBLAS 0.0997-0.1120 on a noisy
+box (`gluon-gemm-probe-h200-20261201T185927Z.json`, `-185623Z.json`; docs/LIBRARY.md, session 13).
 
-Usage (GPU box, repo root): python3 benchmarks/gpu/gluon_gemm_probe.py [--out FILE]
+Usage (GPU box, repo root): python3 benchmarks/gpu/gluon_gemm_probe.py [--out FILE] [--forms gluon_ws3,ours]
+    [--shapes 32768x2048x512,...] [--ws3-configs '[{"BK": 64, "STAGES": 4, "CHUNK": 0}]']
 """
 
 from __future__ import annotations
@@ -394,6 +398,191 @@ def gluon_gemm_ws_epi(x, w, b, r, scale, BM=128, BN=256, BK=64, STAGES=3, GROUP_
     return y
 
 
+@gluon.jit
+def _chunk(start, hi, n_units_m, WGS: gl.constexpr):
+    """(column block, first 64-row unit, units) of the chunk starting at unit `start`: up to WGS units of one column
+    block, not past this program's last unit `hi`."""
+    nb = start // n_units_m
+    mu = start - nb * n_units_m
+    cnt = gl.minimum(gl.minimum(hi - start, (nb + 1) * n_units_m - start), WGS)
+    return nb, mu, cnt
+
+
+@gluon.jit
+def _ws3_issue(a_desc, b_desc, a_bufs, b_bufs, ready, empty, lit, l_start, lk, hi, n_units_m, K_STEPS: gl.constexpr,
+               STAGES: gl.constexpr, WGS: gl.constexpr):
+    """The loads of flat k-step `lit` (k-step lk of the chunk starting at unit l_start), if there is one: one W box,
+    shared by the chunk's warp groups, and one x box per 64-row unit; (l_start, lk) of the next flat k-step."""
+    ROWS: gl.constexpr = a_desc.block_type.shape[0]
+    BK: gl.constexpr = a_desc.block_type.shape[1]
+    BN: gl.constexpr = b_desc.block_type.shape[0]
+    A_BYTES: gl.constexpr = a_desc.block_type.nbytes
+    B_BYTES: gl.constexpr = b_desc.block_type.nbytes
+    if l_start < hi:
+        nb, mu, cnt = _chunk(l_start, hi, n_units_m, WGS)
+        s = lit % STAGES
+        bar = ready.index(s)
+        # the slot is free once every warp group released its last use (the first round passes at once)
+        mbarrier.wait(empty.index(s), ((lit // STAGES) & 1) ^ 1)
+        for c in gl.static_range(1, WGS + 1):  # one arrive-and-expect: the bytes of this chunk's boxes
+            mbarrier.expect(bar, c * A_BYTES + B_BYTES, cnt == c)
+        _tma_load(b_desc, [nb * BN, lk * BK], bar, b_bufs.index(s))
+        for c in gl.static_range(WGS):
+            _tma_load(a_desc, [(mu + c) * ROWS, lk * BK], bar, a_bufs.index(s * WGS + c), c < cnt)
+        lk += 1
+        if lk == K_STEPS:
+            lk = 0
+            l_start += cnt
+    return l_start, lk
+
+
+@gluon.jit
+def _ws3_epilogue_regs(acc, cols, row0, r_ptr, y_ptr, M, N, stride_rm, stride_ym, scale):
+    """gelu(h) * scale + residual straight from the accumulator's registers (h: x W^T + b rounded to 16 bits, as
+    eager's linear hands it on); no staging buffer, so the 96 KB go to operand stages."""
+    dtype: gl.constexpr = y_ptr.dtype.element_ty
+    rows = row0 + gl.arange(0, acc.shape[0], layout=gl.SliceLayout(1, acc.type.layout))
+    mask = gl.expand_dims(rows < M, 1) & gl.expand_dims(cols < N, 0)
+    y = _gelu_scaled(acc.to(dtype).to(gl.float32), scale).to(dtype)
+    r = gl.load(r_ptr + gl.expand_dims(rows * stride_rm, 1) + gl.expand_dims(cols, 0), mask=mask, other=0.0)
+    out = (y.to(gl.float32) + r.to(gl.float32)).to(dtype)
+    gl.store(y_ptr + gl.expand_dims(rows * stride_ym, 1) + gl.expand_dims(cols, 0), out, mask=mask)
+
+
+@gluon.jit
+def _ws3_epilogue_smem(acc, h, col0, row0, r_ptr, y_ptr, M, N, stride_rm, stride_ym, scale, CHUNK: gl.constexpr):
+    """The same through the warp group's staging buffer h: h in, then CHUNK-row slices with coalesced 16-byte
+    residual loads and output stores."""
+    dtype: gl.constexpr = y_ptr.dtype.element_ty
+    ROWS: gl.constexpr = acc.shape[0]
+    BN: gl.constexpr = acc.shape[1]
+    io_layout: gl.constexpr = gl.BlockedLayout([1, 8], [1, 32], [4, 1], [1, 0])
+    io_rows0 = gl.arange(0, CHUNK, layout=gl.SliceLayout(1, io_layout))
+    io_cols = col0 + gl.arange(0, BN, layout=gl.SliceLayout(0, io_layout))
+    _cta_barrier()  # every warp of the group has read the last chunk's rows out of the buffer
+    h.store(acc.to(dtype))
+    _cta_barrier()
+    for c in gl.static_range(ROWS // CHUNK):
+        v = h.slice(c * CHUNK, CHUNK).load(io_layout).to(gl.float32)
+        y = _gelu_scaled(v, scale).to(dtype)
+        rows = row0 + c * CHUNK + io_rows0
+        mask = gl.expand_dims(rows < M, 1) & gl.expand_dims(io_cols < N, 0)
+        r = gl.load(r_ptr + gl.expand_dims(rows * stride_rm, 1) + gl.expand_dims(io_cols, 0), mask=mask, other=0.0)
+        out = (y.to(gl.float32) + r.to(gl.float32)).to(dtype)
+        gl.store(y_ptr + gl.expand_dims(rows * stride_ym, 1) + gl.expand_dims(io_cols, 0), out, mask=mask)
+
+
+@gluon.jit
+def _ws3_consumer(a_desc, b_desc, a_bufs, b_bufs, ready, empty, h_bufs, bias_ptr, r_ptr, y_ptr, M, N, stride_rm,
+                  stride_ym, scale, n_units_m, n_units, WG: gl.constexpr, K_STEPS: gl.constexpr, STAGES: gl.constexpr,
+                  WGS: gl.constexpr, CHUNK: gl.constexpr):
+    # One warp group: unit WG of each chunk (64 rows x BN); where a chunk has fewer units it only passes the
+    # chunk's stages back (the empty barriers count one arrival per warp group). Warp group 0 (always busy: every
+    # chunk has a unit 0) also issues the loads, STAGES - 1 k-steps ahead: a loader warp of its own would make 13
+    # warps, launched as 16, and 16 warps cap every thread at 128 registers, under what a 64x256 wgmma needs (154).
+    # The epilogue (CHUNK 0) straight from the accumulator's registers, or through the warp group's staging buffer
+    # in CHUNK-row slices; either way on x W^T + b rounded to 16 bits, as eager's linear hands it to its GELU. With
+    # the residual through TMA into the buffer, as the two-consumer form has it, ptxas spilled 1.7 KB at 168.
+    ROWS: gl.constexpr = a_desc.block_type.shape[0]
+    BN: gl.constexpr = b_desc.block_type.shape[0]
+    dtype: gl.constexpr = a_desc.dtype
+    acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                         instr_shape=[16, BN, 16])
+    h = h_bufs.index(WG if CHUNK > 0 else 0)
+    cols0 = gl.arange(0, BN, layout=gl.SliceLayout(0, acc_layout))
+    pid = gl.program_id(0)
+    n_progs = gl.num_programs(0)
+    hi = (pid + 1) * n_units // n_progs
+    start = pid * n_units // n_progs
+    it = 0
+    l_start = start  # the load cursor (warp group 0): flat k-step it + STAGES - 1
+    lk = 0
+    if WG == 0:
+        for i in gl.static_range(STAGES - 1):
+            l_start, lk = _ws3_issue(a_desc, b_desc, a_bufs, b_bufs, ready, empty, i, l_start, lk, hi, n_units_m,
+                                     K_STEPS, STAGES, WGS)
+    while start < hi:
+        nb, mu, cnt = _chunk(start, hi, n_units_m, WGS)
+        if WG < cnt:
+            cols = nb * BN + cols0
+            bias = gl.load(bias_ptr + cols, mask=cols < N, other=0.0).to(gl.float32)
+            acc = gl.zeros([ROWS, BN], gl.float32, acc_layout) + gl.expand_dims(bias, 0)
+            for k in range(K_STEPS):
+                s = it % STAGES
+                mbarrier.wait(ready.index(s), (it // STAGES) & 1)
+                acc = warpgroup_mma(a_bufs.index(s * WGS + WG), b_bufs.index(s).permute((1, 0)), acc, is_async=True)
+                acc = warpgroup_mma_wait(1, deps=(acc,))
+                if k > 0:  # the MMA before this one is done: its stage goes back to the loader
+                    mbarrier.arrive(empty.index((it - 1) % STAGES))
+                if WG == 0:
+                    l_start, lk = _ws3_issue(a_desc, b_desc, a_bufs, b_bufs, ready, empty, it + STAGES - 1, l_start,
+                                             lk, hi, n_units_m, K_STEPS, STAGES, WGS)
+                it += 1
+            acc = warpgroup_mma_wait(0, deps=(acc,))
+            mbarrier.arrive(empty.index((it - 1) % STAGES))
+            rows0 = (mu + WG) * ROWS
+            if CHUNK == 0:
+                _ws3_epilogue_regs(acc, cols, rows0, r_ptr, y_ptr, M, N, stride_rm, stride_ym, scale)
+            else:
+                _ws3_epilogue_smem(acc, h, nb * BN, rows0, r_ptr, y_ptr, M, N, stride_rm, stride_ym, scale, CHUNK)
+        else:
+            for k in range(K_STEPS):
+                s = it % STAGES
+                mbarrier.wait(ready.index(s), (it // STAGES) & 1)
+                mbarrier.arrive(empty.index(s))
+                it += 1
+        start += cnt
+
+
+@gluon.jit
+def _gemm_ws3_kernel(a_desc, b_desc, bias_ptr, r_ptr, y_ptr, M, N, stride_rm, stride_ym, scale, n_units_m, n_units,
+                     K_STEPS: gl.constexpr, STAGES: gl.constexpr, CHUNK: gl.constexpr):
+    """Three warp groups sharing each W stage (chunks of up to 192x256; the first also loads); each program
+    takes an even share of the 64-row units in column-block-major order, so its work is balanced to a unit (not to
+    a 192-row tile: 342 such tiles on 132 SMs would be 3 rounds of 2.6), and programs p and p + P/2 read the same
+    x rows at the same time (x from DRAM once)."""
+    WGS: gl.constexpr = 3
+    ROWS: gl.constexpr = a_desc.block_type.shape[0]
+    BN: gl.constexpr = b_desc.block_type.shape[0]
+    dtype: gl.constexpr = a_desc.dtype
+    a_bufs = gl.allocate_shared_memory(dtype, [STAGES * WGS] + a_desc.block_type.shape, a_desc.layout)
+    b_bufs = gl.allocate_shared_memory(dtype, [STAGES] + b_desc.block_type.shape, b_desc.layout)
+    # the epilogue's 16-bit staging buffers (CHUNK 0: none)
+    h_bufs = gl.allocate_shared_memory(dtype, [WGS if CHUNK > 0 else 1, ROWS if CHUNK > 0 else 8, BN],
+                                       gl.NVMMASharedLayout.get_default_for([ROWS, BN], dtype))
+    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(STAGES):
+        mbarrier.init(ready.index(i), count=1)
+        mbarrier.init(empty.index(i), count=WGS)  # one arrival from each warp group
+    fence_async_shared()
+    gl.warp_specialize([
+        (_ws3_consumer, (a_desc, b_desc, a_bufs, b_bufs, ready, empty, h_bufs, bias_ptr, r_ptr, y_ptr, M, N, stride_rm,
+                         stride_ym, scale, n_units_m, n_units, 0, K_STEPS, STAGES, WGS, CHUNK)),
+        (_ws3_consumer, (a_desc, b_desc, a_bufs, b_bufs, ready, empty, h_bufs, bias_ptr, r_ptr, y_ptr, M, N, stride_rm,
+                         stride_ym, scale, n_units_m, n_units, 1, K_STEPS, STAGES, WGS, CHUNK)),
+        (_ws3_consumer, (a_desc, b_desc, a_bufs, b_bufs, ready, empty, h_bufs, bias_ptr, r_ptr, y_ptr, M, N, stride_rm,
+                         stride_ym, scale, n_units_m, n_units, 2, K_STEPS, STAGES, WGS, CHUNK)),
+    ], [4, 4], [168, 168])  # all three at what 384 threads get anyway (triton 3.6 needs the list)
+
+
+def gluon_gemm_ws3(x, w, b, r, scale, BN=256, BK=64, STAGES=2, CHUNK=8, programs=0):
+    ROWS = 64
+    M, K = x.shape
+    N = w.shape[0]
+    y = torch.empty((M, N), device=x.device, dtype=x.dtype)
+    a_desc = TensorDescriptor.from_tensor(x, [ROWS, BK], gl.NVMMASharedLayout.get_default_for([ROWS, BK], gl.bfloat16))
+    b_desc = TensorDescriptor.from_tensor(w, [BN, BK], gl.NVMMASharedLayout.get_default_for([BN, BK], gl.bfloat16))
+    n_units_m = triton.cdiv(M, ROWS)
+    n_units = n_units_m * triton.cdiv(N, BN)
+    sms = torch.cuda.get_device_properties(x.device).multi_processor_count
+    compiled = _gemm_ws3_kernel[(min(programs or sms, n_units),)](
+        a_desc, b_desc, b, r, y, M, N, r.stride(0), y.stride(0), float(scale), n_units_m, n_units,
+        K_STEPS=triton.cdiv(K, BK), STAGES=STAGES, CHUNK=CHUNK, num_warps=4)
+    LAST_COMPILED[0] = compiled
+    return y
+
+
 def gluon_gemm(x, w, b, r, scale, BM=128, BN=256, BK=64, STAGES=3, GROUP_M=8, num_warps=8):
     M, K = x.shape
     N = w.shape[0]
@@ -419,18 +608,25 @@ LAST_COMPILED = [None]
 EPI_CONFIGS = [{"STAGES": 3, "GROUP_M": 8}, {"STAGES": 3, "GROUP_M": 1}]  # 4 stages: 262 KB of shared memory
 WS_CONFIGS = [{"BK": 64, "STAGES": 3, "GROUP_M": 8}, {"BK": 64, "STAGES": 3, "GROUP_M": 1}]
 CONFIGS = [{"BK": 64, "STAGES": 3, "GROUP_M": 1}, {"BK": 32, "STAGES": 6, "GROUP_M": 8}]  # 4 stages of 64 do not fit beside the 64 KiB output tile
+# CHUNK 0: the epilogue straight from registers (4 stages of 64 fit: 229 KB); 8: through 96 KB of staging buffers
+WS3_CONFIGS = [{"BK": 64, "STAGES": 4, "CHUNK": 0}, {"BK": 32, "STAGES": 4, "CHUNK": 8}]
 
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="")
+    parser.add_argument("--forms", default="", help="comma-separated name prefixes to run (default: all), e.g. gluon_ws3,ours")
+    parser.add_argument("--shapes", default="32768x2048x512,4096x4096x4096", help="MxKxN,...")
+    parser.add_argument("--ws3-configs", default="", help="JSON list replacing WS3_CONFIGS")
     args = parser.parse_args(argv)
+    ws3_configs = json.loads(args.ws3_configs) if args.ws3_configs else WS3_CONFIGS
+    forms = [f for f in args.forms.split(",") if f]
     sys.path.insert(0, str(REPO))
     from harness.spec import import_file
 
     kernel = import_file(REPO / "corpus/kernels/gemm_epilogue/kernel.py", "gluon_probe_ours")
     rows = []
-    for m, k, n in [(32768, 2048, 512), (4096, 4096, 4096)]:
+    for m, k, n in [tuple(int(v) for v in shape.split("x")) for shape in args.shapes.split(",")]:
         torch.manual_seed(0)
         x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
         w = (torch.randn(n, k, device="cuda") / k**0.5).to(torch.bfloat16)
@@ -443,8 +639,14 @@ def main(argv: list[str]) -> int:
         for c in EPI_CONFIGS:
             calls["gluon_ws_epi_" + "_".join(f"{k}{v}" for k, v in c.items())] = \
                 lambda c=c: gluon_gemm_ws_epi(x, w, b, r, 0.5, **c)
+        for c in ws3_configs:
+            calls["gluon_ws3_" + "_".join(f"{k}{v}" for k, v in c.items())] = \
+                lambda c=c: gluon_gemm_ws3(x, w, b, r, 0.5, **c)
         calls["ours_triton"] = lambda: kernel.gemm_epilogue(x, w, b, r, 0.5, "gelu")
         calls["cublas_linear"] = lambda: torch.nn.functional.linear(x, w)
+        if forms:
+            calls = {name: fn for name, fn in calls.items()
+                     if name == "cublas_linear" or any(name.startswith(f) for f in forms)}
         row = {"shape": [m, k, n]}
         for name, fn in calls.items():
             if name == "cublas_linear":
@@ -464,7 +666,7 @@ def main(argv: list[str]) -> int:
         print(json.dumps(row), flush=True)
         rows.append(row)
     if args.out:
-        Path(args.out).write_text(json.dumps({"command": "python3 benchmarks/gpu/gluon_gemm_probe.py",
+        Path(args.out).write_text(json.dumps({"command": "python3 benchmarks/gpu/gluon_gemm_probe.py " + " ".join(argv),
                                               "device": torch.cuda.get_device_name(),
                                               "versions": {"torch": torch.__version__, "triton": triton.__version__},
                                               "method": "triton.testing.do_bench(warmup=25, rep=100), 5 alternating runs",

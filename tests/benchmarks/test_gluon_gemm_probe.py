@@ -11,12 +11,15 @@ from hopper_probe import HOPPER_ONLY, load_probe
 pytestmark = HOPPER_ONLY
 
 
-@pytest.mark.parametrize("m, k, n", [(1000, 520, 328), (4096, 2048, 512)])  # partial tiles and K; the tall form
+# partial tiles and K; the tall form; 7-8 units of 64 rows a program (ws3: chunks of 3, 3 and 1-2 units)
+@pytest.mark.parametrize("m, k, n", [(1000, 520, 328), (4096, 2048, 512), (32768, 256, 512)])
 @pytest.mark.parametrize("fn, config", [
     ("gluon_gemm", {"BK": 64, "STAGES": 3, "GROUP_M": 1}),
     ("gluon_gemm", {"BK": 32, "STAGES": 6, "GROUP_M": 8}),
     ("gluon_gemm_ws", {"BK": 64, "STAGES": 3, "GROUP_M": 8}),  # warp-specialised: a loader warp, two consumers
     ("gluon_gemm_ws_epi", {"STAGES": 3, "GROUP_M": 8}),  # and the epilogue in a warp group of its own
+    ("gluon_gemm_ws3", {"BK": 64, "STAGES": 4, "CHUNK": 0}),  # three MMA warp groups, epilogue from registers
+    ("gluon_gemm_ws3", {"BK": 32, "STAGES": 4, "CHUNK": 8}),  # and through shared memory
 ])
 def test_gluon_gemm_matches_float32(m: int, k: int, n: int, fn: str, config: dict):
     probe = load_probe("gluon_gemm_probe")
