@@ -156,13 +156,6 @@ TUNABLES = {
     # reduces (sum, sum of squares, words not in) in one tree: one barrier pair each instead of two and three
     # (fp32 0.1164 against 0.1176 ms: sweep-20261201T044106Z.json)
     "STREAM_ONE_TREE": True,
-    # streamed: each channel's statistics are summed once, by the last of its shares to count in (a relaxed
-    # atomic counter a channel), and published as one (mean, var) word, which the channel's appliers load a tile
-    # ahead; without it every applier polls and sums the words of all the channel's shares (with one-tile shares,
-    # 257 words a tile). An applier that finds the word not yet in polls the shares' words as before. Off: slower
-    # through the harness, bf16 0.1601-0.1612 against 0.1501/0.1506 ms, fp32 0.1301-0.1306 against 0.1155
-    # (benchmarks/results/library-h200-bn-finish{1..5}-*.json against -bn-nofinish{1,2}-*.json, one box)
-    "STREAM_FINISH": False,
 }
 _AUTO_STREAMED_MIN_BYTES = 64 << 20  # "auto": below this x stays in L2, where two_kernel's second read is cheap
 _STREAM_TILE_BYTES = 16384  # streamed, STREAM_PLANES 0: bytes of x a tile moves
@@ -640,18 +633,7 @@ def _add3(a0, a1, a2, b0, b1, b2):
 def _tagged_sums(ptrs, mask, tag):
     """The sums of the (low, high) floats of the tagged words at ptrs (where mask) and how many are not in yet
     (see _poll_tagged), as one reduction tree: one barrier pair a poll instead of one for a min and each sum."""
-    return _word_sums(_tagged_words(ptrs, mask, tag))
-
-
-@triton.jit
-def _tagged_words(ptrs, mask, tag):
-    """The words at ptrs (where mask; 0 elsewhere) with this launch's tag taken off: negative where not in yet."""
-    return tl.load(ptrs, mask=mask, other=tag, volatile=True) ^ tag
-
-
-@triton.jit
-def _word_sums(words):
-    """(sum of low floats, sum of high floats, words not in) of _tagged_words' words, as one reduction tree."""
+    words = tl.load(ptrs, mask=mask, other=tag, volatile=True) ^ tag
     low = (words & 0xFFFFFFFF).to(tl.int32).to(tl.float32, bitcast=True)
     high = (words >> 32).to(tl.int32).to(tl.float32, bitcast=True)
     return tl.reduce((low, high, (words < 0).to(tl.float32)), 0, _add3)
@@ -780,48 +762,16 @@ def _stream_tile(u, n_units, n_batch, n_channels, hw, PER_CHANNEL: tl.constexpr,
 
 
 @triton.jit
-def _stream_words(slot_ptr, c, n_shares, words_per_share, PER_CHANNEL: tl.constexpr, SHARE: tl.constexpr,
-                  GW: tl.constexpr):
-    """(pointers, mask) of the words of the shares meeting channel c's tiles."""
-    first = c * PER_CHANNEL
-    j = first // SHARE + tl.arange(0, GW)
-    meets = (j < n_shares) & (j * SHARE < first + PER_CHANNEL)
-    # a share's words are its channels in order: c's is c less the share's first channel
-    return slot_ptr + j * words_per_share + c - j * SHARE // PER_CHANNEL, meets
-
-
-@triton.jit
-def _word_vector(ptr, LOAD: tl.constexpr):
-    """The 64-bit word at ptr in lane 0 of a 128-lane vector (0 elsewhere; LOAD False: nothing loaded), to be
-    summed where it is used: a scalar volatile load is made by every thread on its own, and threads that read
-    the word before and after another program's write would then take different branches around the
-    barriers of a reduction; the sum gives every thread the one value lane 0 loaded."""
-    lane = tl.arange(0, 128)
-    return tl.load(ptr + lane * 0, mask=(lane == 0) & LOAD, other=0, volatile=True)
-
-
-@triton.jit
-def _stream_finish(x_ptr, slot_ptr, fin_ptr, tag, c, old, n_shares, words_per_share, n_batch, n_channels, hw, count,
-                   max_spin, PER_CHANNEL: tl.constexpr, SHARE: tl.constexpr, GW: tl.constexpr):
-    """If this program's count-in for channel c (the counter's old value, `old`) was the last of the launch
-    (counters start at -1 and gain one per share a launch, so the k-th count-in of a launch sees k - 2 modulo the
-    shares meeting c), sum the shares' words (polled: a relaxed count-in does not order their writes) and publish
-    the channel's (mean, var) as one tagged word, so its appliers read one word, not every share's."""
-    first = c * PER_CHANNEL
-    shares = (first + PER_CHANNEL - 1) // SHARE - first // SHARE + 1
-    if (old + 2) % shares == 0:
-        word_ptrs, meets = _stream_words(slot_ptr, c, n_shares, words_per_share, PER_CHANNEL, SHARE, GW)
-        mean, var = _polled_stats_one_tree(x_ptr, word_ptrs, tag, meets, c, n_batch, n_channels, hw, count, max_spin)
-        _publish_tagged(fin_ptr + c, mean, var, tag)
-
-
-@triton.jit
 def _stream_channel_stats(x_ptr, slot_ptr, tag, c, n_shares, words_per_share, n_batch, n_channels, hw, count,
                           max_spin, PER_CHANNEL: tl.constexpr, SHARE: tl.constexpr, GW: tl.constexpr,
                           ONE_TREE: tl.constexpr):
     """(mean, var) of channel c: the words of the shares meeting its tiles, polled until all are in; after
     max_spin polls (a program not started, e.g. in the interpreter) read from x."""
-    word_ptrs, meets = _stream_words(slot_ptr, c, n_shares, words_per_share, PER_CHANNEL, SHARE, GW)
+    first = c * PER_CHANNEL
+    j = first // SHARE + tl.arange(0, GW)
+    meets = (j < n_shares) & (j * SHARE < first + PER_CHANNEL)
+    # a share's words are its channels in order: c's is c less the share's first channel
+    word_ptrs = slot_ptr + j * words_per_share + c - j * SHARE // PER_CHANNEL
     if ONE_TREE:
         return _polled_stats_one_tree(x_ptr, word_ptrs, tag, meets, c, n_batch, n_channels, hw, count, max_spin)
     return _polled_stats(x_ptr, word_ptrs, tag, meets, c, n_batch, n_channels, hw, count, max_spin)
@@ -913,7 +863,7 @@ def _batchnorm_streamed_kernel(
     PER_CHANNEL: tl.constexpr, SHARE: tl.constexpr, SEGS: tl.constexpr, TILE: tl.constexpr, PLANES: tl.constexpr,
     LANES: tl.constexpr, GW: tl.constexpr, LAG: tl.constexpr, STAGES: tl.constexpr, AHEAD: tl.constexpr,
     EVEN: tl.constexpr, UPDATE_RUNNING: tl.constexpr, EPOCH: tl.constexpr, WORDS: tl.constexpr,
-    UNMASKED: tl.constexpr, ONE_TREE: tl.constexpr, ASM: tl.constexpr, FINISH: tl.constexpr,
+    UNMASKED: tl.constexpr, ONE_TREE: tl.constexpr, ASM: tl.constexpr,
 ):
     # Tiles are loaded and stored in units of xu_ptr / yu_ptr: x and y themselves, or with WORDS their 32-bit words
     # of two bf16 values (TILE, LANES and hw_u then count words); K and the fallback read x_ptr's values (hw).
@@ -934,13 +884,6 @@ def _batchnorm_streamed_kernel(
     c_apply = -1  # the channel whose scale and shift are held
     scale = 0.0
     shift = 0.0
-    if FINISH:
-        fin_ptr = slot_ptr + n_shares * words_per_share  # a channel's (mean, var) word, then its publish counter
-        cnt_ptr = fin_ptr + n_channels
-        pend_c = -1  # the channel of this program's last publish, whose counter value is checked a tile later
-        pend_old = tl.full([], 0, tl.int64)
-        pre_c = -1  # the channel the next tile applies and its final word, loaded a tile ahead
-        pre_fin = _word_vector(fin_ptr, False)
     for t in tl.range(0, n_steps * SHARE, num_stages=STAGES):
         step = t // SHARE
         i = t - step * SHARE
@@ -966,20 +909,12 @@ def _batchnorm_streamed_kernel(
         s_t, q_t = _tile_sums(x_r, k, mask_r, EVEN, WORDS)
         acc_s += s_t
         acc_q += q_t
-        if FINISH:
-            if pend_c >= 0:  # the count-in of a tile ago, now back without a stall: was it the channel's last?
-                _stream_finish(x_ptr, slot_ptr, fin_ptr, tag, pend_c, pend_old, n_shares, words_per_share, n_batch,
-                               n_channels, hw, count, max_spin, PER_CHANNEL, SHARE, GW)
-                pend_c = -1
         if (u < n_units) & ((i == SHARE - 1) | (u + 1 == (c_r + 1) * PER_CHANNEL)):  # the share's run in c_r ends
             word = slot_ptr + (step * tl.num_programs(0) + g) * words_per_share + c_r - (u - i) // PER_CHANNEL
             s_c, q_c = _lane_totals(acc_s, acc_q, ONE_TREE)
             _publish_tagged(word, s_c, q_c, tag)
             acc_s = tl.zeros([LANES], tl.float32)
             acc_q = tl.zeros([LANES], tl.float32)
-            if FINISH:  # the last of the channel's shares to count in sums them (its count is read a tile later)
-                pend_old = tl.atomic_add(cnt_ptr + c_r, 1, sem="relaxed")
-                pend_c = c_r
         k = k_next.to(tl.float32)
         u_a = u - lag_tiles
         c_a, offs_a, mask_a = _stream_tile(u_a, n_units, n_batch, n_channels, hw_u, PER_CHANNEL, SEGS, TILE, PLANES,
@@ -987,18 +922,8 @@ def _batchnorm_streamed_kernel(
         if (u_a >= 0) & (u_a < n_units) & (c_a != c_apply):  # read LAG steps ago: its words are normally in
             w = tl.load(w_ptr + c_a).to(tl.float32)
             b = tl.load(b_ptr + c_a).to(tl.float32)
-            if FINISH:
-                fin = tl.sum(pre_fin, 0) ^ tag  # one value in every thread (see _word_vector)
-                if (pre_c == c_a) & (fin >= 0):  # summed by the channel's last share, in when loaded
-                    mean = (fin & 0xFFFFFFFF).to(tl.int32).to(tl.float32, bitcast=True)
-                    var = (fin >> 32).to(tl.int32).to(tl.float32, bitcast=True)
-                else:
-                    mean, var = _stream_channel_stats(x_ptr, slot_ptr, tag, c_a, n_shares, words_per_share, n_batch,
-                                                      n_channels, hw, count, max_spin, PER_CHANNEL, SHARE, GW,
-                                                      ONE_TREE)
-            else:
-                mean, var = _stream_channel_stats(x_ptr, slot_ptr, tag, c_a, n_shares, words_per_share, n_batch,
-                                                  n_channels, hw, count, max_spin, PER_CHANNEL, SHARE, GW, ONE_TREE)
+            mean, var = _stream_channel_stats(x_ptr, slot_ptr, tag, c_a, n_shares, words_per_share, n_batch,
+                                              n_channels, hw, count, max_spin, PER_CHANNEL, SHARE, GW, ONE_TREE)
             scale = tl.rsqrt(var + eps) * w
             shift = b - mean * scale
             if UPDATE_RUNNING:  # noqa: SIM102 - a constexpr branch around a runtime one
@@ -1011,16 +936,6 @@ def _batchnorm_streamed_kernel(
         else:
             y = (x_a.to(tl.float32) * scale + shift).to(yu_ptr.dtype.element_ty)
         tl.store(yu_ptr + offs_a, y, mask=mask_a, eviction_policy="evict_first")
-        if FINISH:  # the next tile applies a new channel: its final word starts on its way now
-            u_an = u_next - lag_tiles
-            c_an = u_an // PER_CHANNEL
-            if (u_an >= 0) & (u_an < n_units) & (c_an != c_apply):
-                pre_fin = _word_vector(fin_ptr + c_an, True)
-                pre_c = c_an
-    if FINISH:
-        if pend_c >= 0:
-            _stream_finish(x_ptr, slot_ptr, fin_ptr, tag, pend_c, pend_old, n_shares, words_per_share, n_batch,
-                           n_channels, hw, count, max_spin, PER_CHANNEL, SHARE, GW)
 
 
 def _num_sms(device: torch.device) -> int:
@@ -1187,10 +1102,8 @@ def _batch_norm_streamed(x, weight, bias, running_mean, running_var, num_batches
     # a channel of stage p must be all read (by every share meeting it) before step p + LAG applies it
     lag = max(t["STREAM_LAG"], 1 + triton.cdiv(per_channel - 1, share * n_programs))
     words = triton.cdiv(share - 1, per_channel) + 1  # channels a share meets at most: one word each
-    finish = t["STREAM_FINISH"]
-    layout = ("streamed", n_units, per_channel, share, finish)
-    # FINISH: after the shares' words, a final word and a count-in counter a channel
-    ticket, slots, epoch = _slot_words(x.device, n_programs, n_shares * words + (2 * c if finish else 0), layout)
+    layout = ("streamed", n_units, per_channel, share)
+    ticket, slots, epoch = _slot_words(x.device, n_programs, n_shares * words, layout)
     lanes = min(t["STREAM_LANES"] or _STREAM_LANE_BYTES // x.element_size(), tile)  # powers of 2: divides the tile
     y = torch.empty_like(x)
     update, running = _running_args(running_mean, running_var, num_batches_tracked, slots)
@@ -1205,7 +1118,7 @@ def _batch_norm_streamed(x, weight, bias, running_mean, running_var, num_batches
         LANES=max(1, lanes // unit), GW=triton.next_power_of_2(triton.cdiv(per_channel, share) + 1), LAG=lag,
         STAGES=stages, AHEAD=int(t["STREAM_AHEAD"]), EVEN=even, UPDATE_RUNNING=update, EPOCH=epoch, WORDS=words_on,
         UNMASKED=t["STREAM_UNMASKED"] and even, ONE_TREE=t["STREAM_ONE_TREE"], ASM=x.is_cuda,
-        FINISH=finish, num_warps=t["num_warps_streamed"], maxnreg=maxnreg,
+        num_warps=t["num_warps_streamed"], maxnreg=maxnreg,
     )
     return y
 

@@ -68,14 +68,11 @@ def _model_pair(k) -> tuple:
     {"STRATEGY": "streamed", "STREAM_BYTES": 20971520, "STREAM_TILE": 64, "STREAM_AHEAD": True, "STREAM_STAGES": 1,
      "STREAM_PROGRAMS_PER_SM": 1, "num_warps_streamed": 2},
     {"STRATEGY": "streamed", "STREAM_BYTES": 64, "STREAM_TILE": 16, "STREAM_PLANES": 4, "num_warps_streamed": 2},
-    {"STRATEGY": "streamed", "STREAM_FINISH": True, "STREAM_BYTES": 64, "STREAM_TILE": 16, "num_warps_streamed": 2},
-    {"STRATEGY": "streamed", "STREAM_FINISH": False, "STREAM_BYTES": 64, "STREAM_TILE": 16,
-     "num_warps_streamed": 2},
 ], ids=["default", "coop_prefetch", "coop_tagged_prefetch_early", "coop_last_prefetch", "coop_last_one_chunk",
         "staged_partial_last_stage", "staged_lag2_many_programs", "staged_shares_span_channels",
         "staged_prefetch_partial_last_stage", "staged_prefetch_early_heads_span_channels",
         "streamed_tiles_cut_planes_lag_raised", "streamed_ahead_shares_span_channels",
-        "streamed_planes_ragged_shares_cut_channels", "streamed_finish", "streamed_no_finish"])
+        "streamed_planes_ragged_shares_cut_channels"])
 def test_running_stats_follow_batchnorm2d(overrides: dict, monkeypatch):
     """9x7 planes: the coop chunks cut planes (runs of 64, 63 valid) and the last chunk is partial."""
     k = kernel()
@@ -98,9 +95,7 @@ def test_running_stats_follow_batchnorm2d(overrides: dict, monkeypatch):
      "STREAM_AHEAD": 2, "STREAM_BYTES": 2048, "num_warps_streamed": 2},
     {"STRATEGY": "staged", "WORKSPACE": "epoch", "STAGE_BYTES": 2048, "STAGE_LAG": 2, "STAGE_TILE": 256,
      "STAGE_RUN": 64, "num_warps_staged": 2},
-    {"STRATEGY": "streamed", "WORKSPACE": "epoch", "STREAM_FINISH": True, "STREAM_BYTES": 64, "STREAM_TILE": 16,
-     "num_warps_streamed": 2},
-], ids=["streamed", "streamed_planes_lanes_ahead2", "staged", "streamed_finish"])
+], ids=["streamed", "streamed_planes_lanes_ahead2", "staged"])
 def test_epoch_workspace_reused_across_calls(overrides: dict, monkeypatch):
     """One model called three times on the same shapes: the cached slot words are never refilled, so each call
     must tell its own words from those the call before left (the parity flips every call, and in the
@@ -133,42 +128,6 @@ def _check_three_calls(overrides: dict, dtype: torch.dtype, shape: tuple, tol: f
         torch.testing.assert_close(new.running_var, ref.running_var, atol=1e-6, rtol=1e-5)
     (key, workspace), = k._WORKSPACES.items()
     assert int(workspace[0]) == 3 * key[1]  # every program of every call drew one ticket
-
-
-# the applier's way around the finisher's word (polling every share's words) cut out of a copy of the kernel
-_FINISH_FALLBACK = """                else:
-                    mean, var = _stream_channel_stats(x_ptr, slot_ptr, tag, c_a, n_shares, words_per_share, n_batch,
-                                                      n_channels, hw, count, max_spin, PER_CHANNEL, SHARE, GW,
-                                                      ONE_TREE)"""
-
-
-@pytest.mark.parametrize("workspace", ["fill", "epoch"])
-def test_streamed_finish_word_serves_every_apply(workspace: str, tmp_path: Path, monkeypatch):
-    """STREAM_FINISH with one program (so every share's words are in when the last count-in is read): a copy of
-    the kernel whose appliers cannot fall back to the shares' words (they would apply mean 0, var 1) still
-    matches BatchNorm2d on three calls, so each channel's one (mean, var) word was published by its last share
-    and read by every apply; with "epoch" the counters and words are never refilled between the calls."""
-    source = (KERNELS / FAMILY / "kernel.py").read_text()
-    assert source.count(_FINISH_FALLBACK) == 1
-    path = tmp_path / "batchnorm_finish_only.py"
-    path.write_text(source.replace(_FINISH_FALLBACK, "                else:\n                    mean = 0.0\n"
-                                                     "                    var = 1.0"))
-    k = import_file(path, "test_batchnorm_finish_only")
-    monkeypatch.setattr(k, "_num_sms", lambda device: 1)
-    # one-tile shares of 24-tile channels: the lag is raised to 24 steps, one more than a channel's reads take,
-    # so the first apply would load the word before its finisher (a tile after the last count-in) wrote it; 30
-    # leaves room (on the GPU, an apply that finds the word not in polls the shares' words)
-    overrides = {"STRATEGY": "streamed", "WORKSPACE": workspace, "STREAM_FINISH": True, "STREAM_PROGRAMS_PER_SM": 1,
-                 "STREAM_BYTES": 64, "STREAM_TILE": 16, "STREAM_LAG": 30, "num_warps_streamed": 2}
-    for key, value in overrides.items():
-        monkeypatch.setitem(k.TUNABLES, key, value)
-    torch.manual_seed(7)
-    ref, new = _model_pair(k)
-    for call in range(3):
-        x = torch.randn(6, 5, 9, 7) * (1.0 + call) + 2.0 - call
-        with torch.no_grad():
-            torch.testing.assert_close(new(x), ref(x), atol=1e-5, rtol=1e-5)
-    torch.testing.assert_close(new.running_var, ref.running_var, atol=1e-6, rtol=1e-5)
 
 
 class _Taken(Exception):
