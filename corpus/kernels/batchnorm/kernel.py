@@ -142,10 +142,6 @@ TUNABLES = {
     "WORKSPACE": "epoch",
     "STREAM_LAG": 2,  # streamed: the step reading stage p writes y of stage p - LAG (raised where a channel
     #                   spans more stages, so a program never waits for its own later reads)
-    # streamed: when > 0, the apply trails the reads by one stage and this many channels' tiles, if that is less
-    # than STREAM_LAG stages: less of x in L2 between its read and its re-read, and still a stage of slack after
-    # the last read of the channel applied
-    "STREAM_LAG_CHANNELS": 0,
     # streamed, bf16 with an even plane: tiles loaded and stored as 32-bit words of two values (low = word << 16,
     # high = word & 0xFFFF0000, y packed by one cvt.rn.bf16x2 a word): half the registers for a prefetched tile
     # (no split into 16-bit halves) and one integer op a value instead of 1.5. With UNMASKED and ONE_TREE at 4/SM:
@@ -865,7 +861,7 @@ def _batchnorm_streamed_kernel(
     x_ptr, xu_ptr, w_ptr, b_ptr, yu_ptr, slot_ptr, ticket_ptr, run_mean_ptr, run_var_ptr, batches_ptr,
     n_batch, n_channels, hw, hw_u, n_units, n_shares, words_per_share, n_steps, count, eps, momentum, max_spin,
     PER_CHANNEL: tl.constexpr, SHARE: tl.constexpr, SEGS: tl.constexpr, TILE: tl.constexpr, PLANES: tl.constexpr,
-    LANES: tl.constexpr, GW: tl.constexpr, LAG_TILES: tl.constexpr, STAGES: tl.constexpr, AHEAD: tl.constexpr,
+    LANES: tl.constexpr, GW: tl.constexpr, LAG: tl.constexpr, STAGES: tl.constexpr, AHEAD: tl.constexpr,
     EVEN: tl.constexpr, UPDATE_RUNNING: tl.constexpr, EPOCH: tl.constexpr, WORDS: tl.constexpr,
     UNMASKED: tl.constexpr, ONE_TREE: tl.constexpr, ASM: tl.constexpr,
 ):
@@ -873,7 +869,7 @@ def _batchnorm_streamed_kernel(
     # of two bf16 values (TILE, LANES and hw_u then count words); K and the fallback read x_ptr's values (hw).
     g = tl.program_id(0)
     per_step = tl.num_programs(0) * SHARE  # tiles of a stage
-    lag_tiles = LAG_TILES  # the tile applied is this many before the tile read
+    lag_tiles = LAG * per_step  # the tile applied is this many before the tile read
     u = g * SHARE  # the first tile this program reads
     k = tl.load(x_ptr + tl.cast(u // PER_CHANNEL, tl.int64) * hw, mask=u < n_units, other=0.0).to(tl.float32)
     if AHEAD > 0:  # the next tiles' loads are in flight in registers while this iteration's are used
@@ -891,7 +887,7 @@ def _batchnorm_streamed_kernel(
     for t in tl.range(0, n_steps * SHARE, num_stages=STAGES):
         step = t // SHARE
         i = t - step * SHARE
-        # tile i of this program's share of stage `step` (read from DRAM), and the tile LAG_TILES before it (applied)
+        # tile i of this program's share of stage `step` (read from DRAM) and of stage step - LAG (applied)
         u = (step * tl.num_programs(0) + g) * SHARE + i
         u_next = tl.where(i + 1 < SHARE, u + 1, u - i + per_step)
         if AHEAD == 2:
@@ -923,7 +919,7 @@ def _batchnorm_streamed_kernel(
         u_a = u - lag_tiles
         c_a, offs_a, mask_a = _stream_tile(u_a, n_units, n_batch, n_channels, hw_u, PER_CHANNEL, SEGS, TILE, PLANES,
                                            LANES, UNMASKED)
-        if (u_a >= 0) & (u_a < n_units) & (c_a != c_apply):  # read LAG_TILES tiles ago: its words are normally in
+        if (u_a >= 0) & (u_a < n_units) & (c_a != c_apply):  # read LAG steps ago: its words are normally in
             w = tl.load(w_ptr + c_a).to(tl.float32)
             b = tl.load(b_ptr + c_a).to(tl.float32)
             mean, var = _stream_channel_stats(x_ptr, slot_ptr, tag, c_a, n_shares, words_per_share, n_batch,
@@ -1105,10 +1101,6 @@ def _batch_norm_streamed(x, weight, bias, running_mean, running_var, num_batches
     n_shares = triton.cdiv(n_units, share)
     # a channel of stage p must be all read (by every share meeting it) before step p + LAG applies it
     lag = max(t["STREAM_LAG"], 1 + triton.cdiv(per_channel - 1, share * n_programs))
-    per_step = share * n_programs
-    lag_tiles = lag * per_step
-    if t["STREAM_LAG_CHANNELS"]:  # a stage and that many channels' tiles: at least a channel, so no program waits
-        lag_tiles = min(lag_tiles, per_step + t["STREAM_LAG_CHANNELS"] * per_channel)  # for its own later reads
     words = triton.cdiv(share - 1, per_channel) + 1  # channels a share meets at most: one word each
     layout = ("streamed", n_units, per_channel, share)
     ticket, slots, epoch = _slot_words(x.device, n_programs, n_shares * words, layout)
@@ -1120,11 +1112,10 @@ def _batch_norm_streamed(x, weight, bias, running_mean, running_var, num_batches
     xu, yu = (x.view(torch.int32), y.view(torch.int32)) if words_on else (x, y)
     _batchnorm_streamed_kernel[(n_programs,)](
         x, xu, weight, bias, yu, slots, ticket, *running,
-        n, c, hw, hw // unit, n_units, n_shares, words, triton.cdiv(n_shares, n_programs) + triton.cdiv(lag_tiles, per_step),
-        float(n * hw), eps,
+        n, c, hw, hw // unit, n_units, n_shares, words, triton.cdiv(n_shares, n_programs) + lag, float(n * hw), eps,
         momentum, _MAX_SPIN_GPU if x.is_cuda else 0,
         PER_CHANNEL=per_channel, SHARE=share, SEGS=segs, TILE=tile // unit, PLANES=planes,
-        LANES=max(1, lanes // unit), GW=triton.next_power_of_2(triton.cdiv(per_channel, share) + 1), LAG_TILES=lag_tiles,
+        LANES=max(1, lanes // unit), GW=triton.next_power_of_2(triton.cdiv(per_channel, share) + 1), LAG=lag,
         STAGES=stages, AHEAD=int(t["STREAM_AHEAD"]), EVEN=even, UPDATE_RUNNING=update, EPOCH=epoch, WORDS=words_on,
         UNMASKED=t["STREAM_UNMASKED"] and even, ONE_TREE=t["STREAM_ONE_TREE"], ASM=x.is_cuda,
         num_warps=t["num_warps_streamed"], maxnreg=maxnreg,

@@ -68,13 +68,11 @@ def _model_pair(k) -> tuple:
     {"STRATEGY": "streamed", "STREAM_BYTES": 20971520, "STREAM_TILE": 64, "STREAM_AHEAD": True, "STREAM_STAGES": 1,
      "STREAM_PROGRAMS_PER_SM": 1, "num_warps_streamed": 2},
     {"STRATEGY": "streamed", "STREAM_BYTES": 64, "STREAM_TILE": 16, "STREAM_PLANES": 4, "num_warps_streamed": 2},
-    {"STRATEGY": "streamed", "STREAM_LAG_CHANNELS": 1, "STREAM_BYTES": 256, "STREAM_TILE": 16,
-     "num_warps_streamed": 2},
 ], ids=["default", "coop_prefetch", "coop_tagged_prefetch_early", "coop_last_prefetch", "coop_last_one_chunk",
         "staged_partial_last_stage", "staged_lag2_many_programs", "staged_shares_span_channels",
         "staged_prefetch_partial_last_stage", "staged_prefetch_early_heads_span_channels",
         "streamed_tiles_cut_planes_lag_raised", "streamed_ahead_shares_span_channels",
-        "streamed_planes_ragged_shares_cut_channels", "streamed_lag_a_stage_and_a_channel"])
+        "streamed_planes_ragged_shares_cut_channels"])
 def test_running_stats_follow_batchnorm2d(overrides: dict, monkeypatch):
     """9x7 planes: the coop chunks cut planes (runs of 64, 63 valid) and the last chunk is partial."""
     k = kernel()
@@ -97,9 +95,7 @@ def test_running_stats_follow_batchnorm2d(overrides: dict, monkeypatch):
      "STREAM_AHEAD": 2, "STREAM_BYTES": 2048, "num_warps_streamed": 2},
     {"STRATEGY": "staged", "WORKSPACE": "epoch", "STAGE_BYTES": 2048, "STAGE_LAG": 2, "STAGE_TILE": 256,
      "STAGE_RUN": 64, "num_warps_staged": 2},
-    {"STRATEGY": "streamed", "WORKSPACE": "epoch", "STREAM_LAG_CHANNELS": 1, "STREAM_BYTES": 256, "STREAM_TILE": 16,
-     "num_warps_streamed": 2},
-], ids=["streamed", "streamed_planes_lanes_ahead2", "staged", "streamed_lag_channels"])
+], ids=["streamed", "streamed_planes_lanes_ahead2", "staged"])
 def test_epoch_workspace_reused_across_calls(overrides: dict, monkeypatch):
     """One model called three times on the same shapes: the cached slot words are never refilled, so each call
     must tell its own words from those the call before left (the parity flips every call, and in the
