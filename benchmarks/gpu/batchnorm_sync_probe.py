@@ -30,9 +30,9 @@ EDITS = {  # variant: [(text in kernel.py, replacement)]; each text must occur e
     "default": [],
     "nowait": [("    while (missing > 0) & (spins < max_spin):", "    while (missing > 0) & (spins < 0):"),
                ("    return _stats_or_read(missing == 0, k, s, q,", "    return _stats_or_read(True, k, s, q,")],
-    "nopoll": [("            mean, var = _stream_channel_stats(x_ptr, slot_ptr, tag, c_a, n_shares, words_per_share, "
-                "n_batch,\n                                              n_channels, hw, count, max_spin, PER_CHANNEL, "
-                "SHARE, GW, ONE_TREE)",
+    "nopoll": [(("            mean, var = _stream_channel_stats(x_ptr, slot_ptr, tag, c_a, n_shares, words_per_share, "
+                 "n_batch,\n                                              n_channels, hw, count, max_spin, PER_CHANNEL, "
+                 "SHARE, GW, ONE_TREE)"),
                 "            mean = 0.0\n            var = 1.0 - eps")],
 }
 PEAK_COPY_GBPS = 4250.0
@@ -51,6 +51,15 @@ def edited_kernel(variant: str, tmp: Path):
     return import_file(path, f"batchnorm_sync_probe_{variant}")
 
 
+def batchnorm_inputs(shape: tuple, dtype: torch.dtype) -> tuple:
+    """(x, weight, bias, running_mean, running_var, num_batches_tracked) on the GPU, x ~ 2 N(0, 1) + 1 (seed 0)."""
+    torch.manual_seed(0)
+    x = torch.randn(shape, device="cuda", dtype=dtype) * 2.0 + 1.0
+    c = shape[1]
+    return (x, torch.randn(c, device="cuda"), torch.randn(c, device="cuda"), torch.zeros(c, device="cuda"),
+            torch.ones(c, device="cuda"), torch.zeros((), dtype=torch.long, device="cuda"))
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="")
@@ -65,12 +74,7 @@ def main(argv: list[str]) -> int:
         kernels = {v: edited_kernel(v, Path(tmp)) for v in args.variants.split(",")}
         defaults = {v: dict(mod.TUNABLES) for v, mod in kernels.items()}
         for name, (shape, dtype) in SHAPES.items():
-            torch.manual_seed(0)
-            x = torch.randn(shape, device="cuda", dtype=dtype) * 2.0 + 1.0
-            c = shape[1]
-            w, b = torch.randn(c, device="cuda"), torch.randn(c, device="cuda")
-            rm, rv = torch.zeros(c, device="cuda"), torch.ones(c, device="cuda")
-            nbt = torch.zeros((), dtype=torch.long, device="cuda")
+            x, w, b, rm, rv, nbt = batchnorm_inputs(shape, dtype)
             ref = torch.nn.functional.batch_norm(x.float(), None, None, w, b, training=True)
             y_copy = torch.empty_like(x)
             nbytes = 2 * x.numel() * x.element_size()
@@ -83,11 +87,13 @@ def main(argv: list[str]) -> int:
                     out = mod.batch_norm_train(x, w, b, rm, rv, nbt, 0.1, 1e-5)
                     errs[v] = (out.float() - ref).abs().max().item()
                     times[v] = []
+                args_bn = (x, w, b, rm, rv, nbt, 0.1, 1e-5)
                 for _ in range(args.runs):  # alternating
                     for v, mod in kernels.items():
-                        times[v].append(do_bench(lambda mod=mod: mod.batch_norm_train(x, w, b, rm, rv, nbt, 0.1, 1e-5),
-                                                 warmup=25, rep=100, return_mode="median"))
-                    times["copy"].append(do_bench(lambda: y_copy.copy_(x), warmup=25, rep=100, return_mode="median"))
+                        times[v].append(do_bench(lambda mod=mod, a=args_bn: mod.batch_norm_train(*a), warmup=25,
+                                                 rep=100, return_mode="median"))
+                    times["copy"].append(do_bench(lambda y=y_copy, a=x: y.copy_(a), warmup=25, rep=100,
+                                                  return_mode="median"))
                 med = {v: sorted(t)[len(t) // 2] for v, t in times.items()}
                 row = {"case": name, "shape": list(shape), "tunables": cfg, "max_abs_err": errs, "ms": times,
                        "median_ms": med,

@@ -1,4 +1,5 @@
-"""What the Gluon probe tests share: the marks that keep them to an sm_90 GPU, and loading a probe script by path."""
+"""What the benchmark-script tests share: the marks that keep the Gluon probes' tests to an sm_90 GPU, and
+loading a benchmarks/gpu script by path."""
 
 from __future__ import annotations
 

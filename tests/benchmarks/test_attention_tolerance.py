@@ -4,26 +4,18 @@ past it."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import torch
+from hopper_probe import load_probe
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def _script():
-    spec = importlib.util.spec_from_file_location("attention_tolerance",
-                                                  REPO / "benchmarks" / "gpu" / "attention_tolerance.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_exact_is_the_specs_attention_in_float64():
     from harness.spec import import_file
 
-    script = _script()
+    script = load_probe("attention_tolerance")
     spec = import_file(REPO / "corpus/kernels/attention/specs/attention_causal_bf16_d64.py", "tolerance_spec")
     torch.manual_seed(0)
     q, k, v = (torch.randn(1, 2, 40, 16).to(torch.bfloat16) for _ in range(3))
@@ -35,7 +27,7 @@ def test_exact_is_the_specs_attention_in_float64():
 
 
 def test_excess_is_the_margin_to_the_tolerance():
-    script = _script()
+    script = load_probe("attention_tolerance")
     b = torch.tensor([1.0, -2.0, 0.0])
     assert abs(script.excess(b, b, 0.02, 0.02) - (-0.02)) < 1e-12  # equal: the smallest allowance, 0.02 at 0
     a = b + torch.tensor([0.0, 0.0, 0.03])

@@ -4,21 +4,11 @@ copies do what they claim, run through the Triton interpreter with the streamed 
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
 import torch
-
-REPO = Path(__file__).resolve().parents[2]
-
-
-def _probe():
-    spec = importlib.util.spec_from_file_location("batchnorm_sync_probe",
-                                                  REPO / "benchmarks" / "gpu" / "batchnorm_sync_probe.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from hopper_probe import load_probe
 
 
 def _run(kernel, x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, monkeypatch) -> torch.Tensor:
@@ -29,7 +19,7 @@ def _run(kernel, x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, monkeypatch)
 
 
 def test_edits_apply_to_the_library_kernel(tmp_path: Path, monkeypatch):
-    probe = _probe()
+    probe = load_probe("batchnorm_sync_probe")
     torch.manual_seed(0)
     x = torch.randn(4, 3, 8, 8) * 2.0 + 1.0
     w, b = torch.randn(3), torch.randn(3)
@@ -43,7 +33,7 @@ def test_edits_apply_to_the_library_kernel(tmp_path: Path, monkeypatch):
 
 
 def test_a_missing_edit_is_named(tmp_path: Path, monkeypatch):
-    probe = _probe()
+    probe = load_probe("batchnorm_sync_probe")
     monkeypatch.setitem(probe.EDITS, "broken", [("text that is not in the kernel", "")])
     with pytest.raises(ValueError, match="broken: 'text that is not in the kernel' occurs 0 times"):
         probe.edited_kernel("broken", tmp_path)
