@@ -8,7 +8,7 @@ cuBLAS, on Hopper. Four forms:
 - gluon_gemm_ws_epi: the same, with the epilogue in warps of their own: the MMA warp groups hand x W^T + b, rounded
   to 16 bits (what eager's linear hands its activation), through shared memory and start the next tile at once.
 - gluon_gemm_ws3: three MMA warp groups of 64x256 sharing each W stage (chunks of up to 192x256: 17% fewer operand
-  bytes through L2), each program an even share of the 64-row units; warp group 0 issues the loads (a loader warp
+  bytes through L2, by count), each program an even share of the 64-row units; warp group 0 issues the loads (a loader warp
   of its own would launch 16 warps, whose 128-register cap ptxas rejects for a 64x256 wgmma).
 
 Measured on the H200 (triton 3.6; GPU tests `benchmarks/results/logs/gpu-tests-gluon-probe-h200-*.log`): all correct.
@@ -540,7 +540,7 @@ def _gemm_ws3_kernel(a_desc, b_desc, bias_ptr, r_ptr, y_ptr, M, N, stride_rm, st
     """Three warp groups sharing each W stage (chunks of up to 192x256; the first also loads); each program
     takes an even share of the 64-row units in column-block-major order, so its work is balanced to a unit (not to
     a 192-row tile: 342 such tiles on 132 SMs would be 3 rounds of 2.6), and programs p and p + P/2 read the same
-    x rows at the same time (x from DRAM once)."""
+    x rows at about the same time (so x can come from DRAM once)."""
     WGS: gl.constexpr = 3
     ROWS: gl.constexpr = a_desc.block_type.shape[0]
     BN: gl.constexpr = b_desc.block_type.shape[0]
@@ -566,7 +566,7 @@ def _gemm_ws3_kernel(a_desc, b_desc, bias_ptr, r_ptr, y_ptr, M, N, stride_rm, st
     ], [4, 4], [168, 168])  # all three at what 384 threads get anyway (triton 3.6 needs the list)
 
 
-def gluon_gemm_ws3(x, w, b, r, scale, BN=256, BK=64, STAGES=2, CHUNK=8, programs=0):
+def gluon_gemm_ws3(x, w, b, r, scale, BN=256, BK=64, STAGES=4, CHUNK=0, programs=0):
     ROWS = 64
     M, K = x.shape
     N = w.shape[0]
