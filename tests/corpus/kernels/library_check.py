@@ -1,7 +1,7 @@
 """Helpers shared by the memory-bound library tests (test_<family>.py): tiny spec copies, the harness
 call on CPU, and the sidecar-vs-TUNABLES check.
 
-Usage: from library_check import evaluate_tiny, family_specs, sidecar_reasons
+Usage: from library_check import family_tests, family_kernel, evaluate_tiny, ...
 """
 
 from __future__ import annotations
@@ -10,11 +10,13 @@ import ast
 import os
 from pathlib import Path
 
+import pytest
 import yaml
 
 os.environ.setdefault("TRITON_INTERPRET", "1")  # direct kernel calls in the tests run in the interpreter
 
-from harness import EvalConfig, Verdict, evaluate
+from harness import EvalConfig, Status, Verdict, evaluate
+from harness.spec import import_file
 
 KERNELS = Path(__file__).resolve().parents[3] / "corpus" / "kernels"
 # correctness only: one trial per variant, no timing (wall-clock interpreter times mean nothing)
@@ -94,3 +96,24 @@ def function_sources(family: str, names: tuple[str, ...]) -> dict[str, str]:
     source = (KERNELS / family / "kernel.py").read_text()
     return {node.name: ast.get_source_segment(source, node) for node in ast.parse(source).body
             if isinstance(node, ast.FunctionDef) and node.name in names}
+
+
+def family_tests(family: str) -> tuple:
+    """(test_kernel_passes_spec, test_sidecar_matches_kernel) for a family's test module, which binds them to
+    those names: the tiny copy of each of the family's specs passes the harness on CPU (every variant), and
+    kernel.yaml agrees with kernel.py."""
+
+    @pytest.mark.parametrize("spec", family_specs(family), ids=lambda p: p.stem)
+    def test_kernel_passes_spec(spec: Path, tmp_path: Path):
+        verdict = evaluate_tiny(family, spec, tmp_path)
+        assert verdict.status is Status.passed, verdict.reasons
+
+    def test_sidecar_matches_kernel():
+        assert sidecar_reasons(family) == []
+
+    return test_kernel_passes_spec, test_sidecar_matches_kernel
+
+
+def family_kernel(family: str, module_name: str = ""):
+    """The family's kernel.py imported as a module (its own name per caller that needs a fresh copy)."""
+    return import_file(KERNELS / family / "kernel.py", module_name or f"test_{family}_kernel")

@@ -11,30 +11,22 @@ channel's first tile).
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 import torch
-from library_check import KERNELS, evaluate_tiny, family_specs, function_sources, sidecar_reasons
-
-from harness import Status
-from harness.spec import import_file
+from library_check import (
+    family_kernel,
+    family_tests,
+    function_sources,
+)
 
 FAMILY = "batchnorm"
 
 
-@pytest.mark.parametrize("spec", family_specs(FAMILY), ids=lambda p: p.stem)
-def test_kernel_passes_spec(spec: Path, tmp_path: Path):
-    verdict = evaluate_tiny(FAMILY, spec, tmp_path)
-    assert verdict.status is Status.passed, verdict.reasons
-
-
-def test_sidecar_matches_kernel():
-    assert sidecar_reasons(FAMILY) == []
+test_kernel_passes_spec, test_sidecar_matches_kernel = family_tests(FAMILY)
 
 
 def kernel():
-    return import_file(KERNELS / FAMILY / "kernel.py", "test_batchnorm_kernel")
+    return family_kernel(FAMILY)
 
 
 def _model_pair(k) -> tuple:

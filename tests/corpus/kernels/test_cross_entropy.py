@@ -8,30 +8,18 @@ per program). Also: ignore_index rows leave the mean, and float targets are reje
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 import torch
-from library_check import KERNELS, evaluate_tiny, family_specs, sidecar_reasons
-
-from harness import Status
-from harness.spec import import_file
+from library_check import KERNELS, family_kernel, family_tests
 
 FAMILY = "cross_entropy"
 
 
-@pytest.mark.parametrize("spec", family_specs(FAMILY), ids=lambda p: p.stem)
-def test_kernel_passes_spec(spec: Path, tmp_path: Path):
-    verdict = evaluate_tiny(FAMILY, spec, tmp_path)
-    assert verdict.status is Status.passed, verdict.reasons
-
-
-def test_sidecar_matches_kernel():
-    assert sidecar_reasons(FAMILY) == []
+test_kernel_passes_spec, test_sidecar_matches_kernel = family_tests(FAMILY)
 
 
 def kernel():
-    return import_file(KERNELS / FAMILY / "kernel.py", "test_cross_entropy_kernel")
+    return family_kernel(FAMILY)
 
 
 def test_ignored_rows_leave_the_mean():
@@ -43,7 +31,6 @@ def test_ignored_rows_leave_the_mean():
 def test_float_targets_are_rejected():
     with pytest.raises(ValueError, match="targets"):
         kernel().cross_entropy(torch.randn(3, 5), torch.rand(3, 5))
-
 
 
 def test_lane_online_matches_torch_on_edges():

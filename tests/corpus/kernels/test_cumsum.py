@@ -8,23 +8,14 @@ per program). Also: a scan over a non-last dimension of a 3-d tensor.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 import torch
-from library_check import KERNELS, evaluate_tiny, family_specs, sidecar_reasons
-
-from harness import Status
-from harness.spec import import_file
+from library_check import family_kernel, family_tests
 
 FAMILY = "cumsum"
 
 
-@pytest.mark.parametrize("spec", family_specs(FAMILY), ids=lambda p: p.stem)
-def test_kernel_passes_spec(spec: Path, tmp_path: Path):
-    verdict = evaluate_tiny(FAMILY, spec, tmp_path)
-    assert verdict.status is Status.passed, verdict.reasons
-
+test_kernel_passes_spec, test_sidecar_matches_kernel = family_tests(FAMILY)
 
 
 def test_compensated_carry_is_near_exact():
@@ -38,12 +29,8 @@ def test_compensated_carry_is_near_exact():
     assert (err <= exact.abs() * 2.0**-22 + 1e-3).all(), err.max().item()
 
 
-def test_sidecar_matches_kernel():
-    assert sidecar_reasons(FAMILY) == []
-
-
 def kernel():
-    return import_file(KERNELS / FAMILY / "kernel.py", "test_cumsum_kernel")
+    return family_kernel(FAMILY)
 
 
 @pytest.mark.parametrize("dim", [0, 1, -1])

@@ -8,30 +8,18 @@ per program). Also: a mismatched weight is rejected by name.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 import torch
-from library_check import KERNELS, evaluate_tiny, family_specs, sidecar_reasons
-
-from harness import Status
-from harness.spec import import_file
+from library_check import family_kernel, family_tests
 
 FAMILY = "layernorm"
 
 
-@pytest.mark.parametrize("spec", family_specs(FAMILY), ids=lambda p: p.stem)
-def test_kernel_passes_spec(spec: Path, tmp_path: Path):
-    verdict = evaluate_tiny(FAMILY, spec, tmp_path)
-    assert verdict.status is Status.passed, verdict.reasons
-
-
-def test_sidecar_matches_kernel():
-    assert sidecar_reasons(FAMILY) == []
+test_kernel_passes_spec, test_sidecar_matches_kernel = family_tests(FAMILY)
 
 
 def kernel():
-    return import_file(KERNELS / FAMILY / "kernel.py", "test_layernorm_kernel")
+    return family_kernel(FAMILY)
 
 
 def test_mismatched_weight_is_named():
@@ -43,7 +31,6 @@ def test_constant_rows_give_the_bias():
     x = torch.full((3, 50), 7.0)  # zero variance: rsqrt(eps), centred values are exactly 0
     w, b = torch.randn(50), torch.randn(50)
     torch.testing.assert_close(kernel().layer_norm_rows(x, w, b, 1e-5), b.expand(3, 50))
-
 
 
 @pytest.mark.parametrize("overrides", [

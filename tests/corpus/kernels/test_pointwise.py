@@ -12,33 +12,22 @@ the spec's chain on every bf16 value in [-20, 20] against the fp64 chain.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 import torch
 import triton
 import triton.language as tl
-from library_check import KERNELS, evaluate_tiny, family_specs, sidecar_reasons
+from library_check import KERNELS, family_kernel, family_tests
 
-from harness import Status
 from harness.spec import import_file
 
 FAMILY = "pointwise"
 
 
-@pytest.mark.parametrize("spec", family_specs(FAMILY), ids=lambda p: p.stem)
-def test_kernel_passes_spec(spec: Path, tmp_path: Path):
-    verdict = evaluate_tiny(FAMILY, spec, tmp_path)
-    assert verdict.status is Status.passed, verdict.reasons
-
-
-
-def test_sidecar_matches_kernel():
-    assert sidecar_reasons(FAMILY) == []
+test_kernel_passes_spec, test_sidecar_matches_kernel = family_tests(FAMILY)
 
 
 def kernel():
-    return import_file(KERNELS / FAMILY / "kernel.py", "test_pointwise_kernel")
+    return family_kernel(FAMILY)
 
 
 OPS = [("relu",), ("gelu",), ("gelu_tanh",), ("silu",), ("mish",), ("softplus",), ("sigmoid",), ("tanh",),

@@ -8,30 +8,22 @@ per program). Also: a mismatched weight is rejected by name.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 import torch
-from library_check import KERNELS, evaluate_tiny, family_specs, function_sources, sidecar_reasons
-
-from harness import Status
-from harness.spec import import_file
+from library_check import (
+    family_kernel,
+    family_tests,
+    function_sources,
+)
 
 FAMILY = "rmsnorm"
 
 
-@pytest.mark.parametrize("spec", family_specs(FAMILY), ids=lambda p: p.stem)
-def test_kernel_passes_spec(spec: Path, tmp_path: Path):
-    verdict = evaluate_tiny(FAMILY, spec, tmp_path)
-    assert verdict.status is Status.passed, verdict.reasons
-
-
-def test_sidecar_matches_kernel():
-    assert sidecar_reasons(FAMILY) == []
+test_kernel_passes_spec, test_sidecar_matches_kernel = family_tests(FAMILY)
 
 
 def kernel():
-    return import_file(KERNELS / FAMILY / "kernel.py", "test_rmsnorm_kernel")
+    return family_kernel(FAMILY)
 
 
 def test_mismatched_weight_is_named():
@@ -44,7 +36,6 @@ def test_scale_invariance():
     k = kernel()
     torch.testing.assert_close(k.rms_norm_rows(x * 1000.0, w, 0.0), k.rms_norm_rows(x, w, 0.0), rtol=1e-5,
                                atol=1e-5)
-
 
 
 @pytest.mark.parametrize("overrides", [

@@ -8,26 +8,16 @@ per program): rows that fit in registers, rows wider than MAX_FUSED_N (the loope
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 import torch
-from library_check import KERNELS, evaluate_tiny, family_specs, sidecar_reasons
+from library_check import KERNELS, family_tests
 
-from harness import Status
 from harness.spec import import_file
 
 FAMILY = "softmax"
 
 
-@pytest.mark.parametrize("spec", family_specs(FAMILY), ids=lambda p: p.stem)
-def test_kernel_passes_spec(spec: Path, tmp_path: Path):
-    verdict = evaluate_tiny(FAMILY, spec, tmp_path)
-    assert verdict.status is Status.passed, verdict.reasons
-
-
-def test_sidecar_matches_kernel():
-    assert sidecar_reasons(FAMILY) == []
+test_kernel_passes_spec, test_sidecar_matches_kernel = family_tests(FAMILY)
 
 
 @pytest.mark.parametrize("cols", [
