@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 import torch
-import triton
+from probe_record import write_record  # this folder (see probe_record.py)
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -69,12 +69,8 @@ def main(argv: list[str]) -> int:
         print(json.dumps({key: val for key, val in row.items() if key != "excess"}), flush=True)
         rows.append(row)
     if args.out:
-        Path(args.out).write_text(json.dumps({
-            "command": "python3 benchmarks/gpu/attention_tolerance.py " + " ".join(argv),
-            "device": torch.cuda.get_device_name(),
-            "versions": {"torch": torch.__version__, "triton": triton.__version__},
-            "method": "per seed: max over outputs of |a - b| - (atol + rtol |b|), b the second named; > 0 fails",
-            "rows": rows}, indent=1))
+        write_record(args.out, __file__, argv,
+                     "per seed: max over outputs of |a - b| - (atol + rtol |b|), b the second named; > 0 fails", rows)
     return 0
 
 

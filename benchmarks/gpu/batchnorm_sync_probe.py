@@ -20,7 +20,7 @@ import tempfile
 from pathlib import Path
 
 import torch
-import triton
+from probe_record import write_record  # this folder (see probe_record.py)
 from triton.testing import do_bench
 
 REPO = Path(__file__).resolve().parents[2]
@@ -101,12 +101,8 @@ def main(argv: list[str]) -> int:
                 print(json.dumps({k: row[k] for k in ("case", "tunables", "median_ms", "max_abs_err")}), flush=True)
                 rows.append(row)
     if args.out:
-        Path(args.out).write_text(json.dumps({
-            "command": "python3 benchmarks/gpu/batchnorm_sync_probe.py " + " ".join(argv),
-            "device": torch.cuda.get_device_name(),
-            "versions": {"torch": torch.__version__, "triton": triton.__version__},
-            "method": f"triton.testing.do_bench(warmup=25, rep=100, median), {args.runs} alternating runs",
-            "rows": rows}, indent=1))
+        write_record(args.out, __file__, argv,
+                     f"triton.testing.do_bench(warmup=25, rep=100, median), {args.runs} alternating runs", rows)
     return 0
 
 

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import torch
 import triton
+from probe_record import write_record  # this folder (see probe_record.py)
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import (
@@ -245,13 +246,8 @@ def main(argv: list[str]) -> int:
         print(json.dumps(row), flush=True)
         rows.append(row)
     if args.out:
-        Path(args.out).write_text(json.dumps({
-            "command": "python3 benchmarks/gpu/gluon_attention_probe.py " + " ".join(argv),
-            "device": torch.cuda.get_device_name(),
-            "versions": {"torch": torch.__version__, "triton": triton.__version__},
-            "method": f"triton.testing.do_bench(warmup=25, rep=100), {args.rounds} alternating rounds; errors: max "
-                      "|out - fp32 SDPA| over all outputs",
-            "rows": rows}, indent=1))
+        write_record(args.out, __file__, argv, f"triton.testing.do_bench(warmup=25, rep=100), {args.rounds} "
+                     "alternating rounds; errors: max |out - fp32 SDPA| over all outputs", rows)
     return 0
 
 

@@ -37,6 +37,7 @@ from pathlib import Path
 
 import torch
 import triton
+from probe_record import write_record  # this folder (see probe_record.py)
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier, tma
@@ -372,10 +373,7 @@ def main(argv: list[str]) -> int:
         print(json.dumps(row), flush=True)
         rows.append(row)
     if args.out:
-        Path(args.out).write_text(json.dumps({
-            "command": "python3 benchmarks/gpu/gluon_batchnorm_probe.py", "device": torch.cuda.get_device_name(),
-            "versions": {"torch": torch.__version__, "triton": triton.__version__},
-            "method": "triton.testing.do_bench(warmup=25, rep=100), 5 alternating runs", "rows": rows}, indent=1))
+        write_record(args.out, __file__, argv, "triton.testing.do_bench(warmup=25, rep=100), 5 alternating runs", rows)
     return 0
 
 

@@ -35,10 +35,16 @@ from pathlib import Path
 
 import torch
 import triton
+from probe_record import write_record  # this folder (see probe_record.py)
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
-from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier, tma, warpgroup_mma, \
-    warpgroup_mma_wait
+from triton.experimental.gluon.language.nvidia.hopper import (
+    fence_async_shared,
+    mbarrier,
+    tma,
+    warpgroup_mma,
+    warpgroup_mma_wait,
+)
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
 REPO = Path(__file__).resolve().parents[2]
@@ -485,7 +491,6 @@ def _ws3_consumer(a_desc, b_desc, a_bufs, b_bufs, ready, empty, h_bufs, bias_ptr
     # the residual through TMA into the buffer, as the two-consumer form has it, ptxas spilled 1.7 KB at 168.
     ROWS: gl.constexpr = a_desc.block_type.shape[0]
     BN: gl.constexpr = b_desc.block_type.shape[0]
-    dtype: gl.constexpr = a_desc.dtype
     acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                          instr_shape=[16, BN, 16])
     h = h_bufs.index(WG if CHUNK > 0 else 0)
@@ -666,11 +671,7 @@ def main(argv: list[str]) -> int:
         print(json.dumps(row), flush=True)
         rows.append(row)
     if args.out:
-        Path(args.out).write_text(json.dumps({"command": "python3 benchmarks/gpu/gluon_gemm_probe.py " + " ".join(argv),
-                                              "device": torch.cuda.get_device_name(),
-                                              "versions": {"torch": torch.__version__, "triton": triton.__version__},
-                                              "method": "triton.testing.do_bench(warmup=25, rep=100), 5 alternating runs",
-                                              "rows": rows}, indent=1))
+        write_record(args.out, __file__, argv, "triton.testing.do_bench(warmup=25, rep=100), 5 alternating runs", rows)
     return 0
 
 

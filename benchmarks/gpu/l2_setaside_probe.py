@@ -18,8 +18,8 @@ import sys
 from pathlib import Path
 
 import torch
-import triton
 from batchnorm_sync_probe import SHAPES, batchnorm_inputs  # this folder: python3 puts it first on sys.path
+from probe_record import write_record  # this folder (see probe_record.py)
 from triton.testing import do_bench
 
 REPO = Path(__file__).resolve().parents[2]
@@ -91,14 +91,10 @@ def main(argv: list[str]) -> int:
             rows.append(row)
     set_aside(lib, 0)
     if args.out:
-        Path(args.out).write_text(json.dumps({
-            "command": "python3 benchmarks/gpu/l2_setaside_probe.py " + " ".join(argv),
-            "device": torch.cuda.get_device_name(), "max_persisting_l2_bytes": max_set_aside.value,
-            "l2_bytes": torch.cuda.get_device_properties(0).L2_cache_size,
-            "versions": {"torch": torch.__version__, "triton": triton.__version__},
-            "tunables": json.loads(args.tunables),
-            "method": f"triton.testing.do_bench(warmup=25, rep=100, median), {args.runs} alternating runs",
-            "rows": rows}, indent=1))
+        write_record(args.out, __file__, argv,
+                     f"triton.testing.do_bench(warmup=25, rep=100, median), {args.runs} alternating runs", rows,
+                     max_persisting_l2_bytes=max_set_aside.value,
+                     l2_bytes=torch.cuda.get_device_properties(0).L2_cache_size, tunables=json.loads(args.tunables))
     return 0
 
 

@@ -4,6 +4,7 @@ loading a benchmarks/gpu script by path."""
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,11 @@ HOPPER_ONLY = [pytest.mark.gpu,
 
 
 def load_probe(name: str):
-    """benchmarks/gpu/<name>.py as a module (the benchmarks folder is not a package)."""
+    """benchmarks/gpu/<name>.py as a module (the benchmarks folder is not a package), with that folder on sys.path
+    as when the script is run (its siblings, such as probe_record, import by name)."""
+    folder = str(REPO / "benchmarks" / "gpu")
+    if folder not in sys.path:
+        sys.path.append(folder)
     spec = importlib.util.spec_from_file_location(name, REPO / "benchmarks" / "gpu" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
