@@ -4,26 +4,27 @@ cuBLAS, on Hopper. Four forms:
 - gluon_gemm: one flat loop over (tile, k-step) pairs, so the next tile's first loads are in flight during this
   tile's epilogue; the residual comes by TMA when a tile starts, into the buffer its output leaves from.
 - gluon_gemm_ws: warp-specialised as cuBLAS's kernel is (a TMA loader warp; two consumer warp groups, each 64 rows of
-  a 128x256 tile, releasing each stage through an mbarrier).
+  a 128x256 tile, releasing each stage through an mbarrier); EPI_REGS: the epilogue from registers instead of by TMA.
 - gluon_gemm_ws_epi: the same, with the epilogue in warps of their own: the MMA warp groups hand x W^T + b, rounded
   to 16 bits (what eager's linear hands its activation), through shared memory and start the next tile at once.
 - gluon_gemm_ws3: three MMA warp groups of 64x256 sharing each W stage (chunks of up to 192x256: 17% fewer operand
-  bytes through L2, by count), each program an even share of the 64-row units; warp group 0 issues the loads (a loader warp
+  bytes by count), each program an even share of the 64-row units; warp group 0 issues the loads (a loader warp
   of its own would launch 16 warps, whose 128-register cap ptxas rejects for a 64x256 wgmma).
 
-Measured on the H200 (triton 3.6; GPU tests `benchmarks/results/logs/gpu-tests-gluon-probe-h200-*.log`): all correct.
+Measured on the H200 (triton 3.6; GPU tests `benchmarks/results/logs/gpu-tests-gluon-*probe*-h200-*.log`): all correct.
 Minima of five alternating do_bench runs (`gluon-gemm-probe-h200-20261201T1512Z.json`; the box timed some rounds
 1.3-1.6x slow): tall 32768x2048 -> 512: ws_epi 0.1176 ms, ws 0.1188, our Triton kernel 0.1187, cuBLAS F.linear
 alone 0.0973; 4096^3: ws 0.2031, ws_epi 0.2052, ours 0.2073, cuBLAS 0.1909 (`-1509Z.json`, `-1503Z.json`: the same
 order). The flat loop alone is slower (tall 0.1217-0.1242, 4096^3 0.219-0.228). Warp specialisation and a
 separate epilogue are worth ~1%, not the 15-19% to cuBLAS, whose kernel (`ncu-h200-20261201T1457Z.txt`) moves 19%
-fewer bytes through L2 (592 against 729 MB at about the same L2 rate, 6.2-6.4 TB/s) with 256x128 tiles on
-clusters of two CTAs; triton 3.6's Gluon has no TMA multicast across a cluster. Fewer L2 bytes alone do not close
-it: ws3 is correct and slower, tall 0.1278-0.1354 ms against ours 0.1197-0.1660 and cuBLAS 0.0997-0.1120 on a noisy
-box (`gluon-gemm-probe-h200-20261201T185927Z.json`, `-185623Z.json`; docs/LIBRARY.md, session 13).
+fewer bytes through L2 (592 against 729 MB) with 256x128 tiles on clusters of two CTAs; triton 3.6's Gluon launches
+clusters (num_ctas with a cga_layout) but its TMA copies take no multicast. ws3 does not test the bytes: under ncu it
+moves more than ws, not fewer (737-810 against 689-743 MB, `ncu-h200-20261201T210018Z.txt`, `-210714Z.txt`), and is
+slower in every epilogue form (docs/LIBRARY.md, sessions 13 and 14). An epilogue straight from registers costs ws
+~10% (tall 0.1333 against 0.121 ms, `gluon-gemm-probe-h200-20261201T210211Z.json`).
 
 Usage (GPU box, repo root): python3 benchmarks/gpu/gluon_gemm_probe.py [--out FILE] [--forms gluon_ws3,ours]
-    [--shapes 32768x2048x512,...] [--ws3-configs '[{"BK": 64, "STAGES": 4, "CHUNK": 0}]']
+    [--shapes 32768x2048x512,...] [--ws3-configs '[{"BK": 64, "STAGES": 4, "CHUNK": 1}]']
 """
 
 from __future__ import annotations
@@ -214,17 +215,19 @@ def _consumer_tile(a_bufs, b_bufs, ready, empty, acc, it, WG: gl.constexpr, HALF
 
 
 @gluon.jit
-def _ws_consumer(r_desc, y_desc, a_bufs, b_bufs, ready, empty, ry_bufs, r_bars, bias_ptr, N, scale, n_tiles,
-                 n_blocks_m, WG: gl.constexpr, K_STEPS: gl.constexpr, N_BLOCKS_N: gl.constexpr, STAGES: gl.constexpr,
-                 GROUP_M: gl.constexpr):
+def _ws_consumer(r_desc, y_desc, a_bufs, b_bufs, ready, empty, ry_bufs, r_bars, bias_ptr, r_ptr, y_ptr, M, N,
+                 stride_rm, stride_ym, scale, n_tiles, n_blocks_m, WG: gl.constexpr, K_STEPS: gl.constexpr,
+                 N_BLOCKS_N: gl.constexpr, STAGES: gl.constexpr, GROUP_M: gl.constexpr, EPI_REGS: gl.constexpr,
+                 EVEN: gl.constexpr):
     # One warp group: rows [64 WG, 64 WG + 64) of each tile, its own residual/output buffer and barrier, so the
-    # two consumers never wait for each other except through the shared stages.
+    # two consumers never wait for each other except through the shared stages. EPI_REGS: the epilogue from
+    # registers in two column halves (_ws3_epilogue_halves), no buffer, so a fourth stage fits.
     HALF: gl.constexpr = y_desc.block_type.shape[0]
     BN: gl.constexpr = y_desc.block_type.shape[1]
     dtype: gl.constexpr = y_desc.dtype
     acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                          instr_shape=[16, BN, 16])
-    ry = ry_bufs.index(WG)
+    ry = ry_bufs.index(WG if not EPI_REGS else 0)
     r_bar = r_bars.index(WG)
     cols0 = gl.arange(0, BN, layout=gl.SliceLayout(0, acc_layout))
     it = 0
@@ -235,29 +238,36 @@ def _ws_consumer(r_desc, y_desc, a_bufs, b_bufs, ready, empty, ry_bufs, r_bars, 
         cols = pn * BN + cols0
         bias = gl.load(bias_ptr + cols, mask=cols < N, other=0.0).to(gl.float32)
         acc = gl.zeros([HALF, BN], gl.float32, acc_layout) + gl.expand_dims(bias, 0)
-        tma.store_wait(pendings=0)  # the last output has left the buffer the residual comes into
-        mbarrier.expect(r_bar, r_desc.block_type.nbytes)
-        _tma_load(r_desc, [row0, pn * BN], r_bar, ry)
+        if not EPI_REGS:
+            tma.store_wait(pendings=0)  # the last output has left the buffer the residual comes into
+            mbarrier.expect(r_bar, r_desc.block_type.nbytes)
+            _tma_load(r_desc, [row0, pn * BN], r_bar, ry)
         acc, it = _consumer_tile(a_bufs, b_bufs, ready, empty, acc, it, WG, HALF, K_STEPS, STAGES)
-        y = _gelu_scaled(acc, scale).to(dtype)
-        mbarrier.wait(r_bar, n_done & 1)
-        out = (y.to(gl.float32) + ry.load(acc_layout).to(gl.float32)).to(dtype)
-        _cta_barrier()  # this warp group has read the residual before the buffer takes the output
-        ry.store(out)
-        fence_async_shared()
-        _tma_store(y_desc, [row0, pn * BN], ry)
+        if EPI_REGS:
+            _ws3_epilogue_halves(acc, pn * BN, row0, r_ptr, y_ptr, M, N, stride_rm, stride_ym, scale, EVEN)
+        else:
+            y = _gelu_scaled(acc, scale).to(dtype)
+            mbarrier.wait(r_bar, n_done & 1)
+            out = (y.to(gl.float32) + ry.load(acc_layout).to(gl.float32)).to(dtype)
+            _cta_barrier()  # this warp group has read the residual before the buffer takes the output
+            ry.store(out)
+            fence_async_shared()
+            _tma_store(y_desc, [row0, pn * BN], ry)
         n_done += 1
     tma.store_wait(pendings=0)
 
 
 @gluon.jit
-def _gemm_ws_kernel(a_desc, b_desc, r_desc, y_desc, bias_ptr, N, scale, n_tiles, n_blocks_m, K_STEPS: gl.constexpr,
-                    N_BLOCKS_N: gl.constexpr, STAGES: gl.constexpr, GROUP_M: gl.constexpr,
-                    CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr):
+def _gemm_ws_kernel(a_desc, b_desc, r_desc, y_desc, bias_ptr, r_ptr, y_ptr, M, N, stride_rm, stride_ym, scale, n_tiles,
+                    n_blocks_m, K_STEPS: gl.constexpr, N_BLOCKS_N: gl.constexpr, STAGES: gl.constexpr,
+                    GROUP_M: gl.constexpr, CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr,
+                    EPI_REGS: gl.constexpr, EVEN: gl.constexpr):
     """Warp-specialised: a loader warp and two consumer warp groups (each 64 rows of a 128-row tile)."""
     dtype: gl.constexpr = a_desc.dtype
     a_bufs, b_bufs = _operand_rings(a_desc, b_desc, STAGES)
-    ry_bufs = gl.allocate_shared_memory(dtype, [2] + y_desc.block_type.shape, y_desc.layout)
+    # the residual/output buffers (EPI_REGS: none; a stand-in of 8 rows)
+    ry_bufs = gl.allocate_shared_memory(dtype, [1 if EPI_REGS else 2, 8 if EPI_REGS else y_desc.block_type.shape[0],
+                                                y_desc.block_type.shape[1]], y_desc.layout)
     ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     r_bars = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
@@ -268,16 +278,19 @@ def _gemm_ws_kernel(a_desc, b_desc, r_desc, y_desc, bias_ptr, N, scale, n_tiles,
         mbarrier.init(r_bars.index(i), count=1)
     fence_async_shared()
     gl.warp_specialize([
-        (_ws_consumer, (r_desc, y_desc, a_bufs, b_bufs, ready, empty, ry_bufs, r_bars, bias_ptr, N, scale, n_tiles,
-                        n_blocks_m, 0, K_STEPS, N_BLOCKS_N, STAGES, GROUP_M)),
-        (_ws_consumer, (r_desc, y_desc, a_bufs, b_bufs, ready, empty, ry_bufs, r_bars, bias_ptr, N, scale, n_tiles,
-                        n_blocks_m, 1, K_STEPS, N_BLOCKS_N, STAGES, GROUP_M)),
+        (_ws_consumer, (r_desc, y_desc, a_bufs, b_bufs, ready, empty, ry_bufs, r_bars, bias_ptr, r_ptr, y_ptr, M, N,
+                        stride_rm, stride_ym, scale, n_tiles, n_blocks_m, 0, K_STEPS, N_BLOCKS_N, STAGES, GROUP_M,
+                        EPI_REGS, EVEN)),
+        (_ws_consumer, (r_desc, y_desc, a_bufs, b_bufs, ready, empty, ry_bufs, r_bars, bias_ptr, r_ptr, y_ptr, M, N,
+                        stride_rm, stride_ym, scale, n_tiles, n_blocks_m, 1, K_STEPS, N_BLOCKS_N, STAGES, GROUP_M,
+                        EPI_REGS, EVEN)),
         (_ws_loader, (a_desc, b_desc, a_bufs, b_bufs, ready, empty, n_tiles, n_blocks_m, K_STEPS, N_BLOCKS_N, STAGES,
                       GROUP_M)),
     ], [4, 1], [CONSUMER_REGS, LOADER_REGS])
 
 
-def gluon_gemm_ws(x, w, b, r, scale, BM=128, BN=256, BK=64, STAGES=3, GROUP_M=8, CONSUMER_REGS=232, LOADER_REGS=40):
+def gluon_gemm_ws(x, w, b, r, scale, BM=128, BN=256, BK=64, STAGES=3, GROUP_M=8, CONSUMER_REGS=232, LOADER_REGS=40,
+                  EPI_REGS=False):
     M, K = x.shape
     N = w.shape[0]
     y = torch.empty((M, N), device=x.device, dtype=x.dtype)
@@ -290,9 +303,9 @@ def gluon_gemm_ws(x, w, b, r, scale, BM=128, BN=256, BK=64, STAGES=3, GROUP_M=8,
     n_tiles = n_bm * n_bn
     sms = torch.cuda.get_device_properties(x.device).multi_processor_count
     compiled = _gemm_ws_kernel[(min(sms, n_tiles),)](
-        a_desc, b_desc, r_desc, y_desc, b, N, float(scale), n_tiles, n_bm, K_STEPS=triton.cdiv(K, BK),
-        N_BLOCKS_N=n_bn, STAGES=STAGES, GROUP_M=GROUP_M, CONSUMER_REGS=CONSUMER_REGS, LOADER_REGS=LOADER_REGS,
-        num_warps=4)
+        a_desc, b_desc, r_desc, y_desc, b, r, y, M, N, r.stride(0), y.stride(0), float(scale), n_tiles, n_bm,
+        K_STEPS=triton.cdiv(K, BK), N_BLOCKS_N=n_bn, STAGES=STAGES, GROUP_M=GROUP_M, CONSUMER_REGS=CONSUMER_REGS,
+        LOADER_REGS=LOADER_REGS, EPI_REGS=EPI_REGS, EVEN=M % (BM // 2) == 0 and N % BN == 0, num_warps=4)
     LAST_COMPILED[0] = compiled
     return y
 
@@ -443,16 +456,34 @@ def _ws3_issue(a_desc, b_desc, a_bufs, b_bufs, ready, empty, lit, l_start, lk, h
 
 
 @gluon.jit
-def _ws3_epilogue_regs(acc, cols, row0, r_ptr, y_ptr, M, N, stride_rm, stride_ym, scale):
+def _ws3_epilogue_regs(acc, cols, row0, r_ptr, y_ptr, M, N, stride_rm, stride_ym, scale, EVEN: gl.constexpr):
     """gelu(h) * scale + residual straight from the accumulator's registers (h: x W^T + b rounded to 16 bits, as
-    eager's linear hands it on); no staging buffer, so the 96 KB go to operand stages."""
+    eager's linear hands it on); no staging buffer, so the 96 KB go to operand stages. EVEN (M a multiple of 64, N
+    of BN): no masks, whose 128 predicates a thread made ptxas spill 1.4-3.1 KB at 168 registers."""
     dtype: gl.constexpr = y_ptr.dtype.element_ty
     rows = row0 + gl.arange(0, acc.shape[0], layout=gl.SliceLayout(1, acc.type.layout))
-    mask = gl.expand_dims(rows < M, 1) & gl.expand_dims(cols < N, 0)
     y = _gelu_scaled(acc.to(dtype).to(gl.float32), scale).to(dtype)
-    r = gl.load(r_ptr + gl.expand_dims(rows * stride_rm, 1) + gl.expand_dims(cols, 0), mask=mask, other=0.0)
-    out = (y.to(gl.float32) + r.to(gl.float32)).to(dtype)
-    gl.store(y_ptr + gl.expand_dims(rows * stride_ym, 1) + gl.expand_dims(cols, 0), out, mask=mask)
+    r_ptrs = r_ptr + gl.expand_dims(rows * stride_rm, 1) + gl.expand_dims(cols, 0)
+    y_ptrs = y_ptr + gl.expand_dims(rows * stride_ym, 1) + gl.expand_dims(cols, 0)
+    if EVEN:
+        out = (y.to(gl.float32) + gl.load(r_ptrs).to(gl.float32)).to(dtype)
+        gl.store(y_ptrs, out)
+    else:
+        mask = gl.expand_dims(rows < M, 1) & gl.expand_dims(cols < N, 0)
+        out = (y.to(gl.float32) + gl.load(r_ptrs, mask=mask, other=0.0).to(gl.float32)).to(dtype)
+        gl.store(y_ptrs, out, mask=mask)
+
+
+@gluon.jit
+def _ws3_epilogue_halves(acc, col0, row0, r_ptr, y_ptr, M, N, stride_rm, stride_ym, scale, EVEN: gl.constexpr):
+    """_ws3_epilogue_regs on each 128-column half of the accumulator in turn (split along a register index, so no
+    data moves): the residual and output addresses of half the tile are live at once, not all 128 a thread."""
+    ROWS: gl.constexpr = acc.shape[0]
+    BN: gl.constexpr = acc.shape[1]
+    lo, hi = gl.split(gl.permute(gl.reshape(acc, [ROWS, 2, BN // 2]), (0, 2, 1)))
+    cols = col0 + gl.arange(0, BN // 2, layout=gl.SliceLayout(0, lo.type.layout))
+    _ws3_epilogue_regs(lo, cols, row0, r_ptr, y_ptr, M, N, stride_rm, stride_ym, scale, EVEN)
+    _ws3_epilogue_regs(hi, cols + BN // 2, row0, r_ptr, y_ptr, M, N, stride_rm, stride_ym, scale, EVEN)
 
 
 @gluon.jit
@@ -479,21 +510,24 @@ def _ws3_epilogue_smem(acc, h, col0, row0, r_ptr, y_ptr, M, N, stride_rm, stride
 
 
 @gluon.jit
-def _ws3_consumer(a_desc, b_desc, a_bufs, b_bufs, ready, empty, h_bufs, bias_ptr, r_ptr, y_ptr, M, N, stride_rm,
-                  stride_ym, scale, n_units_m, n_units, WG: gl.constexpr, K_STEPS: gl.constexpr, STAGES: gl.constexpr,
-                  WGS: gl.constexpr, CHUNK: gl.constexpr):
+def _ws3_consumer(a_desc, b_desc, r_desc, y_desc, a_bufs, b_bufs, ready, empty, h_bufs, r_bars, bias_ptr, r_ptr, y_ptr,
+                  M, N, stride_rm, stride_ym, scale, n_units_m, n_units, WG: gl.constexpr, K_STEPS: gl.constexpr,
+                  STAGES: gl.constexpr, WGS: gl.constexpr, CHUNK: gl.constexpr, EVEN: gl.constexpr):
     # One warp group: unit WG of each chunk (64 rows x BN); where a chunk has fewer units it only passes the
     # chunk's stages back (the empty barriers count one arrival per warp group). Warp group 0 (always busy: every
     # chunk has a unit 0) also issues the loads, STAGES - 1 k-steps ahead: a loader warp of its own would make 13
     # warps, launched as 16, and 16 warps cap every thread at 128 registers, under what a 64x256 wgmma needs (154).
-    # The epilogue (CHUNK 0) straight from the accumulator's registers, or through the warp group's staging buffer
-    # in CHUNK-row slices; either way on x W^T + b rounded to 16 bits, as eager's linear hands it to its GELU. With
-    # the residual through TMA into the buffer, as the two-consumer form has it, ptxas spilled 1.7 KB at 168.
+    # The epilogue (see WS3_CONFIGS): CHUNK 0 straight from the accumulator's registers, 1 the same a column half
+    # at a time, 2 the residual in and the output out by TMA through the warp group's staging buffer (as the
+    # two-consumer form), 8 through that buffer in 8-row slices by pointer loads and stores; each on x W^T + b
+    # rounded to 16 bits, as eager's linear hands it to its GELU.
     ROWS: gl.constexpr = a_desc.block_type.shape[0]
     BN: gl.constexpr = b_desc.block_type.shape[0]
     acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                          instr_shape=[16, BN, 16])
-    h = h_bufs.index(WG if CHUNK > 0 else 0)
+    h = h_bufs.index(WG if CHUNK >= 2 else 0)
+    r_bar = r_bars.index(WG)
+    n_done = 0
     cols0 = gl.arange(0, BN, layout=gl.SliceLayout(0, acc_layout))
     pid = gl.program_id(0)
     n_progs = gl.num_programs(0)
@@ -510,8 +544,13 @@ def _ws3_consumer(a_desc, b_desc, a_bufs, b_bufs, ready, empty, h_bufs, bias_ptr
         nb, mu, cnt = _chunk(start, hi, n_units_m, WGS)
         if WG < cnt:
             cols = nb * BN + cols0
+            rows0 = (mu + WG) * ROWS
             bias = gl.load(bias_ptr + cols, mask=cols < N, other=0.0).to(gl.float32)
             acc = gl.zeros([ROWS, BN], gl.float32, acc_layout) + gl.expand_dims(bias, 0)
+            if CHUNK == 2:  # the residual comes by TMA into the buffer the last output has left, during the K loop
+                tma.store_wait(pendings=0)
+                mbarrier.expect(r_bar, r_desc.block_type.nbytes)
+                _tma_load(r_desc, [rows0, nb * BN], r_bar, h)
             for k in range(K_STEPS):
                 s = it % STAGES
                 mbarrier.wait(ready.index(s), (it // STAGES) & 1)
@@ -525,9 +564,19 @@ def _ws3_consumer(a_desc, b_desc, a_bufs, b_bufs, ready, empty, h_bufs, bias_ptr
                 it += 1
             acc = warpgroup_mma_wait(0, deps=(acc,))
             mbarrier.arrive(empty.index((it - 1) % STAGES))
-            rows0 = (mu + WG) * ROWS
             if CHUNK == 0:
-                _ws3_epilogue_regs(acc, cols, rows0, r_ptr, y_ptr, M, N, stride_rm, stride_ym, scale)
+                _ws3_epilogue_regs(acc, cols, rows0, r_ptr, y_ptr, M, N, stride_rm, stride_ym, scale, EVEN)
+            elif CHUNK == 1:
+                _ws3_epilogue_halves(acc, nb * BN, rows0, r_ptr, y_ptr, M, N, stride_rm, stride_ym, scale, EVEN)
+            elif CHUNK == 2:  # as the two-consumer form: the output leaves through the buffer by TMA
+                y = _gelu_scaled(acc.to(y_desc.dtype).to(gl.float32), scale).to(y_desc.dtype)
+                mbarrier.wait(r_bar, n_done & 1)
+                out = (y.to(gl.float32) + h.load(acc_layout).to(gl.float32)).to(y_desc.dtype)
+                _cta_barrier()  # this warp group has read the residual before the buffer takes the output
+                h.store(out)
+                fence_async_shared()
+                _tma_store(y_desc, [rows0, nb * BN], h)
+                n_done += 1
             else:
                 _ws3_epilogue_smem(acc, h, nb * BN, rows0, r_ptr, y_ptr, M, N, stride_rm, stride_ym, scale, CHUNK)
         else:
@@ -537,11 +586,12 @@ def _ws3_consumer(a_desc, b_desc, a_bufs, b_bufs, ready, empty, h_bufs, bias_ptr
                 mbarrier.arrive(empty.index(s))
                 it += 1
         start += cnt
+    tma.store_wait(pendings=0)
 
 
 @gluon.jit
-def _gemm_ws3_kernel(a_desc, b_desc, bias_ptr, r_ptr, y_ptr, M, N, stride_rm, stride_ym, scale, n_units_m, n_units,
-                     K_STEPS: gl.constexpr, STAGES: gl.constexpr, CHUNK: gl.constexpr):
+def _gemm_ws3_kernel(a_desc, b_desc, r_desc, y_desc, bias_ptr, r_ptr, y_ptr, M, N, stride_rm, stride_ym, scale,
+                     n_units_m, n_units, K_STEPS: gl.constexpr, STAGES: gl.constexpr, CHUNK: gl.constexpr, EVEN: gl.constexpr):
     """Three warp groups sharing each W stage (chunks of up to 192x256; the first also loads); each program
     takes an even share of the 64-row units in column-block-major order, so its work is balanced to a unit (not to
     a 192-row tile: 342 such tiles on 132 SMs would be 3 rounds of 2.6), and programs p and p + P/2 read the same
@@ -552,38 +602,47 @@ def _gemm_ws3_kernel(a_desc, b_desc, bias_ptr, r_ptr, y_ptr, M, N, stride_rm, st
     dtype: gl.constexpr = a_desc.dtype
     a_bufs = gl.allocate_shared_memory(dtype, [STAGES * WGS] + a_desc.block_type.shape, a_desc.layout)
     b_bufs = gl.allocate_shared_memory(dtype, [STAGES] + b_desc.block_type.shape, b_desc.layout)
-    # the epilogue's 16-bit staging buffers (CHUNK 0: none)
-    h_bufs = gl.allocate_shared_memory(dtype, [WGS if CHUNK > 0 else 1, ROWS if CHUNK > 0 else 8, BN],
+    # the epilogue's 16-bit staging buffers (CHUNK 0 and 1: none; 2: the residual in, the output out by TMA)
+    h_bufs = gl.allocate_shared_memory(dtype, [WGS if CHUNK >= 2 else 1, ROWS if CHUNK >= 2 else 8, BN],
                                        gl.NVMMASharedLayout.get_default_for([ROWS, BN], dtype))
     ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     for i in gl.static_range(STAGES):
         mbarrier.init(ready.index(i), count=1)
         mbarrier.init(empty.index(i), count=WGS)  # one arrival from each warp group
+    r_bars = gl.allocate_shared_memory(gl.int64, [WGS, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(WGS):
+        mbarrier.init(r_bars.index(i), count=1)
     fence_async_shared()
     gl.warp_specialize([
-        (_ws3_consumer, (a_desc, b_desc, a_bufs, b_bufs, ready, empty, h_bufs, bias_ptr, r_ptr, y_ptr, M, N, stride_rm,
-                         stride_ym, scale, n_units_m, n_units, 0, K_STEPS, STAGES, WGS, CHUNK)),
-        (_ws3_consumer, (a_desc, b_desc, a_bufs, b_bufs, ready, empty, h_bufs, bias_ptr, r_ptr, y_ptr, M, N, stride_rm,
-                         stride_ym, scale, n_units_m, n_units, 1, K_STEPS, STAGES, WGS, CHUNK)),
-        (_ws3_consumer, (a_desc, b_desc, a_bufs, b_bufs, ready, empty, h_bufs, bias_ptr, r_ptr, y_ptr, M, N, stride_rm,
-                         stride_ym, scale, n_units_m, n_units, 2, K_STEPS, STAGES, WGS, CHUNK)),
+        (_ws3_consumer, (a_desc, b_desc, r_desc, y_desc, a_bufs, b_bufs, ready, empty, h_bufs, r_bars, bias_ptr, r_ptr,
+                         y_ptr, M, N, stride_rm, stride_ym, scale, n_units_m, n_units, 0, K_STEPS, STAGES, WGS, CHUNK,
+                         EVEN)),
+        (_ws3_consumer, (a_desc, b_desc, r_desc, y_desc, a_bufs, b_bufs, ready, empty, h_bufs, r_bars, bias_ptr, r_ptr,
+                         y_ptr, M, N, stride_rm, stride_ym, scale, n_units_m, n_units, 1, K_STEPS, STAGES, WGS, CHUNK,
+                         EVEN)),
+        (_ws3_consumer, (a_desc, b_desc, r_desc, y_desc, a_bufs, b_bufs, ready, empty, h_bufs, r_bars, bias_ptr, r_ptr,
+                         y_ptr, M, N, stride_rm, stride_ym, scale, n_units_m, n_units, 2, K_STEPS, STAGES, WGS, CHUNK,
+                         EVEN)),
     ], [4, 4], [168, 168])  # all three at what 384 threads get anyway (triton 3.6 needs the list)
 
 
-def gluon_gemm_ws3(x, w, b, r, scale, BN=256, BK=64, STAGES=4, CHUNK=0, programs=0):
+def gluon_gemm_ws3(x, w, b, r, scale, BN=256, BK=64, STAGES=4, CHUNK=1, programs=0):
     ROWS = 64
     M, K = x.shape
     N = w.shape[0]
     y = torch.empty((M, N), device=x.device, dtype=x.dtype)
     a_desc = TensorDescriptor.from_tensor(x, [ROWS, BK], gl.NVMMASharedLayout.get_default_for([ROWS, BK], gl.bfloat16))
     b_desc = TensorDescriptor.from_tensor(w, [BN, BK], gl.NVMMASharedLayout.get_default_for([BN, BK], gl.bfloat16))
+    ry_layout = gl.NVMMASharedLayout.get_default_for([ROWS, BN], gl.bfloat16)  # the staging buffers' layout
+    r_desc = TensorDescriptor.from_tensor(r, [ROWS, BN], ry_layout)
+    y_desc = TensorDescriptor.from_tensor(y, [ROWS, BN], ry_layout)
     n_units_m = triton.cdiv(M, ROWS)
     n_units = n_units_m * triton.cdiv(N, BN)
     sms = torch.cuda.get_device_properties(x.device).multi_processor_count
     compiled = _gemm_ws3_kernel[(min(programs or sms, n_units),)](
-        a_desc, b_desc, b, r, y, M, N, r.stride(0), y.stride(0), float(scale), n_units_m, n_units,
-        K_STEPS=triton.cdiv(K, BK), STAGES=STAGES, CHUNK=CHUNK, num_warps=4)
+        a_desc, b_desc, r_desc, y_desc, b, r, y, M, N, r.stride(0), y.stride(0), float(scale), n_units_m, n_units,
+        K_STEPS=triton.cdiv(K, BK), STAGES=STAGES, CHUNK=CHUNK, EVEN=M % ROWS == 0 and N % BN == 0, num_warps=4)
     LAST_COMPILED[0] = compiled
     return y
 
@@ -611,10 +670,14 @@ def gluon_gemm(x, w, b, r, scale, BM=128, BN=256, BK=64, STAGES=3, GROUP_M=8, nu
 
 LAST_COMPILED = [None]
 EPI_CONFIGS = [{"STAGES": 3, "GROUP_M": 8}, {"STAGES": 3, "GROUP_M": 1}]  # 4 stages: 262 KB of shared memory
-WS_CONFIGS = [{"BK": 64, "STAGES": 3, "GROUP_M": 8}, {"BK": 64, "STAGES": 3, "GROUP_M": 1}]
+# EPI_REGS: the epilogue from registers, so 4 stages fit (the TMA residual/output buffers leave room for 3)
+WS_CONFIGS = [{"BK": 64, "STAGES": 3, "GROUP_M": 8}, {"BK": 64, "STAGES": 3, "GROUP_M": 1},
+              {"BK": 64, "STAGES": 4, "GROUP_M": 8, "EPI_REGS": True}]
 CONFIGS = [{"BK": 64, "STAGES": 3, "GROUP_M": 1}, {"BK": 32, "STAGES": 6, "GROUP_M": 8}]  # 4 stages of 64 do not fit beside the 64 KiB output tile
-# CHUNK 0: the epilogue straight from registers (4 stages of 64 fit: 229 KB); 8: through 96 KB of staging buffers
-WS3_CONFIGS = [{"BK": 64, "STAGES": 4, "CHUNK": 0}, {"BK": 32, "STAGES": 4, "CHUNK": 8}]
+# CHUNK 0: the epilogue straight from registers (4 stages of 64 fit: 229 KB), 1: the same in two column halves (no
+# spills), 2: through the staging buffers by TMA (96 KB of them: 4 stages of 32 or 2 of 64), 8: 8-row slices of the
+# staging buffers by pointer loads and stores
+WS3_CONFIGS = [{"BK": 64, "STAGES": 4, "CHUNK": 1}, {"BK": 32, "STAGES": 4, "CHUNK": 2}, {"BK": 32, "STAGES": 4, "CHUNK": 8}]
 
 
 def main(argv: list[str]) -> int:
@@ -640,7 +703,8 @@ def main(argv: list[str]) -> int:
         ref = (torch.nn.functional.gelu(x.float() @ w.float().T + b.float()) * 0.5 + r.float())
         calls = {f"gluon_bk{c['BK']}_s{c['STAGES']}_g{c['GROUP_M']}": (lambda c=c: gluon_gemm(x, w, b, r, 0.5, **c)) for c in CONFIGS}
         for c in WS_CONFIGS:
-            calls[f"gluon_ws_bk{c['BK']}_s{c['STAGES']}_g{c['GROUP_M']}"] = lambda c=c: gluon_gemm_ws(x, w, b, r, 0.5, **c)
+            name = f"gluon_ws_bk{c['BK']}_s{c['STAGES']}_g{c['GROUP_M']}" + ("_regs" if c.get("EPI_REGS") else "")
+            calls[name] = lambda c=c: gluon_gemm_ws(x, w, b, r, 0.5, **c)
         for c in EPI_CONFIGS:
             calls["gluon_ws_epi_" + "_".join(f"{k}{v}" for k, v in c.items())] = \
                 lambda c=c: gluon_gemm_ws_epi(x, w, b, r, 0.5, **c)

@@ -17,8 +17,11 @@ pytestmark = HOPPER_ONLY
     ("gluon_gemm", {"BK": 64, "STAGES": 3, "GROUP_M": 1}),
     ("gluon_gemm", {"BK": 32, "STAGES": 6, "GROUP_M": 8}),
     ("gluon_gemm_ws", {"BK": 64, "STAGES": 3, "GROUP_M": 8}),  # warp-specialised: a loader warp, two consumers
+    ("gluon_gemm_ws", {"BK": 64, "STAGES": 4, "GROUP_M": 8, "EPI_REGS": True}),  # epilogue from registers
     ("gluon_gemm_ws_epi", {"STAGES": 3, "GROUP_M": 8}),  # and the epilogue in a warp group of its own
     ("gluon_gemm_ws3", {"BK": 64, "STAGES": 4, "CHUNK": 0}),  # three MMA warp groups, epilogue from registers
+    ("gluon_gemm_ws3", {"BK": 64, "STAGES": 4, "CHUNK": 1}),  # in two column halves
+    ("gluon_gemm_ws3", {"BK": 32, "STAGES": 4, "CHUNK": 2}),  # residual in and output out by TMA
     ("gluon_gemm_ws3", {"BK": 32, "STAGES": 4, "CHUNK": 8}),  # and through shared memory
 ])
 def test_gluon_gemm_matches_float32(m: int, k: int, n: int, fn: str, config: dict):
