@@ -591,7 +591,8 @@ def _ws3_consumer(a_desc, b_desc, r_desc, y_desc, a_bufs, b_bufs, ready, empty, 
 
 @gluon.jit
 def _gemm_ws3_kernel(a_desc, b_desc, r_desc, y_desc, bias_ptr, r_ptr, y_ptr, M, N, stride_rm, stride_ym, scale,
-                     n_units_m, n_units, K_STEPS: gl.constexpr, STAGES: gl.constexpr, CHUNK: gl.constexpr, EVEN: gl.constexpr):
+                     n_units_m, n_units, K_STEPS: gl.constexpr, STAGES: gl.constexpr, CHUNK: gl.constexpr,
+                     EVEN: gl.constexpr):
     """Three warp groups sharing each W stage (chunks of up to 192x256; the first also loads); each program
     takes an even share of the 64-row units in column-block-major order, so its work is balanced to a unit (not to
     a 192-row tile: 342 such tiles on 132 SMs would be 3 rounds of 2.6), and programs p and p + P/2 read the same
@@ -602,7 +603,8 @@ def _gemm_ws3_kernel(a_desc, b_desc, r_desc, y_desc, bias_ptr, r_ptr, y_ptr, M, 
     dtype: gl.constexpr = a_desc.dtype
     a_bufs = gl.allocate_shared_memory(dtype, [STAGES * WGS] + a_desc.block_type.shape, a_desc.layout)
     b_bufs = gl.allocate_shared_memory(dtype, [STAGES] + b_desc.block_type.shape, b_desc.layout)
-    # the epilogue's 16-bit staging buffers (CHUNK 0 and 1: none; 2: the residual in, the output out by TMA)
+    # the epilogue's 16-bit staging buffers (CHUNK 0 and 1: none; 2: the residual in and the output out by TMA;
+    # 8: read back in 8-row slices)
     h_bufs = gl.allocate_shared_memory(dtype, [WGS if CHUNK >= 2 else 1, ROWS if CHUNK >= 2 else 8, BN],
                                        gl.NVMMASharedLayout.get_default_for([ROWS, BN], dtype))
     ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
