@@ -4,9 +4,11 @@ cuBLAS, on Hopper. Four forms:
 - gluon_gemm: one flat loop over (tile, k-step) pairs, so the next tile's first loads are in flight during this
   tile's epilogue; the residual comes by TMA when a tile starts, into the buffer its output leaves from.
 - gluon_gemm_ws: warp-specialised as cuBLAS's kernel is (a TMA loader warp; two consumer warp groups, each 64 rows of
-  a 128x256 tile, releasing each stage through an mbarrier); EPI_REGS: the epilogue from registers instead of by TMA.
+  a 128x256 tile, releasing each stage through an mbarrier); options for timing the epilogue's parts: EPI_REGS (from
+  registers instead of by TMA), EPI_NONE (none), LATE_R (the residual's load after the first k-steps), GELU.
 - gluon_gemm_ws_epi: the same, with the epilogue in warps of their own: the MMA warp groups hand x W^T + b, rounded
-  to 16 bits (what eager's linear hands its activation), through shared memory and start the next tile at once.
+  to 16 bits (what eager's linear hands its activation), through shared memory and start the next tile at once;
+  options AHEAD, SKIP, L2_AHEAD and GELU_HERE (see _epi_worker and _epi_consumer).
 - gluon_gemm_ws3: three MMA warp groups of 64x256 sharing each W stage (chunks of up to 192x256: 17% fewer operand
   bytes by count), each program an even share of the 64-row units; warp group 0 issues the loads (a loader warp
   of its own would launch 16 warps, whose 128-register cap ptxas rejects for a 64x256 wgmma).
@@ -20,8 +22,12 @@ separate epilogue are worth ~1%, not the 15-19% to cuBLAS, whose kernel (`ncu-h2
 fewer bytes through L2 (592 against 729 MB) with 256x128 tiles on clusters of two CTAs; triton 3.6's Gluon launches
 clusters (num_ctas with a cga_layout) but its TMA copies take no multicast. ws3 does not test the bytes: under ncu it
 moves more than ws, not fewer (737-810 against 689-743 MB, `ncu-h200-20261201T210018Z.txt`, `-210714Z.txt`), and is
-slower in every epilogue form (docs/LIBRARY.md, sessions 13 and 14). An epilogue straight from registers costs ws
-~10% (tall 0.1333 against 0.121 ms, `gluon-gemm-probe-h200-20261201T210211Z.json`).
+slower in every epilogue form. The bytes are not the gap anyway: ws's main loop alone (EPI_NONE, x W^T + b) runs as
+fast as cuBLAS (tall 0.1035-0.1045 against 0.1032-0.1046 ms, `gluon-gemm-probe-h200-20261201T212658Z.json`,
+`-213432Z.json`); the epilogue costs it ~16% (an epilogue straight from registers ~10% more). ws_epi with AHEAD
+(residual slices a slice ahead, each MMA group's half of the buffer back once read): tall 0.1151 ms against our
+kernel's 0.1194 and cuBLAS's 0.1014 (`-214552Z.json`); with SKIP (no epilogue work) 0.0990, so the hand-off is free
+and the two epilogue warps are what it waits on (docs/LIBRARY.md, session 14).
 
 Usage (GPU box, repo root): python3 benchmarks/gpu/gluon_gemm_probe.py [--out FILE] [--forms gluon_ws3,ours]
     [--shapes 32768x2048x512,...] [--ws3-configs '[{"BK": 64, "STAGES": 4, "CHUNK": 1}]']
@@ -72,6 +78,21 @@ def _gelu_scaled(v, scale):
     th = gl.inline_asm_elementwise("tanh.approx.f32 $0, $1;", "=f,f", [inner], dtype=gl.float32, is_pure=True,
                                    pack=1)
     return half + half * th
+
+
+@gluon.jit
+def _gelu_scaled_as(v, scale, GELU: gl.constexpr):
+    """_gelu_scaled (GELU "f32"); "bf16x2": tanh on pairs of bf16 values (tanh.approx.bf16x2: one MUFU op for two);
+    "none": v * scale (no GELU: what it costs, for timing only)."""
+    if GELU == "none":
+        return v * scale
+    if GELU == "bf16x2":
+        half = (0.5 * scale) * v
+        inner = (v * (0.7978845608028654 + 0.035677408136300125 * v * v)).to(gl.bfloat16)
+        th = gl.inline_asm_elementwise("tanh.approx.bf16x2 $0, $1;", "=r,r", [inner], dtype=gl.bfloat16,
+                                       is_pure=True, pack=2)
+        return half + half * th.to(gl.float32)
+    return _gelu_scaled(v, scale)
 
 
 @gluon.jit
@@ -218,10 +239,13 @@ def _consumer_tile(a_bufs, b_bufs, ready, empty, acc, it, WG: gl.constexpr, HALF
 def _ws_consumer(r_desc, y_desc, a_bufs, b_bufs, ready, empty, ry_bufs, r_bars, bias_ptr, r_ptr, y_ptr, M, N,
                  stride_rm, stride_ym, scale, n_tiles, n_blocks_m, WG: gl.constexpr, K_STEPS: gl.constexpr,
                  N_BLOCKS_N: gl.constexpr, STAGES: gl.constexpr, GROUP_M: gl.constexpr, EPI_REGS: gl.constexpr,
-                 EVEN: gl.constexpr):
+                 EVEN: gl.constexpr, EPI_NONE: gl.constexpr, LATE_R: gl.constexpr, GELU: gl.constexpr):
     # One warp group: rows [64 WG, 64 WG + 64) of each tile, its own residual/output buffer and barrier, so the
     # two consumers never wait for each other except through the shared stages. EPI_REGS: the epilogue from
-    # registers in two column halves (_ws3_epilogue_halves), no buffer, so a fourth stage fits.
+    # registers in two column halves (_ws3_epilogue_halves), no buffer, so a fourth stage fits. EPI_NONE: no
+    # epilogue (x W^T + b out by TMA, no residual, no GELU), to time the main loop alone. LATE_R (> 0, K_STEPS
+    # more than it): the wait for the last output's TMA store and the residual's load come after the tile's first
+    # LATE_R k-steps are issued, not before its first MMA. GELU: see _gelu_scaled_as.
     HALF: gl.constexpr = y_desc.block_type.shape[0]
     BN: gl.constexpr = y_desc.block_type.shape[1]
     dtype: gl.constexpr = y_desc.dtype
@@ -238,15 +262,37 @@ def _ws_consumer(r_desc, y_desc, a_bufs, b_bufs, ready, empty, ry_bufs, r_bars, 
         cols = pn * BN + cols0
         bias = gl.load(bias_ptr + cols, mask=cols < N, other=0.0).to(gl.float32)
         acc = gl.zeros([HALF, BN], gl.float32, acc_layout) + gl.expand_dims(bias, 0)
-        if not EPI_REGS:
-            tma.store_wait(pendings=0)  # the last output has left the buffer the residual comes into
-            mbarrier.expect(r_bar, r_desc.block_type.nbytes)
-            _tma_load(r_desc, [row0, pn * BN], r_bar, ry)
-        acc, it = _consumer_tile(a_bufs, b_bufs, ready, empty, acc, it, WG, HALF, K_STEPS, STAGES)
-        if EPI_REGS:
+        if LATE_R > 0:  # the residual's load issued after the tile's first LATE_R k-steps are under way
+            for k in range(K_STEPS):
+                s = it % STAGES
+                mbarrier.wait(ready.index(s), (it // STAGES) & 1)
+                acc = warpgroup_mma(a_bufs.index(s).slice(WG * HALF, HALF), b_bufs.index(s).permute((1, 0)), acc,
+                                    is_async=True)
+                acc = warpgroup_mma_wait(1, deps=(acc,))
+                if k > 0:
+                    mbarrier.arrive(empty.index((it - 1) % STAGES))
+                if k == LATE_R:
+                    tma.store_wait(pendings=0)
+                    mbarrier.expect(r_bar, r_desc.block_type.nbytes)
+                    _tma_load(r_desc, [row0, pn * BN], r_bar, ry)
+                it += 1
+            acc = warpgroup_mma_wait(0, deps=(acc,))
+            mbarrier.arrive(empty.index((it - 1) % STAGES))
+        else:
+            if not EPI_REGS and not EPI_NONE:
+                tma.store_wait(pendings=0)  # the last output has left the buffer the residual comes into
+                mbarrier.expect(r_bar, r_desc.block_type.nbytes)
+                _tma_load(r_desc, [row0, pn * BN], r_bar, ry)
+            acc, it = _consumer_tile(a_bufs, b_bufs, ready, empty, acc, it, WG, HALF, K_STEPS, STAGES)
+        if EPI_NONE:
+            tma.store_wait(pendings=0)
+            ry.store(acc.to(dtype))
+            fence_async_shared()
+            _tma_store(y_desc, [row0, pn * BN], ry)
+        elif EPI_REGS:
             _ws3_epilogue_halves(acc, pn * BN, row0, r_ptr, y_ptr, M, N, stride_rm, stride_ym, scale, EVEN)
         else:
-            y = _gelu_scaled(acc, scale).to(dtype)
+            y = _gelu_scaled_as(acc, scale, GELU).to(dtype)
             mbarrier.wait(r_bar, n_done & 1)
             out = (y.to(gl.float32) + ry.load(acc_layout).to(gl.float32)).to(dtype)
             _cta_barrier()  # this warp group has read the residual before the buffer takes the output
@@ -261,7 +307,8 @@ def _ws_consumer(r_desc, y_desc, a_bufs, b_bufs, ready, empty, ry_bufs, r_bars, 
 def _gemm_ws_kernel(a_desc, b_desc, r_desc, y_desc, bias_ptr, r_ptr, y_ptr, M, N, stride_rm, stride_ym, scale, n_tiles,
                     n_blocks_m, K_STEPS: gl.constexpr, N_BLOCKS_N: gl.constexpr, STAGES: gl.constexpr,
                     GROUP_M: gl.constexpr, CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr,
-                    EPI_REGS: gl.constexpr, EVEN: gl.constexpr):
+                    EPI_REGS: gl.constexpr, EVEN: gl.constexpr, EPI_NONE: gl.constexpr, LATE_R: gl.constexpr,
+                    GELU: gl.constexpr):
     """Warp-specialised: a loader warp and two consumer warp groups (each 64 rows of a 128-row tile)."""
     dtype: gl.constexpr = a_desc.dtype
     a_bufs, b_bufs = _operand_rings(a_desc, b_desc, STAGES)
@@ -280,17 +327,17 @@ def _gemm_ws_kernel(a_desc, b_desc, r_desc, y_desc, bias_ptr, r_ptr, y_ptr, M, N
     gl.warp_specialize([
         (_ws_consumer, (r_desc, y_desc, a_bufs, b_bufs, ready, empty, ry_bufs, r_bars, bias_ptr, r_ptr, y_ptr, M, N,
                         stride_rm, stride_ym, scale, n_tiles, n_blocks_m, 0, K_STEPS, N_BLOCKS_N, STAGES, GROUP_M,
-                        EPI_REGS, EVEN)),
+                        EPI_REGS, EVEN, EPI_NONE, LATE_R, GELU)),
         (_ws_consumer, (r_desc, y_desc, a_bufs, b_bufs, ready, empty, ry_bufs, r_bars, bias_ptr, r_ptr, y_ptr, M, N,
                         stride_rm, stride_ym, scale, n_tiles, n_blocks_m, 1, K_STEPS, N_BLOCKS_N, STAGES, GROUP_M,
-                        EPI_REGS, EVEN)),
+                        EPI_REGS, EVEN, EPI_NONE, LATE_R, GELU)),
         (_ws_loader, (a_desc, b_desc, a_bufs, b_bufs, ready, empty, n_tiles, n_blocks_m, K_STEPS, N_BLOCKS_N, STAGES,
                       GROUP_M)),
     ], [4, 1], [CONSUMER_REGS, LOADER_REGS])
 
 
 def gluon_gemm_ws(x, w, b, r, scale, BM=128, BN=256, BK=64, STAGES=3, GROUP_M=8, CONSUMER_REGS=232, LOADER_REGS=40,
-                  EPI_REGS=False):
+                  EPI_REGS=False, EPI_NONE=False, LATE_R=0, GELU="f32"):
     M, K = x.shape
     N = w.shape[0]
     y = torch.empty((M, N), device=x.device, dtype=x.dtype)
@@ -305,17 +352,19 @@ def gluon_gemm_ws(x, w, b, r, scale, BM=128, BN=256, BK=64, STAGES=3, GROUP_M=8,
     compiled = _gemm_ws_kernel[(min(sms, n_tiles),)](
         a_desc, b_desc, r_desc, y_desc, b, r, y, M, N, r.stride(0), y.stride(0), float(scale), n_tiles, n_bm,
         K_STEPS=triton.cdiv(K, BK), N_BLOCKS_N=n_bn, STAGES=STAGES, GROUP_M=GROUP_M, CONSUMER_REGS=CONSUMER_REGS,
-        LOADER_REGS=LOADER_REGS, EPI_REGS=EPI_REGS, EVEN=M % (BM // 2) == 0 and N % BN == 0, num_warps=4)
+        LOADER_REGS=LOADER_REGS, EPI_REGS=EPI_REGS, EVEN=M % (BM // 2) == 0 and N % BN == 0, EPI_NONE=EPI_NONE,
+        LATE_R=LATE_R if triton.cdiv(K, BK) > LATE_R else 0, GELU=GELU, num_warps=4)
     LAST_COMPILED[0] = compiled
     return y
 
 
 @gluon.jit
-def _epi_consumer(a_bufs, b_bufs, ready, empty, hbuf, hfull, hfree, bias_ptr, N, n_tiles, n_blocks_m,
+def _epi_consumer(a_bufs, b_bufs, ready, empty, hbuf, hfull, hfree, bias_ptr, N, scale, n_tiles, n_blocks_m,
                   WG: gl.constexpr, K_STEPS: gl.constexpr, N_BLOCKS_N: gl.constexpr, STAGES: gl.constexpr,
-                  GROUP_M: gl.constexpr):
+                  GROUP_M: gl.constexpr, GELU_HERE: gl.constexpr):
     # One MMA warp group: rows [64 WG, 64 WG + 64) of each tile; hands x W^T + b, rounded to 16 bits (what eager's
     # linear gives the activation), to the epilogue warp group through shared memory and goes on to the next tile.
+    # GELU_HERE: hands on gelu(that) * scale, rounded, instead (the epilogue warps then only add the residual).
     BM: gl.constexpr = hbuf.shape[0]
     BN: gl.constexpr = hbuf.shape[1]
     HALF: gl.constexpr = BM // 2
@@ -331,36 +380,95 @@ def _epi_consumer(a_bufs, b_bufs, ready, empty, hbuf, hfull, hfree, bias_ptr, N,
         bias = gl.load(bias_ptr + cols, mask=cols < N, other=0.0).to(gl.float32)
         acc = gl.zeros([HALF, BN], gl.float32, acc_layout) + gl.expand_dims(bias, 0)
         acc, it = _consumer_tile(a_bufs, b_bufs, ready, empty, acc, it, WG, HALF, K_STEPS, STAGES)
-        mbarrier.wait(hfree, (n_done & 1) ^ 1)  # the epilogue has read the last tile out of the buffer
-        mine.store(acc.to(hbuf.dtype))
+        mbarrier.wait(hfree.index(WG), (n_done & 1) ^ 1)  # the epilogue has read this group's last rows
+        if GELU_HERE:
+            mine.store(_gelu_scaled(acc.to(hbuf.dtype).to(gl.float32), scale).to(hbuf.dtype))
+        else:
+            mine.store(acc.to(hbuf.dtype))
         mbarrier.arrive(hfull)
         n_done += 1
 
 
 @gluon.jit
+def _epi_residual(r_ptr, pm, pn, c, live, M, N, stride_rm, BM: gl.constexpr, BN: gl.constexpr,
+                  CHUNK: gl.constexpr, layout: gl.constexpr):
+    """The residual's CHUNK rows c of tile (pm, pn) (nothing where not live: a tile past the last)."""
+    rows = pm * BM + c * CHUNK + gl.arange(0, CHUNK, layout=gl.SliceLayout(1, layout))
+    cols = pn * BN + gl.arange(0, BN, layout=gl.SliceLayout(0, layout))
+    mask = gl.expand_dims((rows < M) & live, 1) & gl.expand_dims(cols < N, 0)
+    return gl.load(r_ptr + gl.expand_dims(rows * stride_rm, 1) + gl.expand_dims(cols, 0), mask=mask, other=0.0)
+
+
+@gluon.jit
+def _prefetch_tile_l2(r_ptr, pm, pn, live, M, N, stride_rm, BM: gl.constexpr, BN: gl.constexpr):
+    """prefetch.global.L2 of the residual tile (pm, pn), one 128-byte line at a time (nothing where not live)."""
+    LINES: gl.constexpr = BN * 2 // 128  # 128-byte lines a 16-bit row of the tile spans
+    layout: gl.constexpr = gl.BlockedLayout([1, LINES], [32, 1], [gl.num_warps(), 1], [1, 0])
+    rows = pm * BM + gl.arange(0, BM, layout=gl.SliceLayout(1, layout))
+    cols = pn * BN + gl.arange(0, LINES, layout=gl.SliceLayout(0, layout)) * 64
+    ok = gl.expand_dims((rows < M) & live, 1) & gl.expand_dims(cols < N, 0)
+    ptrs = r_ptr + gl.expand_dims(rows * stride_rm, 1) + gl.expand_dims(cols, 0)
+    gl.inline_asm_elementwise("{ .reg .pred p; setp.ne.b32 p, $2, 0; @p prefetch.global.L2 [$1]; mov.u32 $0, 0; }",
+                              "=r,l,r", [ptrs, ok.to(gl.int32)], dtype=gl.int32, is_pure=False, pack=1)
+
+
+@gluon.jit
 def _epi_worker(hbuf, hfull, hfree, r_ptr, y_ptr, M, N, stride_rm, stride_ym, scale, n_tiles, n_blocks_m,
-                N_BLOCKS_N: gl.constexpr, GROUP_M: gl.constexpr, CHUNK: gl.constexpr):
+                N_BLOCKS_N: gl.constexpr, GROUP_M: gl.constexpr, CHUNK: gl.constexpr, AHEAD: gl.constexpr,
+                SKIP: gl.constexpr, L2_AHEAD: gl.constexpr, GELU_HERE: gl.constexpr):
     # The epilogue warps: gelu (tanh form, tanh.approx) * scale on the 16-bit linear output, rounded, plus the
     # residual, rounded, in CHUNK-row slices with coalesced 16-byte loads and stores, while the MMAs go on.
+    # AHEAD: each slice's residual is loaded a slice ahead (the next tile's first before this tile's output is in),
+    # and each MMA warp group gets its half of the buffer back (hfree[WG]) once the epilogue has read it; without,
+    # every slice waits for its own residual and both halves come back at the tile's end. SKIP: no epilogue at all
+    # (the buffer handed straight back; wrong output, for timing the hand-off alone). L2_AHEAD: the next tile's
+    # residual is prefetched into L2 as this tile's epilogue starts, so the slices' loads wait on L2, not DRAM.
     BM: gl.constexpr = hbuf.shape[0]
     BN: gl.constexpr = hbuf.shape[1]
+    N_CHUNKS: gl.constexpr = BM // CHUNK
     layout: gl.constexpr = gl.BlockedLayout([1, 8], [1, 32], [gl.num_warps(), 1], [1, 0])
     rows0 = gl.arange(0, CHUNK, layout=gl.SliceLayout(1, layout))
     cols0 = gl.arange(0, BN, layout=gl.SliceLayout(0, layout))
     n = 0
+    pm, pn = _tile_of(gl.program_id(0), n_blocks_m, N_BLOCKS_N, GROUP_M)
+    if L2_AHEAD:
+        _prefetch_tile_l2(r_ptr, pm, pn, gl.program_id(0) < n_tiles, M, N, stride_rm, BM, BN)
+    r_next = _epi_residual(r_ptr, pm, pn, 0, gl.program_id(0) < n_tiles, M, N, stride_rm, BM, BN, CHUNK, layout)
     for tile in range(gl.program_id(0), n_tiles, gl.num_programs(0)):
         pm, pn = _tile_of(tile, n_blocks_m, N_BLOCKS_N, GROUP_M)
+        next_tile = tile + gl.num_programs(0)
+        npm, npn = _tile_of(next_tile, n_blocks_m, N_BLOCKS_N, GROUP_M)
         cols = pn * BN + cols0
+        if L2_AHEAD:
+            _prefetch_tile_l2(r_ptr, npm, npn, next_tile < n_tiles, M, N, stride_rm, BM, BN)
         mbarrier.wait(hfull, n & 1)
-        for c in gl.static_range(BM // CHUNK):
-            v = hbuf.slice(c * CHUNK, CHUNK).load(layout).to(gl.float32)
-            y = _gelu_scaled(v, scale).to(hbuf.dtype)
+        for c in gl.static_range(0 if SKIP else N_CHUNKS):
             rows = pm * BM + c * CHUNK + rows0
             mask = gl.expand_dims(rows < M, 1) & gl.expand_dims(cols < N, 0)
-            r = gl.load(r_ptr + gl.expand_dims(rows * stride_rm, 1) + gl.expand_dims(cols, 0), mask=mask, other=0.0)
-            out = (y.to(gl.float32) + r.to(gl.float32)).to(hbuf.dtype)
+            if AHEAD:
+                r = r_next
+                if c + 1 < N_CHUNKS:
+                    r_next = _epi_residual(r_ptr, pm, pn, c + 1, True, M, N, stride_rm, BM, BN, CHUNK, layout)
+                else:
+                    r_next = _epi_residual(r_ptr, npm, npn, 0, next_tile < n_tiles, M, N, stride_rm, BM, BN, CHUNK,
+                                           layout)
+            else:
+                r = gl.load(r_ptr + gl.expand_dims(rows * stride_rm, 1) + gl.expand_dims(cols, 0), mask=mask,
+                            other=0.0)
+            v = hbuf.slice(c * CHUNK, CHUNK).load(layout).to(gl.float32)
+            if AHEAD and c == N_CHUNKS // 2 - 1:  # the first MMA warp group's rows are read
+                mbarrier.arrive(hfree.index(0))
+            if GELU_HERE:  # the MMA warp groups applied it
+                y = v
+            else:
+                y = _gelu_scaled(v, scale).to(hbuf.dtype).to(gl.float32)
+            out = (y + r.to(gl.float32)).to(hbuf.dtype)
             gl.store(y_ptr + gl.expand_dims(rows * stride_ym, 1) + gl.expand_dims(cols, 0), out, mask=mask)
-        mbarrier.arrive(hfree)
+        if AHEAD:
+            mbarrier.arrive(hfree.index(1))
+        else:
+            mbarrier.arrive(hfree.index(0))
+            mbarrier.arrive(hfree.index(1))
         n += 1
 
 
@@ -368,7 +476,8 @@ def _epi_worker(hbuf, hfull, hfree, r_ptr, y_ptr, M, N, stride_rm, stride_ym, sc
 def _gemm_ws_epi_kernel(a_desc, b_desc, r_ptr, y_ptr, bias_ptr, M, N, stride_rm, stride_ym, scale, n_tiles,
                         n_blocks_m, K_STEPS: gl.constexpr, N_BLOCKS_N: gl.constexpr, STAGES: gl.constexpr,
                         GROUP_M: gl.constexpr, CHUNK: gl.constexpr, EPI_WARPS: gl.constexpr, MMA_REGS: gl.constexpr,
-                        EPI_REGS: gl.constexpr, LOADER_REGS: gl.constexpr):
+                        EPI_REGS: gl.constexpr, LOADER_REGS: gl.constexpr, AHEAD: gl.constexpr, SKIP: gl.constexpr,
+                        L2_AHEAD: gl.constexpr, GELU_HERE: gl.constexpr):
     """Warp-specialised with the epilogue apart: two MMA warp groups, EPI_WARPS epilogue warps and a loader warp in
     a third warp group (16 warps would cap every thread at 128 registers, and one wgmma's accumulator alone is 128)."""
     BM: gl.constexpr = a_desc.block_type.shape[0]
@@ -379,27 +488,29 @@ def _gemm_ws_epi_kernel(a_desc, b_desc, r_ptr, y_ptr, bias_ptr, M, N, stride_rm,
     ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     hfull = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
-    hfree = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    hfree = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())  # one a MMA warp group
     for i in gl.static_range(STAGES):
         mbarrier.init(ready.index(i), count=1)
         mbarrier.init(empty.index(i), count=2)
     mbarrier.init(hfull, count=2)  # both MMA warp groups have written their rows
-    mbarrier.init(hfree, count=1)
+    for i in gl.static_range(2):
+        mbarrier.init(hfree.index(i), count=1)
     fence_async_shared()
     gl.warp_specialize([
-        (_epi_consumer, (a_bufs, b_bufs, ready, empty, hbuf, hfull, hfree, bias_ptr, N, n_tiles, n_blocks_m, 0,
-                         K_STEPS, N_BLOCKS_N, STAGES, GROUP_M)),
-        (_epi_consumer, (a_bufs, b_bufs, ready, empty, hbuf, hfull, hfree, bias_ptr, N, n_tiles, n_blocks_m, 1,
-                         K_STEPS, N_BLOCKS_N, STAGES, GROUP_M)),
+        (_epi_consumer, (a_bufs, b_bufs, ready, empty, hbuf, hfull, hfree, bias_ptr, N, scale, n_tiles, n_blocks_m,
+                         0, K_STEPS, N_BLOCKS_N, STAGES, GROUP_M, GELU_HERE)),
+        (_epi_consumer, (a_bufs, b_bufs, ready, empty, hbuf, hfull, hfree, bias_ptr, N, scale, n_tiles, n_blocks_m,
+                         1, K_STEPS, N_BLOCKS_N, STAGES, GROUP_M, GELU_HERE)),
         (_epi_worker, (hbuf, hfull, hfree, r_ptr, y_ptr, M, N, stride_rm, stride_ym, scale, n_tiles, n_blocks_m,
-                       N_BLOCKS_N, GROUP_M, CHUNK)),
+                       N_BLOCKS_N, GROUP_M, CHUNK, AHEAD, SKIP, L2_AHEAD, GELU_HERE)),
         (_ws_loader, (a_desc, b_desc, a_bufs, b_bufs, ready, empty, n_tiles, n_blocks_m, K_STEPS, N_BLOCKS_N,
                        STAGES, GROUP_M)),
     ], [4, EPI_WARPS, 1], [MMA_REGS, EPI_REGS, LOADER_REGS])
 
 
 def gluon_gemm_ws_epi(x, w, b, r, scale, BM=128, BN=256, BK=64, STAGES=3, GROUP_M=8, CHUNK=8, EPI_WARPS=2,
-                      MMA_REGS=208, EPI_REGS=96, LOADER_REGS=96):
+                      MMA_REGS=208, EPI_REGS=96, LOADER_REGS=96, AHEAD=False, SKIP=False, L2_AHEAD=False,
+                      GELU_HERE=False):
     M, K = x.shape
     N = w.shape[0]
     y = torch.empty((M, N), device=x.device, dtype=x.dtype)
@@ -411,8 +522,8 @@ def gluon_gemm_ws_epi(x, w, b, r, scale, BM=128, BN=256, BK=64, STAGES=3, GROUP_
     compiled = _gemm_ws_epi_kernel[(min(sms, n_tiles),)](
         a_desc, b_desc, r, y, b, M, N, r.stride(0), y.stride(0), float(scale), n_tiles, n_bm,
         K_STEPS=triton.cdiv(K, BK), N_BLOCKS_N=n_bn, STAGES=STAGES, GROUP_M=GROUP_M, CHUNK=CHUNK, EPI_WARPS=EPI_WARPS,
-        MMA_REGS=MMA_REGS,
-        EPI_REGS=EPI_REGS, LOADER_REGS=LOADER_REGS, num_warps=4)
+        MMA_REGS=MMA_REGS, EPI_REGS=EPI_REGS, LOADER_REGS=LOADER_REGS, AHEAD=AHEAD, SKIP=SKIP,
+        L2_AHEAD=L2_AHEAD, GELU_HERE=GELU_HERE, num_warps=4)
     LAST_COMPILED[0] = compiled
     return y
 
@@ -671,10 +782,19 @@ def gluon_gemm(x, w, b, r, scale, BM=128, BN=256, BK=64, STAGES=3, GROUP_M=8, nu
 
 
 LAST_COMPILED = [None]
-EPI_CONFIGS = [{"STAGES": 3, "GROUP_M": 8}, {"STAGES": 3, "GROUP_M": 1}]  # 4 stages: 262 KB of shared memory
+# 4 stages: 262 KB of shared memory. AHEAD: residual slices loaded ahead and each MMA group's half of the buffer
+# freed once read; its epilogue warps then need 152 registers (the MMA groups are compiled to 168 anyway)
+_AHEAD = {"AHEAD": True, "MMA_REGS": 168, "EPI_REGS": 152, "LOADER_REGS": 152}
+EPI_CONFIGS = [{"STAGES": 3, "GROUP_M": 8}, {"STAGES": 3, "GROUP_M": 1}, {"STAGES": 3, "GROUP_M": 1, **_AHEAD},
+               {"STAGES": 3, "GROUP_M": 8, **_AHEAD}, {"STAGES": 3, "GROUP_M": 1, "SKIP": True},
+               {"STAGES": 3, "GROUP_M": 1, "L2_AHEAD": True, **_AHEAD}, {"STAGES": 3, "GROUP_M": 1, "L2_AHEAD": True},
+               {"STAGES": 3, "GROUP_M": 1, "GELU_HERE": True, **_AHEAD}, {"STAGES": 3, "GROUP_M": 8, "GELU_HERE": True, **_AHEAD}]
 # EPI_REGS: the epilogue from registers, so 4 stages fit (the TMA residual/output buffers leave room for 3)
+# EPI_NONE: x W^T + b alone (compare with ours_bias): the main loop without the epilogue
 WS_CONFIGS = [{"BK": 64, "STAGES": 3, "GROUP_M": 8}, {"BK": 64, "STAGES": 3, "GROUP_M": 1},
-              {"BK": 64, "STAGES": 4, "GROUP_M": 8, "EPI_REGS": True}]
+              {"BK": 64, "STAGES": 4, "GROUP_M": 8, "EPI_REGS": True}, {"BK": 64, "STAGES": 3, "GROUP_M": 1, "EPI_NONE": True},
+              {"BK": 64, "STAGES": 3, "GROUP_M": 1, "LATE_R": 1}, {"BK": 64, "STAGES": 3, "GROUP_M": 1, "LATE_R": 4},
+              {"BK": 64, "STAGES": 3, "GROUP_M": 1, "GELU": "bf16x2"}, {"BK": 64, "STAGES": 3, "GROUP_M": 1, "GELU": "none"}]
 CONFIGS = [{"BK": 64, "STAGES": 3, "GROUP_M": 1}, {"BK": 32, "STAGES": 6, "GROUP_M": 8}]  # 4 stages of 64 do not fit beside the 64 KiB output tile
 # CHUNK 0: the epilogue straight from registers (4 stages of 64 fit: 229 KB), 1: the same in two column halves (no
 # spills), 2: through the staging buffers by TMA (96 KB of them: 4 stages of 32 or 2 of 64), 8: 8-row slices of the
@@ -702,10 +822,13 @@ def main(argv: list[str]) -> int:
         w = (torch.randn(n, k, device="cuda") / k**0.5).to(torch.bfloat16)
         b = torch.randn(n, device="cuda", dtype=torch.bfloat16)
         r = torch.randn(m, n, device="cuda", dtype=torch.bfloat16)
-        ref = (torch.nn.functional.gelu(x.float() @ w.float().T + b.float()) * 0.5 + r.float())
+        ref_bias = x.float() @ w.float().T + b.float()  # what the *_bias forms compute
+        ref = torch.nn.functional.gelu(ref_bias) * 0.5 + r.float()
         calls = {f"gluon_bk{c['BK']}_s{c['STAGES']}_g{c['GROUP_M']}": (lambda c=c: gluon_gemm(x, w, b, r, 0.5, **c)) for c in CONFIGS}
         for c in WS_CONFIGS:
-            name = f"gluon_ws_bk{c['BK']}_s{c['STAGES']}_g{c['GROUP_M']}" + ("_regs" if c.get("EPI_REGS") else "")
+            name = (f"gluon_ws_bk{c['BK']}_s{c['STAGES']}_g{c['GROUP_M']}" + ("_regs" if c.get("EPI_REGS") else "")
+                    + ("_bias" if c.get("EPI_NONE") else "") + (f"_late{c['LATE_R']}" if c.get("LATE_R") else "")
+                    + (f"_gelu_{c['GELU']}" if c.get("GELU") else ""))
             calls[name] = lambda c=c: gluon_gemm_ws(x, w, b, r, 0.5, **c)
         for c in EPI_CONFIGS:
             calls["gluon_ws_epi_" + "_".join(f"{k}{v}" for k, v in c.items())] = \
@@ -714,6 +837,7 @@ def main(argv: list[str]) -> int:
             calls["gluon_ws3_" + "_".join(f"{k}{v}" for k, v in c.items())] = \
                 lambda c=c: gluon_gemm_ws3(x, w, b, r, 0.5, **c)
         calls["ours_triton"] = lambda: kernel.gemm_epilogue(x, w, b, r, 0.5, "gelu")
+        calls["ours_triton_bias"] = lambda: kernel.gemm_epilogue(x, w, b)
         calls["cublas_linear"] = lambda: torch.nn.functional.linear(x, w)
         if forms:
             calls = {name: fn for name, fn in calls.items()
@@ -724,7 +848,7 @@ def main(argv: list[str]) -> int:
                 continue
             out = fn()
             torch.cuda.synchronize()
-            row[f"{name}_max_abs_err"] = (out.float() - ref).abs().max().item()
+            row[f"{name}_max_abs_err"] = (out.float() - (ref_bias if name.endswith("_bias") else ref)).abs().max().item()
             if name.startswith("gluon"):  # the last compiled kernel is this call's
                 c = LAST_COMPILED[0]
                 row[f"{name}_regs_spills_smem"] = [c.n_regs, c.n_spills, c.metadata.shared]
