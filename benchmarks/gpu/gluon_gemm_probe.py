@@ -27,7 +27,7 @@ fast as cuBLAS (tall 0.1035-0.1045 against 0.1032-0.1046 ms, `gluon-gemm-probe-h
 `-213432Z.json`); the epilogue costs it ~16% (an epilogue straight from registers ~10% more). ws_epi with AHEAD
 (residual slices a slice ahead, each MMA group's half of the buffer back once read): tall 0.1151 ms against our
 kernel's 0.1194 and cuBLAS's 0.1014 (`-214552Z.json`); with SKIP (no epilogue work) 0.0990, so the hand-off is free
-and the two epilogue warps are what it waits on (docs/LIBRARY.md, session 14).
+and the time goes to the epilogue warps' work (docs/LIBRARY.md, session 14).
 
 Usage (GPU box, repo root): python3 benchmarks/gpu/gluon_gemm_probe.py [--out FILE] [--forms gluon_ws3,ours]
     [--shapes 32768x2048x512,...] [--ws3-configs '[{"BK": 64, "STAGES": 4, "CHUNK": 1}]']
