@@ -5,10 +5,10 @@ cuBLAS, on Hopper. Four forms:
   tile's epilogue; the residual comes by TMA when a tile starts, into the buffer its output leaves from.
 - gluon_gemm_ws: warp-specialised as cuBLAS's kernel is (a TMA loader warp; two consumer warp groups, each 64 rows of
   a 128x256 tile, releasing each stage through an mbarrier); options for timing the epilogue's parts: EPI_REGS (from
-  registers instead of by TMA), EPI_NONE (none), LATE_R (the residual's load after the first k-steps), GELU.
+  registers instead of by TMA), EPI_NONE (none), GELU.
 - gluon_gemm_ws_epi: the same, with the epilogue in warps of their own: the MMA warp groups hand x W^T + b, rounded
   to 16 bits (what eager's linear hands its activation), through shared memory and start the next tile at once;
-  options AHEAD, SKIP, L2_AHEAD and GELU_HERE (see _epi_worker and _epi_consumer).
+  options AHEAD and SKIP (see _epi_worker).
 - gluon_gemm_ws3: three MMA warp groups of 64x256 sharing each W stage (chunks of up to 192x256: 17% fewer operand
   bytes by count), each program an even share of the 64-row units; warp group 0 issues the loads (a loader warp
   of its own would launch 16 warps, whose 128-register cap ptxas rejects for a 64x256 wgmma).
@@ -239,13 +239,11 @@ def _consumer_tile(a_bufs, b_bufs, ready, empty, acc, it, WG: gl.constexpr, HALF
 def _ws_consumer(r_desc, y_desc, a_bufs, b_bufs, ready, empty, ry_bufs, r_bars, bias_ptr, r_ptr, y_ptr, M, N,
                  stride_rm, stride_ym, scale, n_tiles, n_blocks_m, WG: gl.constexpr, K_STEPS: gl.constexpr,
                  N_BLOCKS_N: gl.constexpr, STAGES: gl.constexpr, GROUP_M: gl.constexpr, EPI_REGS: gl.constexpr,
-                 EVEN: gl.constexpr, EPI_NONE: gl.constexpr, LATE_R: gl.constexpr, GELU: gl.constexpr):
+                 EVEN: gl.constexpr, EPI_NONE: gl.constexpr, GELU: gl.constexpr):
     # One warp group: rows [64 WG, 64 WG + 64) of each tile, its own residual/output buffer and barrier, so the
     # two consumers never wait for each other except through the shared stages. EPI_REGS: the epilogue from
     # registers in two column halves (_ws3_epilogue_halves), no buffer, so a fourth stage fits. EPI_NONE: no
-    # epilogue (x W^T + b out by TMA, no residual, no GELU), to time the main loop alone. LATE_R (> 0, K_STEPS
-    # more than it): the wait for the last output's TMA store and the residual's load come after the tile's first
-    # LATE_R k-steps are issued, not before its first MMA. GELU: see _gelu_scaled_as.
+    # epilogue (x W^T + b out by TMA, no residual, no GELU), to time the main loop alone. GELU: see _gelu_scaled_as.
     HALF: gl.constexpr = y_desc.block_type.shape[0]
     BN: gl.constexpr = y_desc.block_type.shape[1]
     dtype: gl.constexpr = y_desc.dtype
@@ -262,28 +260,11 @@ def _ws_consumer(r_desc, y_desc, a_bufs, b_bufs, ready, empty, ry_bufs, r_bars, 
         cols = pn * BN + cols0
         bias = gl.load(bias_ptr + cols, mask=cols < N, other=0.0).to(gl.float32)
         acc = gl.zeros([HALF, BN], gl.float32, acc_layout) + gl.expand_dims(bias, 0)
-        if LATE_R > 0:  # the residual's load issued after the tile's first LATE_R k-steps are under way
-            for k in range(K_STEPS):
-                s = it % STAGES
-                mbarrier.wait(ready.index(s), (it // STAGES) & 1)
-                acc = warpgroup_mma(a_bufs.index(s).slice(WG * HALF, HALF), b_bufs.index(s).permute((1, 0)), acc,
-                                    is_async=True)
-                acc = warpgroup_mma_wait(1, deps=(acc,))
-                if k > 0:
-                    mbarrier.arrive(empty.index((it - 1) % STAGES))
-                if k == LATE_R:
-                    tma.store_wait(pendings=0)
-                    mbarrier.expect(r_bar, r_desc.block_type.nbytes)
-                    _tma_load(r_desc, [row0, pn * BN], r_bar, ry)
-                it += 1
-            acc = warpgroup_mma_wait(0, deps=(acc,))
-            mbarrier.arrive(empty.index((it - 1) % STAGES))
-        else:
-            if not EPI_REGS and not EPI_NONE:
-                tma.store_wait(pendings=0)  # the last output has left the buffer the residual comes into
-                mbarrier.expect(r_bar, r_desc.block_type.nbytes)
-                _tma_load(r_desc, [row0, pn * BN], r_bar, ry)
-            acc, it = _consumer_tile(a_bufs, b_bufs, ready, empty, acc, it, WG, HALF, K_STEPS, STAGES)
+        if not EPI_REGS and not EPI_NONE:
+            tma.store_wait(pendings=0)  # the last output has left the buffer the residual comes into
+            mbarrier.expect(r_bar, r_desc.block_type.nbytes)
+            _tma_load(r_desc, [row0, pn * BN], r_bar, ry)
+        acc, it = _consumer_tile(a_bufs, b_bufs, ready, empty, acc, it, WG, HALF, K_STEPS, STAGES)
         if EPI_NONE:
             tma.store_wait(pendings=0)
             ry.store(acc.to(dtype))
@@ -307,8 +288,7 @@ def _ws_consumer(r_desc, y_desc, a_bufs, b_bufs, ready, empty, ry_bufs, r_bars, 
 def _gemm_ws_kernel(a_desc, b_desc, r_desc, y_desc, bias_ptr, r_ptr, y_ptr, M, N, stride_rm, stride_ym, scale, n_tiles,
                     n_blocks_m, K_STEPS: gl.constexpr, N_BLOCKS_N: gl.constexpr, STAGES: gl.constexpr,
                     GROUP_M: gl.constexpr, CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr,
-                    EPI_REGS: gl.constexpr, EVEN: gl.constexpr, EPI_NONE: gl.constexpr, LATE_R: gl.constexpr,
-                    GELU: gl.constexpr):
+                    EPI_REGS: gl.constexpr, EVEN: gl.constexpr, EPI_NONE: gl.constexpr, GELU: gl.constexpr):
     """Warp-specialised: a loader warp and two consumer warp groups (each 64 rows of a 128-row tile)."""
     dtype: gl.constexpr = a_desc.dtype
     a_bufs, b_bufs = _operand_rings(a_desc, b_desc, STAGES)
@@ -327,17 +307,17 @@ def _gemm_ws_kernel(a_desc, b_desc, r_desc, y_desc, bias_ptr, r_ptr, y_ptr, M, N
     gl.warp_specialize([
         (_ws_consumer, (r_desc, y_desc, a_bufs, b_bufs, ready, empty, ry_bufs, r_bars, bias_ptr, r_ptr, y_ptr, M, N,
                         stride_rm, stride_ym, scale, n_tiles, n_blocks_m, 0, K_STEPS, N_BLOCKS_N, STAGES, GROUP_M,
-                        EPI_REGS, EVEN, EPI_NONE, LATE_R, GELU)),
+                        EPI_REGS, EVEN, EPI_NONE, GELU)),
         (_ws_consumer, (r_desc, y_desc, a_bufs, b_bufs, ready, empty, ry_bufs, r_bars, bias_ptr, r_ptr, y_ptr, M, N,
                         stride_rm, stride_ym, scale, n_tiles, n_blocks_m, 1, K_STEPS, N_BLOCKS_N, STAGES, GROUP_M,
-                        EPI_REGS, EVEN, EPI_NONE, LATE_R, GELU)),
+                        EPI_REGS, EVEN, EPI_NONE, GELU)),
         (_ws_loader, (a_desc, b_desc, a_bufs, b_bufs, ready, empty, n_tiles, n_blocks_m, K_STEPS, N_BLOCKS_N, STAGES,
                       GROUP_M)),
     ], [4, 1], [CONSUMER_REGS, LOADER_REGS])
 
 
 def gluon_gemm_ws(x, w, b, r, scale, BM=128, BN=256, BK=64, STAGES=3, GROUP_M=8, CONSUMER_REGS=232, LOADER_REGS=40,
-                  EPI_REGS=False, EPI_NONE=False, LATE_R=0, GELU="f32"):
+                  EPI_REGS=False, EPI_NONE=False, GELU="f32"):
     M, K = x.shape
     N = w.shape[0]
     y = torch.empty((M, N), device=x.device, dtype=x.dtype)
@@ -353,18 +333,17 @@ def gluon_gemm_ws(x, w, b, r, scale, BM=128, BN=256, BK=64, STAGES=3, GROUP_M=8,
         a_desc, b_desc, r_desc, y_desc, b, r, y, M, N, r.stride(0), y.stride(0), float(scale), n_tiles, n_bm,
         K_STEPS=triton.cdiv(K, BK), N_BLOCKS_N=n_bn, STAGES=STAGES, GROUP_M=GROUP_M, CONSUMER_REGS=CONSUMER_REGS,
         LOADER_REGS=LOADER_REGS, EPI_REGS=EPI_REGS, EVEN=M % (BM // 2) == 0 and N % BN == 0, EPI_NONE=EPI_NONE,
-        LATE_R=LATE_R if triton.cdiv(K, BK) > LATE_R else 0, GELU=GELU, num_warps=4)
+        GELU=GELU, num_warps=4)
     LAST_COMPILED[0] = compiled
     return y
 
 
 @gluon.jit
-def _epi_consumer(a_bufs, b_bufs, ready, empty, hbuf, hfull, hfree, bias_ptr, N, scale, n_tiles, n_blocks_m,
+def _epi_consumer(a_bufs, b_bufs, ready, empty, hbuf, hfull, hfree, bias_ptr, N, n_tiles, n_blocks_m,
                   WG: gl.constexpr, K_STEPS: gl.constexpr, N_BLOCKS_N: gl.constexpr, STAGES: gl.constexpr,
-                  GROUP_M: gl.constexpr, GELU_HERE: gl.constexpr):
+                  GROUP_M: gl.constexpr):
     # One MMA warp group: rows [64 WG, 64 WG + 64) of each tile; hands x W^T + b, rounded to 16 bits (what eager's
     # linear gives the activation), to the epilogue warp group through shared memory and goes on to the next tile.
-    # GELU_HERE: hands on gelu(that) * scale, rounded, instead (the epilogue warps then only add the residual).
     BM: gl.constexpr = hbuf.shape[0]
     BN: gl.constexpr = hbuf.shape[1]
     HALF: gl.constexpr = BM // 2
@@ -381,10 +360,7 @@ def _epi_consumer(a_bufs, b_bufs, ready, empty, hbuf, hfull, hfree, bias_ptr, N,
         acc = gl.zeros([HALF, BN], gl.float32, acc_layout) + gl.expand_dims(bias, 0)
         acc, it = _consumer_tile(a_bufs, b_bufs, ready, empty, acc, it, WG, HALF, K_STEPS, STAGES)
         mbarrier.wait(hfree.index(WG), (n_done & 1) ^ 1)  # the epilogue has read this group's last rows
-        if GELU_HERE:
-            mine.store(_gelu_scaled(acc.to(hbuf.dtype).to(gl.float32), scale).to(hbuf.dtype))
-        else:
-            mine.store(acc.to(hbuf.dtype))
+        mine.store(acc.to(hbuf.dtype))
         mbarrier.arrive(hfull)
         n_done += 1
 
@@ -400,29 +376,15 @@ def _epi_residual(r_ptr, pm, pn, c, live, M, N, stride_rm, BM: gl.constexpr, BN:
 
 
 @gluon.jit
-def _prefetch_tile_l2(r_ptr, pm, pn, live, M, N, stride_rm, BM: gl.constexpr, BN: gl.constexpr):
-    """prefetch.global.L2 of the residual tile (pm, pn), one 128-byte line at a time (nothing where not live)."""
-    LINES: gl.constexpr = BN * 2 // 128  # 128-byte lines a 16-bit row of the tile spans
-    layout: gl.constexpr = gl.BlockedLayout([1, LINES], [32, 1], [gl.num_warps(), 1], [1, 0])
-    rows = pm * BM + gl.arange(0, BM, layout=gl.SliceLayout(1, layout))
-    cols = pn * BN + gl.arange(0, LINES, layout=gl.SliceLayout(0, layout)) * 64
-    ok = gl.expand_dims((rows < M) & live, 1) & gl.expand_dims(cols < N, 0)
-    ptrs = r_ptr + gl.expand_dims(rows * stride_rm, 1) + gl.expand_dims(cols, 0)
-    gl.inline_asm_elementwise("{ .reg .pred p; setp.ne.b32 p, $2, 0; @p prefetch.global.L2 [$1]; mov.u32 $0, 0; }",
-                              "=r,l,r", [ptrs, ok.to(gl.int32)], dtype=gl.int32, is_pure=False, pack=1)
-
-
-@gluon.jit
 def _epi_worker(hbuf, hfull, hfree, r_ptr, y_ptr, M, N, stride_rm, stride_ym, scale, n_tiles, n_blocks_m,
                 N_BLOCKS_N: gl.constexpr, GROUP_M: gl.constexpr, CHUNK: gl.constexpr, AHEAD: gl.constexpr,
-                SKIP: gl.constexpr, L2_AHEAD: gl.constexpr, GELU_HERE: gl.constexpr):
+                SKIP: gl.constexpr):
     # The epilogue warps: gelu (tanh form, tanh.approx) * scale on the 16-bit linear output, rounded, plus the
     # residual, rounded, in CHUNK-row slices with coalesced 16-byte loads and stores, while the MMAs go on.
     # AHEAD: each slice's residual is loaded a slice ahead (the next tile's first before this tile's output is in),
     # and each MMA warp group gets its half of the buffer back (hfree[WG]) once the epilogue has read it; without,
     # every slice waits for its own residual and both halves come back at the tile's end. SKIP: no epilogue at all
-    # (the buffer handed straight back; wrong output, for timing the hand-off alone). L2_AHEAD: the next tile's
-    # residual is prefetched into L2 as this tile's epilogue starts, so the slices' loads wait on L2, not DRAM.
+    # (the buffer handed straight back; wrong output, for timing the hand-off alone).
     BM: gl.constexpr = hbuf.shape[0]
     BN: gl.constexpr = hbuf.shape[1]
     N_CHUNKS: gl.constexpr = BM // CHUNK
@@ -431,16 +393,12 @@ def _epi_worker(hbuf, hfull, hfree, r_ptr, y_ptr, M, N, stride_rm, stride_ym, sc
     cols0 = gl.arange(0, BN, layout=gl.SliceLayout(0, layout))
     n = 0
     pm, pn = _tile_of(gl.program_id(0), n_blocks_m, N_BLOCKS_N, GROUP_M)
-    if L2_AHEAD:
-        _prefetch_tile_l2(r_ptr, pm, pn, gl.program_id(0) < n_tiles, M, N, stride_rm, BM, BN)
     r_next = _epi_residual(r_ptr, pm, pn, 0, gl.program_id(0) < n_tiles, M, N, stride_rm, BM, BN, CHUNK, layout)
     for tile in range(gl.program_id(0), n_tiles, gl.num_programs(0)):
         pm, pn = _tile_of(tile, n_blocks_m, N_BLOCKS_N, GROUP_M)
         next_tile = tile + gl.num_programs(0)
         npm, npn = _tile_of(next_tile, n_blocks_m, N_BLOCKS_N, GROUP_M)
         cols = pn * BN + cols0
-        if L2_AHEAD:
-            _prefetch_tile_l2(r_ptr, npm, npn, next_tile < n_tiles, M, N, stride_rm, BM, BN)
         mbarrier.wait(hfull, n & 1)
         for c in gl.static_range(0 if SKIP else N_CHUNKS):
             rows = pm * BM + c * CHUNK + rows0
@@ -458,11 +416,8 @@ def _epi_worker(hbuf, hfull, hfree, r_ptr, y_ptr, M, N, stride_rm, stride_ym, sc
             v = hbuf.slice(c * CHUNK, CHUNK).load(layout).to(gl.float32)
             if AHEAD and c == N_CHUNKS // 2 - 1:  # the first MMA warp group's rows are read
                 mbarrier.arrive(hfree.index(0))
-            if GELU_HERE:  # the MMA warp groups applied it
-                y = v
-            else:
-                y = _gelu_scaled(v, scale).to(hbuf.dtype).to(gl.float32)
-            out = (y + r.to(gl.float32)).to(hbuf.dtype)
+            y = _gelu_scaled(v, scale).to(hbuf.dtype)
+            out = (y.to(gl.float32) + r.to(gl.float32)).to(hbuf.dtype)
             gl.store(y_ptr + gl.expand_dims(rows * stride_ym, 1) + gl.expand_dims(cols, 0), out, mask=mask)
         if AHEAD:
             mbarrier.arrive(hfree.index(1))
@@ -476,8 +431,7 @@ def _epi_worker(hbuf, hfull, hfree, r_ptr, y_ptr, M, N, stride_rm, stride_ym, sc
 def _gemm_ws_epi_kernel(a_desc, b_desc, r_ptr, y_ptr, bias_ptr, M, N, stride_rm, stride_ym, scale, n_tiles,
                         n_blocks_m, K_STEPS: gl.constexpr, N_BLOCKS_N: gl.constexpr, STAGES: gl.constexpr,
                         GROUP_M: gl.constexpr, CHUNK: gl.constexpr, EPI_WARPS: gl.constexpr, MMA_REGS: gl.constexpr,
-                        EPI_REGS: gl.constexpr, LOADER_REGS: gl.constexpr, AHEAD: gl.constexpr, SKIP: gl.constexpr,
-                        L2_AHEAD: gl.constexpr, GELU_HERE: gl.constexpr):
+                        EPI_REGS: gl.constexpr, LOADER_REGS: gl.constexpr, AHEAD: gl.constexpr, SKIP: gl.constexpr):
     """Warp-specialised with the epilogue apart: two MMA warp groups, EPI_WARPS epilogue warps and a loader warp in
     a third warp group (16 warps would cap every thread at 128 registers, and one wgmma's accumulator alone is 128)."""
     BM: gl.constexpr = a_desc.block_type.shape[0]
@@ -497,20 +451,19 @@ def _gemm_ws_epi_kernel(a_desc, b_desc, r_ptr, y_ptr, bias_ptr, M, N, stride_rm,
         mbarrier.init(hfree.index(i), count=1)
     fence_async_shared()
     gl.warp_specialize([
-        (_epi_consumer, (a_bufs, b_bufs, ready, empty, hbuf, hfull, hfree, bias_ptr, N, scale, n_tiles, n_blocks_m,
-                         0, K_STEPS, N_BLOCKS_N, STAGES, GROUP_M, GELU_HERE)),
-        (_epi_consumer, (a_bufs, b_bufs, ready, empty, hbuf, hfull, hfree, bias_ptr, N, scale, n_tiles, n_blocks_m,
-                         1, K_STEPS, N_BLOCKS_N, STAGES, GROUP_M, GELU_HERE)),
+        (_epi_consumer, (a_bufs, b_bufs, ready, empty, hbuf, hfull, hfree, bias_ptr, N, n_tiles, n_blocks_m, 0,
+                         K_STEPS, N_BLOCKS_N, STAGES, GROUP_M)),
+        (_epi_consumer, (a_bufs, b_bufs, ready, empty, hbuf, hfull, hfree, bias_ptr, N, n_tiles, n_blocks_m, 1,
+                         K_STEPS, N_BLOCKS_N, STAGES, GROUP_M)),
         (_epi_worker, (hbuf, hfull, hfree, r_ptr, y_ptr, M, N, stride_rm, stride_ym, scale, n_tiles, n_blocks_m,
-                       N_BLOCKS_N, GROUP_M, CHUNK, AHEAD, SKIP, L2_AHEAD, GELU_HERE)),
+                       N_BLOCKS_N, GROUP_M, CHUNK, AHEAD, SKIP)),
         (_ws_loader, (a_desc, b_desc, a_bufs, b_bufs, ready, empty, n_tiles, n_blocks_m, K_STEPS, N_BLOCKS_N,
                        STAGES, GROUP_M)),
     ], [4, EPI_WARPS, 1], [MMA_REGS, EPI_REGS, LOADER_REGS])
 
 
 def gluon_gemm_ws_epi(x, w, b, r, scale, BM=128, BN=256, BK=64, STAGES=3, GROUP_M=8, CHUNK=8, EPI_WARPS=2,
-                      MMA_REGS=208, EPI_REGS=96, LOADER_REGS=96, AHEAD=False, SKIP=False, L2_AHEAD=False,
-                      GELU_HERE=False):
+                      MMA_REGS=208, EPI_REGS=96, LOADER_REGS=96, AHEAD=False, SKIP=False):
     M, K = x.shape
     N = w.shape[0]
     y = torch.empty((M, N), device=x.device, dtype=x.dtype)
@@ -522,8 +475,7 @@ def gluon_gemm_ws_epi(x, w, b, r, scale, BM=128, BN=256, BK=64, STAGES=3, GROUP_
     compiled = _gemm_ws_epi_kernel[(min(sms, n_tiles),)](
         a_desc, b_desc, r, y, b, M, N, r.stride(0), y.stride(0), float(scale), n_tiles, n_bm,
         K_STEPS=triton.cdiv(K, BK), N_BLOCKS_N=n_bn, STAGES=STAGES, GROUP_M=GROUP_M, CHUNK=CHUNK, EPI_WARPS=EPI_WARPS,
-        MMA_REGS=MMA_REGS, EPI_REGS=EPI_REGS, LOADER_REGS=LOADER_REGS, AHEAD=AHEAD, SKIP=SKIP,
-        L2_AHEAD=L2_AHEAD, GELU_HERE=GELU_HERE, num_warps=4)
+        MMA_REGS=MMA_REGS, EPI_REGS=EPI_REGS, LOADER_REGS=LOADER_REGS, AHEAD=AHEAD, SKIP=SKIP, num_warps=4)
     LAST_COMPILED[0] = compiled
     return y
 
@@ -786,14 +738,11 @@ LAST_COMPILED = [None]
 # freed once read; its epilogue warps then need 152 registers (the MMA groups are compiled to 168 anyway)
 _AHEAD = {"AHEAD": True, "MMA_REGS": 168, "EPI_REGS": 152, "LOADER_REGS": 152}
 EPI_CONFIGS = [{"STAGES": 3, "GROUP_M": 8}, {"STAGES": 3, "GROUP_M": 1}, {"STAGES": 3, "GROUP_M": 1, **_AHEAD},
-               {"STAGES": 3, "GROUP_M": 8, **_AHEAD}, {"STAGES": 3, "GROUP_M": 1, "SKIP": True},
-               {"STAGES": 3, "GROUP_M": 1, "L2_AHEAD": True, **_AHEAD}, {"STAGES": 3, "GROUP_M": 1, "L2_AHEAD": True},
-               {"STAGES": 3, "GROUP_M": 1, "GELU_HERE": True, **_AHEAD}, {"STAGES": 3, "GROUP_M": 8, "GELU_HERE": True, **_AHEAD}]
+               {"STAGES": 3, "GROUP_M": 8, **_AHEAD}, {"STAGES": 3, "GROUP_M": 1, "SKIP": True}]
 # EPI_REGS: the epilogue from registers, so 4 stages fit (the TMA residual/output buffers leave room for 3)
 # EPI_NONE: x W^T + b alone (compare with ours_bias): the main loop without the epilogue
 WS_CONFIGS = [{"BK": 64, "STAGES": 3, "GROUP_M": 8}, {"BK": 64, "STAGES": 3, "GROUP_M": 1},
               {"BK": 64, "STAGES": 4, "GROUP_M": 8, "EPI_REGS": True}, {"BK": 64, "STAGES": 3, "GROUP_M": 1, "EPI_NONE": True},
-              {"BK": 64, "STAGES": 3, "GROUP_M": 1, "LATE_R": 1}, {"BK": 64, "STAGES": 3, "GROUP_M": 1, "LATE_R": 4},
               {"BK": 64, "STAGES": 3, "GROUP_M": 1, "GELU": "bf16x2"}, {"BK": 64, "STAGES": 3, "GROUP_M": 1, "GELU": "none"}]
 CONFIGS = [{"BK": 64, "STAGES": 3, "GROUP_M": 1}, {"BK": 32, "STAGES": 6, "GROUP_M": 8}]  # 4 stages of 64 do not fit beside the 64 KiB output tile
 # CHUNK 0: the epilogue straight from registers (4 stages of 64 fit: 229 KB), 1: the same in two column halves (no
@@ -827,8 +776,7 @@ def main(argv: list[str]) -> int:
         calls = {f"gluon_bk{c['BK']}_s{c['STAGES']}_g{c['GROUP_M']}": (lambda c=c: gluon_gemm(x, w, b, r, 0.5, **c)) for c in CONFIGS}
         for c in WS_CONFIGS:
             name = (f"gluon_ws_bk{c['BK']}_s{c['STAGES']}_g{c['GROUP_M']}" + ("_regs" if c.get("EPI_REGS") else "")
-                    + ("_bias" if c.get("EPI_NONE") else "") + (f"_late{c['LATE_R']}" if c.get("LATE_R") else "")
-                    + (f"_gelu_{c['GELU']}" if c.get("GELU") else ""))
+                    + ("_bias" if c.get("EPI_NONE") else "") + (f"_gelu_{c['GELU']}" if c.get("GELU") else ""))
             calls[name] = lambda c=c: gluon_gemm_ws(x, w, b, r, 0.5, **c)
         for c in EPI_CONFIGS:
             calls["gluon_ws_epi_" + "_".join(f"{k}{v}" for k, v in c.items())] = \

@@ -16,15 +16,10 @@ CASES = [
     ("gluon_gemm", {"BK": 32, "STAGES": 6, "GROUP_M": 8}),
     ("gluon_gemm_ws", {"BK": 64, "STAGES": 3, "GROUP_M": 8}),  # warp-specialised: a loader warp, two consumers
     ("gluon_gemm_ws", {"BK": 64, "STAGES": 4, "GROUP_M": 8, "EPI_REGS": True}),  # epilogue from registers
-    ("gluon_gemm_ws", {"BK": 64, "STAGES": 3, "GROUP_M": 1, "LATE_R": 1}),  # residual load after the first k-step
     ("gluon_gemm_ws", {"BK": 64, "STAGES": 3, "GROUP_M": 1, "GELU": "bf16x2"}),  # tanh on bf16 pairs
     ("gluon_gemm_ws_epi", {"STAGES": 3, "GROUP_M": 8}),  # and the epilogue in a warp group of its own
     ("gluon_gemm_ws_epi", {"STAGES": 3, "GROUP_M": 1, "AHEAD": True, "MMA_REGS": 168, "EPI_REGS": 152,
                            "LOADER_REGS": 152}),  # residual slices a slice ahead, each half freed once read
-    ("gluon_gemm_ws_epi", {"STAGES": 3, "GROUP_M": 1, "AHEAD": True, "MMA_REGS": 168, "EPI_REGS": 152,
-                           "LOADER_REGS": 152, "L2_AHEAD": True}),  # and the next tile's residual prefetched to L2
-    ("gluon_gemm_ws_epi", {"STAGES": 3, "GROUP_M": 1, "AHEAD": True, "MMA_REGS": 168, "EPI_REGS": 152,
-                           "LOADER_REGS": 152, "GELU_HERE": True}),  # GELU by the MMA warp groups
     ("gluon_gemm_ws3", {"BK": 64, "STAGES": 4, "CHUNK": 0}),  # three MMA warp groups, epilogue from registers
     ("gluon_gemm_ws3", {"BK": 64, "STAGES": 4, "CHUNK": 1}),  # in two column halves
     ("gluon_gemm_ws3", {"BK": 32, "STAGES": 4, "CHUNK": 2}),  # residual in and output out by TMA
