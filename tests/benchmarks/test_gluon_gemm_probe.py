@@ -29,7 +29,8 @@ CASES = [
 
 # partial tiles and K; the tall form; 7-8 units of 64 rows a program (ws3: chunks of 3, 3 and 1-2 units)
 @pytest.mark.parametrize("m, k, n", [(1000, 520, 328), (4096, 2048, 512), (32768, 256, 512)])
-@pytest.mark.parametrize("fn, config", CASES, ids=[fn + "-" + "-".join(f"{k}{v}" for k, v in c.items()) for fn, c in CASES])
+@pytest.mark.parametrize("fn, config", CASES, ids=[f"{fn}-" + "-".join(f"{k}{v}" for k, v in c.items())
+                                                   for fn, c in CASES])
 def test_gluon_gemm_matches_float32(m: int, k: int, n: int, fn: str, config: dict):
     probe = load_probe("gluon_gemm_probe")
     gemm = getattr(probe, fn)
