@@ -8,7 +8,7 @@ cuBLAS, on Hopper. Four forms:
   registers instead of by TMA), EPI_NONE (none), GELU.
 - gluon_gemm_ws_epi: the same, with the epilogue in warps of their own: the MMA warp groups hand x W^T + b, rounded
   to 16 bits (what eager's linear hands its activation), through shared memory and start the next tile at once;
-  options AHEAD and SKIP (see _epi_worker).
+  options AHEAD, SKIP and PART (see _epi_worker).
 - gluon_gemm_ws3: three MMA warp groups of 64x256 sharing each W stage (chunks of up to 192x256: 17% fewer operand
   bytes by count), each program an even share of the 64-row units; warp group 0 issues the loads (a loader warp
   of its own would launch 16 warps, whose 128-register cap ptxas rejects for a 64x256 wgmma).
@@ -378,22 +378,28 @@ def _epi_residual(r_ptr, pm, pn, c, live, M, N, stride_rm, BM: gl.constexpr, BN:
 @gluon.jit
 def _epi_worker(hbuf, hfull, hfree, r_ptr, y_ptr, M, N, stride_rm, stride_ym, scale, n_tiles, n_blocks_m,
                 N_BLOCKS_N: gl.constexpr, GROUP_M: gl.constexpr, CHUNK: gl.constexpr, AHEAD: gl.constexpr,
-                SKIP: gl.constexpr):
+                SKIP: gl.constexpr, PART: gl.constexpr):
     # The epilogue warps: gelu (tanh form, tanh.approx) * scale on the 16-bit linear output, rounded, plus the
     # residual, rounded, in CHUNK-row slices with coalesced 16-byte loads and stores, while the MMAs go on.
     # AHEAD: each slice's residual is loaded a slice ahead (the next tile's first before this tile's output is in),
     # and each MMA warp group gets its half of the buffer back (hfree[WG]) once the epilogue has read it; without,
     # every slice waits for its own residual and both halves come back at the tile's end. SKIP: no epilogue at all
-    # (the buffer handed straight back; wrong output, for timing the hand-off alone).
+    # (the buffer handed straight back; wrong output, for timing the hand-off alone). PART (with AHEAD; all but "all"
+    # give wrong outputs, for timing the epilogue's parts): "math" the GELU alone (no residual loads, stores only
+    # where a value is 1236992, i.e. never), "memory" the loads and stores alone (no GELU), "l2res" every tile reads
+    # the first tile's residual (it stays in L2: what the residual's DRAM traffic costs).
     BM: gl.constexpr = hbuf.shape[0]
     BN: gl.constexpr = hbuf.shape[1]
     N_CHUNKS: gl.constexpr = BM // CHUNK
     layout: gl.constexpr = gl.BlockedLayout([1, 8], [1, 32], [gl.num_warps(), 1], [1, 0])
     rows0 = gl.arange(0, CHUNK, layout=gl.SliceLayout(1, layout))
     cols0 = gl.arange(0, BN, layout=gl.SliceLayout(0, layout))
+    gl.static_assert(PART == "all" or AHEAD, "PART other than 'all' needs AHEAD")
+    RES: gl.constexpr = 0 if PART == "l2res" else 1  # 0: the residual rows of tile 0 for every tile
     n = 0
     pm, pn = _tile_of(gl.program_id(0), n_blocks_m, N_BLOCKS_N, GROUP_M)
-    r_next = _epi_residual(r_ptr, pm, pn, 0, gl.program_id(0) < n_tiles, M, N, stride_rm, BM, BN, CHUNK, layout)
+    r_next = _epi_residual(r_ptr, pm * RES, pn * RES, 0, (gl.program_id(0) < n_tiles) & (PART != "math"), M, N,
+                           stride_rm, BM, BN, CHUNK, layout)
     for tile in range(gl.program_id(0), n_tiles, gl.num_programs(0)):
         pm, pn = _tile_of(tile, n_blocks_m, N_BLOCKS_N, GROUP_M)
         next_tile = tile + gl.num_programs(0)
@@ -406,18 +412,24 @@ def _epi_worker(hbuf, hfull, hfree, r_ptr, y_ptr, M, N, stride_rm, stride_ym, sc
             if AHEAD:
                 r = r_next
                 if c + 1 < N_CHUNKS:
-                    r_next = _epi_residual(r_ptr, pm, pn, c + 1, True, M, N, stride_rm, BM, BN, CHUNK, layout)
+                    r_next = _epi_residual(r_ptr, pm * RES, pn * RES, c + 1, PART != "math", M, N, stride_rm, BM, BN,
+                                           CHUNK, layout)
                 else:
-                    r_next = _epi_residual(r_ptr, npm, npn, 0, next_tile < n_tiles, M, N, stride_rm, BM, BN, CHUNK,
-                                           layout)
+                    r_next = _epi_residual(r_ptr, npm * RES, npn * RES, 0, (next_tile < n_tiles) & (PART != "math"), M,
+                                           N, stride_rm, BM, BN, CHUNK, layout)
             else:
                 r = gl.load(r_ptr + gl.expand_dims(rows * stride_rm, 1) + gl.expand_dims(cols, 0), mask=mask,
                             other=0.0)
             v = hbuf.slice(c * CHUNK, CHUNK).load(layout).to(gl.float32)
             if AHEAD and c == N_CHUNKS // 2 - 1:  # the first MMA warp group's rows are read
                 mbarrier.arrive(hfree.index(0))
-            y = _gelu_scaled(v, scale).to(hbuf.dtype)
+            if PART == "memory":
+                y = v.to(hbuf.dtype)
+            else:
+                y = _gelu_scaled(v, scale).to(hbuf.dtype)
             out = (y.to(gl.float32) + r.to(gl.float32)).to(hbuf.dtype)
+            if PART == "math":
+                mask = mask & (out.to(gl.float32) == 1236992.0)  # a bf16 value (else the GELU is folded away)
             gl.store(y_ptr + gl.expand_dims(rows * stride_ym, 1) + gl.expand_dims(cols, 0), out, mask=mask)
         if AHEAD:
             mbarrier.arrive(hfree.index(1))
@@ -431,7 +443,8 @@ def _epi_worker(hbuf, hfull, hfree, r_ptr, y_ptr, M, N, stride_rm, stride_ym, sc
 def _gemm_ws_epi_kernel(a_desc, b_desc, r_ptr, y_ptr, bias_ptr, M, N, stride_rm, stride_ym, scale, n_tiles,
                         n_blocks_m, K_STEPS: gl.constexpr, N_BLOCKS_N: gl.constexpr, STAGES: gl.constexpr,
                         GROUP_M: gl.constexpr, CHUNK: gl.constexpr, EPI_WARPS: gl.constexpr, MMA_REGS: gl.constexpr,
-                        EPI_REGS: gl.constexpr, LOADER_REGS: gl.constexpr, AHEAD: gl.constexpr, SKIP: gl.constexpr):
+                        EPI_REGS: gl.constexpr, LOADER_REGS: gl.constexpr, AHEAD: gl.constexpr, SKIP: gl.constexpr,
+                        PART: gl.constexpr):
     """Warp-specialised with the epilogue apart: two MMA warp groups, EPI_WARPS epilogue warps and a loader warp in
     a third warp group (16 warps would cap every thread at 128 registers, and one wgmma's accumulator alone is 128)."""
     BM: gl.constexpr = a_desc.block_type.shape[0]
@@ -456,14 +469,14 @@ def _gemm_ws_epi_kernel(a_desc, b_desc, r_ptr, y_ptr, bias_ptr, M, N, stride_rm,
         (_epi_consumer, (a_bufs, b_bufs, ready, empty, hbuf, hfull, hfree, bias_ptr, N, n_tiles, n_blocks_m, 1,
                          K_STEPS, N_BLOCKS_N, STAGES, GROUP_M)),
         (_epi_worker, (hbuf, hfull, hfree, r_ptr, y_ptr, M, N, stride_rm, stride_ym, scale, n_tiles, n_blocks_m,
-                       N_BLOCKS_N, GROUP_M, CHUNK, AHEAD, SKIP)),
+                       N_BLOCKS_N, GROUP_M, CHUNK, AHEAD, SKIP, PART)),
         (_ws_loader, (a_desc, b_desc, a_bufs, b_bufs, ready, empty, n_tiles, n_blocks_m, K_STEPS, N_BLOCKS_N,
                        STAGES, GROUP_M)),
     ], [4, EPI_WARPS, 1], [MMA_REGS, EPI_REGS, LOADER_REGS])
 
 
 def gluon_gemm_ws_epi(x, w, b, r, scale, BM=128, BN=256, BK=64, STAGES=3, GROUP_M=8, CHUNK=8, EPI_WARPS=2,
-                      MMA_REGS=208, EPI_REGS=96, LOADER_REGS=96, AHEAD=False, SKIP=False):
+                      MMA_REGS=208, EPI_REGS=96, LOADER_REGS=96, AHEAD=False, SKIP=False, PART="all"):
     M, K = x.shape
     N = w.shape[0]
     y = torch.empty((M, N), device=x.device, dtype=x.dtype)
@@ -475,7 +488,8 @@ def gluon_gemm_ws_epi(x, w, b, r, scale, BM=128, BN=256, BK=64, STAGES=3, GROUP_
     compiled = _gemm_ws_epi_kernel[(min(sms, n_tiles),)](
         a_desc, b_desc, r, y, b, M, N, r.stride(0), y.stride(0), float(scale), n_tiles, n_bm,
         K_STEPS=triton.cdiv(K, BK), N_BLOCKS_N=n_bn, STAGES=STAGES, GROUP_M=GROUP_M, CHUNK=CHUNK, EPI_WARPS=EPI_WARPS,
-        MMA_REGS=MMA_REGS, EPI_REGS=EPI_REGS, LOADER_REGS=LOADER_REGS, AHEAD=AHEAD, SKIP=SKIP, num_warps=4)
+        MMA_REGS=MMA_REGS, EPI_REGS=EPI_REGS, LOADER_REGS=LOADER_REGS, AHEAD=AHEAD, SKIP=SKIP, PART=PART,
+        num_warps=4)
     LAST_COMPILED[0] = compiled
     return y
 
@@ -739,6 +753,9 @@ LAST_COMPILED = [None]
 _AHEAD = {"AHEAD": True, "MMA_REGS": 168, "EPI_REGS": 152, "LOADER_REGS": 152}
 EPI_CONFIGS = [{"STAGES": 3, "GROUP_M": 8}, {"STAGES": 3, "GROUP_M": 1}, {"STAGES": 3, "GROUP_M": 1, **_AHEAD},
                {"STAGES": 3, "GROUP_M": 8, **_AHEAD}, {"STAGES": 3, "GROUP_M": 1, "SKIP": True}]
+# the epilogue warps' parts, timed apart (wrong outputs; see _epi_worker), not yet run on the GPU; compiled here
+# for sm_90: no spills but "l2res" (240 bytes), "math" keeps its 512 tanh a tile a thread
+EPI_PART_CONFIGS = [{"STAGES": 3, "GROUP_M": 1, **_AHEAD, "PART": part} for part in ("math", "memory", "l2res")]
 # EPI_REGS: the epilogue from registers, so 4 stages fit (the TMA residual/output buffers leave room for 3)
 # EPI_NONE: x W^T + b alone (compare with ours_bias): the main loop without the epilogue
 WS_CONFIGS = [{"BK": 64, "STAGES": 3, "GROUP_M": 8}, {"BK": 64, "STAGES": 3, "GROUP_M": 1},
@@ -778,7 +795,7 @@ def main(argv: list[str]) -> int:
             name = (f"gluon_ws_bk{c['BK']}_s{c['STAGES']}_g{c['GROUP_M']}" + ("_regs" if c.get("EPI_REGS") else "")
                     + ("_bias" if c.get("EPI_NONE") else "") + (f"_gelu_{c['GELU']}" if c.get("GELU") else ""))
             calls[name] = lambda c=c: gluon_gemm_ws(x, w, b, r, 0.5, **c)
-        for c in EPI_CONFIGS:
+        for c in EPI_CONFIGS + EPI_PART_CONFIGS:
             calls["gluon_ws_epi_" + "_".join(f"{k}{v}" for k, v in c.items())] = \
                 lambda c=c: gluon_gemm_ws_epi(x, w, b, r, 0.5, **c)
         for c in ws3_configs:
