@@ -20,6 +20,14 @@ CASES = [
     ("gluon_gemm_ws_epi", {"STAGES": 3, "GROUP_M": 8}),  # and the epilogue in a warp group of its own
     ("gluon_gemm_ws_epi", {"STAGES": 3, "GROUP_M": 1, "AHEAD": True, "MMA_REGS": 168, "EPI_REGS": 152,
                            "LOADER_REGS": 152}),  # residual slices a slice ahead, each half freed once read
+    ("gluon_gemm_ws_epi", {"STAGES": 3, "GROUP_M": 1, "AHEAD": True, "MMA_REGS": 168, "EPI_REGS": 176,
+                           "LOADER_REGS": 176, "DEPTH": 3}),  # three slices in flight
+    ("gluon_gemm_ws_epi", {"STAGES": 3, "GROUP_M": 1, "AHEAD": True, "MMA_REGS": 168, "EPI_REGS": 176,
+                           "LOADER_REGS": 176, "CHUNK": 16}),  # slices of 16 rows
+    ("gluon_gemm_ws_epi", {"STAGES": 3, "GROUP_M": 1, "AHEAD": True, "MMA_REGS": 168, "EPI_REGS": 176,
+                           "LOADER_REGS": 176, "LAST_HERE": True, "PREFETCH": True}),  # last tile by the MMA groups
+    ("gluon_gemm_ws_epi", {"STAGES": 3, "GROUP_M": 1, "AHEAD": True, "MMA_REGS": 168, "EPI_REGS": 176,
+                           "LOADER_REGS": 176, "LAST_HERE": True, "DEPTH": 3}),
     ("gluon_gemm_ws3", {"BK": 64, "STAGES": 4, "CHUNK": 0}),  # three MMA warp groups, epilogue from registers
     ("gluon_gemm_ws3", {"BK": 64, "STAGES": 4, "CHUNK": 1}),  # in two column halves
     ("gluon_gemm_ws3", {"BK": 32, "STAGES": 4, "CHUNK": 2}),  # residual in and output out by TMA

@@ -13,6 +13,13 @@ of TF32 high and remainder parts), fp32-level error, not plain TF32 (benchmarks/
 measures it against float64 next to cuBLAS fp32); "ieee" (true fp32 FMA) stays selectable; plain TF32 is
 refused. bf16/fp16 use tensor cores with an fp32 accumulator. Tiles and strategy come from TUNABLES: the
 plain keys, the `TALL_` keys for tall and skinny bf16/fp16 problems (M >= 8 N), the `FP32_` keys for fp32.
+
+On Hopper (sm_90), tall 16-bit problems without the row sum: TALL_HOPPER_WS runs a warp-specialised Gluon kernel
+(Triton 3.6 does not generate this split from the kernels above): a TMA loader warp fills a ring of x and W tiles;
+two MMA warp groups, 64 rows of a 128x256 tile each, hand x W^T + b, rounded to 16 bits as eager's linear hands it
+on, through shared memory to two epilogue warps and start the next tile at once; the epilogue warps apply the
+activation, the scale and the residual (loaded a slice ahead) while the next tile's MMAs run. Everything else (the
+CPU interpreter, fp32, the row sum, square shapes, other GPUs) runs the Triton kernels.
 """
 
 import torch
@@ -24,6 +31,22 @@ try:  # host-side TMA descriptors (triton >= 3.3); without them the pointer path
     from triton.tools.tensor_descriptor import TensorDescriptor
 except ImportError:  # pragma: no cover - older triton
     TensorDescriptor = None
+try:  # Gluon (triton >= 3.5) for the Hopper kernel; without it the Triton kernels run everywhere
+    from triton.experimental import gluon
+    from triton.experimental.gluon import language as gl
+    from triton.experimental.gluon.language.nvidia.hopper import (
+        fence_async_shared,
+        mbarrier,
+        tma,
+        warpgroup_mma,
+        warpgroup_mma_wait,
+    )
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor as GluonTensorDescriptor
+
+    # triton 3.6 names the TMA copy async_copy_global_to_shared; later versions async_load
+    _tma_load = getattr(tma, "async_load", None) or tma.async_copy_global_to_shared
+except ImportError:  # pragma: no cover - older triton
+    gluon = None
 
 TUNABLES = {
     # bf16/fp16, square-ish shapes
@@ -62,6 +85,15 @@ TUNABLES = {
     "TALL_PROGRAMS_PER_SM": 1,
     # "lean" 0.1167-0.1214 ms against "fp32" 0.1182-0.1214, interleaved (benchmarks/results/sweep-20261201T012240Z.json)
     "TALL_EPILOGUE_16BIT": "lean",
+    # Hopper, 16-bit, tall, no row sum: the warp-specialised Gluon kernel (module docstring). 32768x2048 -> 512 bf16:
+    # 0.1162-0.1194 ms against the Triton kernel's 0.1203-0.1240 and cuBLAS F.linear alone's 0.1005-0.1069, five
+    # alternating do_bench runs (benchmarks/results/gluon-gemm-probe-h200-20261201T233000Z.json; at 4096^3 it is
+    # not faster, 0.217-0.230 against 0.213-0.229, so square shapes keep the Triton kernel)
+    "TALL_HOPPER_WS": True,
+    "HOPPER_STAGES": 3,  # ring slots of a 128x64 x tile and a 256x64 W tile (48 KB each; 4 do not fit beside the
+    # 64 KB hand-off buffer)
+    "HOPPER_GROUP_M": 1,  # tile order: 1 walks the column tiles of a row block in turn (W is 2 MB: it stays in L2)
+    "HOPPER_CHUNK": 8,  # rows the epilogue warps take at a time (16: no faster, gluon-gemm-probe-h200-20261201T231500Z.json)
     # fp32 inputs, every shape: the same keys with an FP32_ prefix
     "FP32_BLOCK_M": 128,
     "FP32_BLOCK_N": 128,
@@ -284,6 +316,218 @@ def _gemm_epilogue_tma_kernel(
                       LEAN, PACKED_ADD, BLOCK_M, BLOCK_N)
 
 
+if gluon is not None:
+
+    @gluon.jit
+    def _hopper_tile(tile, n_blocks_m, N_BLOCKS_N: gl.constexpr, GROUP_M: gl.constexpr):
+        # the grouped order of _tile_coords
+        per_group = GROUP_M * N_BLOCKS_N
+        first_m = (tile // per_group) * GROUP_M
+        rows = gl.minimum(n_blocks_m - first_m, GROUP_M)
+        return first_m + (tile % per_group) % rows, (tile % per_group) // rows
+
+    @gluon.jit
+    def _hopper_loader(x_desc, w_desc, x_ring, w_ring, ready, empty, n_tiles, n_blocks_m, K_STEPS: gl.constexpr,
+                       N_BLOCKS_N: gl.constexpr, STAGES: gl.constexpr, GROUP_M: gl.constexpr):
+        # One warp: the TMA loads of every k-step of this program's tiles, up to STAGES ahead of the MMAs.
+        BM: gl.constexpr = x_desc.block_type.shape[0]
+        BK: gl.constexpr = x_desc.block_type.shape[1]
+        BN: gl.constexpr = w_desc.block_type.shape[0]
+        step = 0
+        for tile in range(gl.program_id(0), n_tiles, gl.num_programs(0)):
+            pm, pn = _hopper_tile(tile, n_blocks_m, N_BLOCKS_N, GROUP_M)
+            for k in range(K_STEPS):
+                s = step % STAGES
+                # the slot is free once both MMA warp groups released its last use (the first round passes at once)
+                mbarrier.wait(empty.index(s), ((step // STAGES) & 1) ^ 1)
+                mbarrier.expect(ready.index(s), x_desc.block_type.nbytes + w_desc.block_type.nbytes)
+                _tma_load(x_desc, [pm * BM, k * BK], ready.index(s), x_ring.index(s))
+                _tma_load(w_desc, [pn * BN, k * BK], ready.index(s), w_ring.index(s))
+                step += 1
+
+    @gluon.jit
+    def _hopper_mma(x_ring, w_ring, ready, empty, hbuf, hfull, hfree, b_ptr, N, n_tiles, n_blocks_m,
+                    WG: gl.constexpr, K_STEPS: gl.constexpr, N_BLOCKS_N: gl.constexpr, STAGES: gl.constexpr,
+                    GROUP_M: gl.constexpr, HAS_BIAS: gl.constexpr):
+        # One MMA warp group: rows [64 WG, 64 WG + 64) of each tile. Each slot goes back to the loader once the
+        # wgmma after the one reading it is issued; x W^T + b, rounded to 16 bits, goes to the epilogue warps
+        # through hbuf, and the group starts its next tile.
+        BM: gl.constexpr = hbuf.shape[0]
+        BN: gl.constexpr = hbuf.shape[1]
+        HALF: gl.constexpr = BM // 2
+        acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                             instr_shape=[16, BN, 16])
+        cols0 = gl.arange(0, BN, layout=gl.SliceLayout(0, acc_layout))
+        mine = hbuf.slice(WG * HALF, HALF)
+        step = 0
+        n_done = 0
+        for tile in range(gl.program_id(0), n_tiles, gl.num_programs(0)):
+            _, pn = _hopper_tile(tile, n_blocks_m, N_BLOCKS_N, GROUP_M)
+            acc = gl.zeros([HALF, BN], gl.float32, acc_layout)
+            if HAS_BIAS:
+                cols = pn * BN + cols0
+                acc += gl.expand_dims(gl.load(b_ptr + cols, mask=cols < N, other=0.0).to(gl.float32), 0)
+            for k in range(K_STEPS):
+                s = step % STAGES
+                mbarrier.wait(ready.index(s), (step // STAGES) & 1)
+                acc = warpgroup_mma(x_ring.index(s).slice(WG * HALF, HALF), w_ring.index(s).permute((1, 0)), acc,
+                                    is_async=True)
+                acc = warpgroup_mma_wait(1, deps=(acc,))
+                if k > 0:  # the wgmma before this one is done: its slot goes back to the loader
+                    mbarrier.arrive(empty.index((step - 1) % STAGES))
+                step += 1
+            acc = warpgroup_mma_wait(0, deps=(acc,))
+            mbarrier.arrive(empty.index((step - 1) % STAGES))
+            mbarrier.wait(hfree.index(WG), (n_done & 1) ^ 1)  # the epilogue warps have read this group's last rows
+            mine.store(acc.to(hbuf.dtype))
+            mbarrier.arrive(hfull)
+            n_done += 1  # noqa: SIM113  (Gluon loops take no enumerate)
+
+    @gluon.jit
+    def _hopper_activate(v, scale, ACTIVATION: gl.constexpr):
+        """act(v) * scale in fp32 (the activations of _epilogue; "gelu" is one of its 16-bit forms by then)."""
+        if ACTIVATION == "gelu_tanh_hw":  # tanh GELU through tanh.approx, the scale riding on the half
+            half = (0.5 * scale) * v
+            inner = v * (0.7978845608028654 + 0.035677408136300125 * v * v)
+            return half + half * gl.inline_asm_elementwise("tanh.approx.f32 $0, $1;", "=f,f", [inner],
+                                                           dtype=gl.float32, is_pure=True, pack=1)
+        elif ACTIVATION == "gelu":  # exact (erf)
+            return (0.5 * scale) * v * (1.0 + gl.erf(v * 0.7071067811865476))
+        elif ACTIVATION == "gelu_tanh_form" or ACTIVATION == "gelu_tanh":  # x * sigmoid(2 inner)
+            inner = 0.7978845608028654 * (v + 0.044715 * v * v * v)
+            return scale * v / (1.0 + gl.exp2(inner * -2.8853900817779268))
+        elif ACTIVATION == "relu":
+            return gl.maximum(v, 0.0) * scale
+        elif ACTIVATION == "silu":
+            return scale * v / (1.0 + gl.exp2(v * -1.4426950408889634))
+        else:
+            return v * scale
+
+    @gluon.jit
+    def _hopper_residual(r_ptr, pm, pn, c, live, M, N, stride_rm, BM: gl.constexpr, BN: gl.constexpr,
+                         CHUNK: gl.constexpr, layout: gl.constexpr):
+        """The residual's rows [CHUNK c, CHUNK c + CHUNK) of tile (pm, pn); zeros where not live (past the last tile)."""
+        rows = pm * BM + c * CHUNK + gl.arange(0, CHUNK, layout=gl.SliceLayout(1, layout))
+        cols = pn * BN + gl.arange(0, BN, layout=gl.SliceLayout(0, layout))
+        mask = gl.expand_dims((rows < M) & live, 1) & gl.expand_dims(cols < N, 0)
+        return gl.load(r_ptr + gl.expand_dims(rows * stride_rm, 1) + gl.expand_dims(cols, 0), mask=mask, other=0.0)
+
+    @gluon.jit
+    def _hopper_epilogue(hbuf, hfull, hfree, r_ptr, y_ptr, M, N, stride_rm, stride_ym, scale, n_tiles, n_blocks_m,
+                         N_BLOCKS_N: gl.constexpr, GROUP_M: gl.constexpr, CHUNK: gl.constexpr,
+                         HAS_RESIDUAL: gl.constexpr, ACTIVATION: gl.constexpr):
+        # The epilogue warps: act(h) * scale, rounded, + residual, rounded, in CHUNK-row slices with 16-byte loads
+        # and stores. Each slice's residual is loaded a slice ahead (the next tile's first before this tile's h is
+        # in); each MMA warp group gets its half of hbuf back as soon as it has been read.
+        BM: gl.constexpr = hbuf.shape[0]
+        BN: gl.constexpr = hbuf.shape[1]
+        N_CHUNKS: gl.constexpr = BM // CHUNK
+        layout: gl.constexpr = gl.BlockedLayout([1, 8], [1, 32], [gl.num_warps(), 1], [1, 0])
+        rows0 = gl.arange(0, CHUNK, layout=gl.SliceLayout(1, layout))
+        cols0 = gl.arange(0, BN, layout=gl.SliceLayout(0, layout))
+        n_done = 0
+        pm, pn = _hopper_tile(gl.program_id(0), n_blocks_m, N_BLOCKS_N, GROUP_M)
+        r_next = _hopper_residual(r_ptr, pm, pn, 0, (gl.program_id(0) < n_tiles) & HAS_RESIDUAL, M, N, stride_rm,
+                                  BM, BN, CHUNK, layout)
+        for tile in range(gl.program_id(0), n_tiles, gl.num_programs(0)):
+            pm, pn = _hopper_tile(tile, n_blocks_m, N_BLOCKS_N, GROUP_M)
+            next_tile = tile + gl.num_programs(0)
+            npm, npn = _hopper_tile(next_tile, n_blocks_m, N_BLOCKS_N, GROUP_M)
+            cols = pn * BN + cols0
+            mbarrier.wait(hfull, n_done & 1)
+            for c in gl.static_range(N_CHUNKS):
+                rows = pm * BM + c * CHUNK + rows0
+                mask = gl.expand_dims(rows < M, 1) & gl.expand_dims(cols < N, 0)
+                r = r_next
+                if c + 1 < N_CHUNKS:
+                    r_next = _hopper_residual(r_ptr, pm, pn, c + 1, HAS_RESIDUAL, M, N, stride_rm, BM, BN, CHUNK,
+                                              layout)
+                else:
+                    r_next = _hopper_residual(r_ptr, npm, npn, 0, (next_tile < n_tiles) & HAS_RESIDUAL, M, N,
+                                              stride_rm, BM, BN, CHUNK, layout)
+                h = hbuf.slice(c * CHUNK, CHUNK).load(layout).to(gl.float32)
+                if c == N_CHUNKS // 2 - 1:  # the first MMA warp group's rows are read
+                    mbarrier.arrive(hfree.index(0))
+                out = _hopper_activate(h, scale, ACTIVATION).to(hbuf.dtype)
+                if HAS_RESIDUAL:  # (ptxas makes this one packed add, HADD2.BF16, a pair of outputs)
+                    out = (out.to(gl.float32) + r.to(gl.float32)).to(hbuf.dtype)
+                gl.store(y_ptr + gl.expand_dims(rows * stride_ym, 1) + gl.expand_dims(cols, 0), out, mask=mask)
+            mbarrier.arrive(hfree.index(1))
+            n_done += 1  # noqa: SIM113  (Gluon loops take no enumerate)
+
+    @gluon.jit
+    def _gemm_epilogue_hopper_kernel(x_desc, w_desc, b_ptr, r_ptr, y_ptr, M, N, stride_rm, stride_ym, scale, n_tiles,
+                                     n_blocks_m, K_STEPS: gl.constexpr, N_BLOCKS_N: gl.constexpr,
+                                     STAGES: gl.constexpr, GROUP_M: gl.constexpr, CHUNK: gl.constexpr,
+                                     HAS_BIAS: gl.constexpr, HAS_RESIDUAL: gl.constexpr, ACTIVATION: gl.constexpr):
+        """Persistent, warp-specialised: two MMA warp groups (the default partition and a worker), two epilogue
+        warps and a loader warp. 168 registers for the MMA groups (a 64x256 fp32 accumulator is 128), 152 for the
+        third warp group, which the epilogue and loader warps share (setmaxnreg is per warp group): 3 x 128 threads
+        x 168 fill the 64K registers. 16 warps would cap every thread at 128."""
+        BM: gl.constexpr = x_desc.block_type.shape[0]
+        BN: gl.constexpr = w_desc.block_type.shape[0]
+        dtype: gl.constexpr = x_desc.dtype
+        x_ring = gl.allocate_shared_memory(dtype, [STAGES] + x_desc.block_type.shape, x_desc.layout)
+        w_ring = gl.allocate_shared_memory(dtype, [STAGES] + w_desc.block_type.shape, w_desc.layout)
+        hbuf = gl.allocate_shared_memory(dtype, [BM, BN], gl.NVMMASharedLayout.get_default_for([BM, BN], dtype))
+        ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+        empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+        hfull = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+        hfree = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())  # one an MMA warp group
+        for i in gl.static_range(STAGES):
+            mbarrier.init(ready.index(i), count=1)
+            mbarrier.init(empty.index(i), count=2)  # one arrival from each MMA warp group
+        mbarrier.init(hfull, count=2)  # both MMA warp groups have written their rows
+        for i in gl.static_range(2):
+            mbarrier.init(hfree.index(i), count=1)
+        fence_async_shared()
+        gl.warp_specialize([
+            (_hopper_mma, (x_ring, w_ring, ready, empty, hbuf, hfull, hfree, b_ptr, N, n_tiles, n_blocks_m, 0,
+                           K_STEPS, N_BLOCKS_N, STAGES, GROUP_M, HAS_BIAS)),
+            (_hopper_mma, (x_ring, w_ring, ready, empty, hbuf, hfull, hfree, b_ptr, N, n_tiles, n_blocks_m, 1,
+                           K_STEPS, N_BLOCKS_N, STAGES, GROUP_M, HAS_BIAS)),
+            (_hopper_epilogue, (hbuf, hfull, hfree, r_ptr, y_ptr, M, N, stride_rm, stride_ym, scale, n_tiles,
+                                n_blocks_m, N_BLOCKS_N, GROUP_M, CHUNK, HAS_RESIDUAL, ACTIVATION)),
+            (_hopper_loader, (x_desc, w_desc, x_ring, w_ring, ready, empty, n_tiles, n_blocks_m, K_STEPS, N_BLOCKS_N,
+                              STAGES, GROUP_M)),
+        ], [4, 2, 1], [168, 152, 152])
+
+
+_HOPPER_TILE = (128, 256, 64)  # BM, BN, BK of the Hopper kernel (two 64x256 wgmma accumulators a tile)
+
+
+def _hopper_ok(x2: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, r2: torch.Tensor | None,
+               row_sum: bool) -> bool:
+    """Whether the Hopper kernel serves this call: TALL_HOPPER_WS on, Gluon present, an sm_90 GPU, 16-bit, no row
+    sum, x and W fit for TMA, bias and residual rows with unit stride."""
+    return (bool(TUNABLES["TALL_HOPPER_WS"]) and gluon is not None and x2.is_cuda and not row_sum
+            and x2.dtype in (torch.bfloat16, torch.float16)
+            and torch.cuda.get_device_capability(x2.device) == (9, 0) and _tma_ok(x2, weight)
+            and (r2 is None or r2.stride(1) == 1) and (bias is None or bias.stride(0) == 1))
+
+
+def _hopper_launch(x2: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, r2: torch.Tensor | None,
+                   y: torch.Tensor, scale: float, activation: str):
+    """Run the Hopper kernel into y (M, N), contiguous. Returns the compiled kernel (registers, SASS)."""
+    M, K = x2.shape
+    N = weight.shape[0]
+    BM, BN, BK = _HOPPER_TILE
+    stages, group_m, chunk = TUNABLES["HOPPER_STAGES"], TUNABLES["HOPPER_GROUP_M"], TUNABLES["HOPPER_CHUNK"]
+    if stages not in (2, 3) or chunk not in (8, 16):
+        raise ValueError(f"gemm_epilogue: TUNABLES HOPPER_STAGES={stages} must be 2 or 3 and HOPPER_CHUNK={chunk} "
+                         "8 or 16 (what fits beside the hand-off buffer and the registers)")
+    elem = gl.bfloat16 if x2.dtype == torch.bfloat16 else gl.float16
+    x_desc = GluonTensorDescriptor.from_tensor(x2, [BM, BK], gl.NVMMASharedLayout.get_default_for([BM, BK], elem))
+    w_desc = GluonTensorDescriptor.from_tensor(weight, [BN, BK], gl.NVMMASharedLayout.get_default_for([BN, BK], elem))
+    n_bm, n_bn = triton.cdiv(M, BM), triton.cdiv(N, BN)
+    n_tiles = n_bm * n_bn
+    r = r2 if r2 is not None else y  # never read without a residual
+    return _gemm_epilogue_hopper_kernel[(min(_num_sms(x2.device), n_tiles),)](
+        x_desc, w_desc, bias if bias is not None else y, r, y, M, N, r.stride(0), y.stride(0), float(scale),
+        n_tiles, n_bm, K_STEPS=triton.cdiv(K, BK), N_BLOCKS_N=n_bn, STAGES=stages, GROUP_M=group_m, CHUNK=chunk,
+        HAS_BIAS=bias is not None, HAS_RESIDUAL=r2 is not None, ACTIVATION=activation, num_warps=4)
+
+
 _STRATEGY = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_warps", "num_stages", "PERSISTENT_TMA",
              "TMA_EPILOGUE", "EPILOGUE_SUBTILE", "FLATTEN", "WARP_SPECIALIZE", "PROGRAMS_PER_SM", "EPILOGUE_16BIT")
 
@@ -360,6 +604,9 @@ def gemm_epilogue(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | No
     if activation == "gelu" and gelu_form != "erf" and x.dtype != torch.float32:
         # within a twentieth of the 16-bit tolerance of the erf form; tanh.approx is PTX: GPU only
         activation = "gelu_tanh_hw" if gelu_form == "tanh_hw" and x.device.type == "cuda" else "gelu_tanh_form"
+    if M >= 8 * N and _hopper_ok(x2, weight, bias, r2 if residual is not None else None, row_sum):
+        _hopper_launch(x2, weight, bias, r2 if residual is not None else None, y, scale, activation)
+        return y.reshape(*lead, N)
     common = {
         # lean: the bias starts the accumulator (BIAS_IN_ACC) instead of being added in the epilogue (HAS_BIAS)
         "HAS_BIAS": bias is not None and not lean, "BIAS_IN_ACC": bias is not None and lean,

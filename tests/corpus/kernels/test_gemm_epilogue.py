@@ -207,3 +207,127 @@ def test_bad_epilogue_16bit_is_named():
     kernel.TUNABLES["EPILOGUE_16BIT"] = "bf16"
     with pytest.raises(ValueError, match="EPILOGUE_16BIT"):
         kernel.gemm_epilogue(torch.randn(4, 8, dtype=torch.bfloat16), torch.randn(6, 8, dtype=torch.bfloat16))
+
+
+# (dtype, activation as the launcher hands it on, bias, residual): the spec's epilogue and its alternatives
+HOPPER_COMPILE_CASES = [("bf16", "gelu_tanh_hw", True, True), ("fp16", "relu", False, False),
+                        ("bf16", "silu", False, True)]
+
+_COMPILE_FOR_SM90 = """
+import json, sys
+from pathlib import Path
+
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon._runtime import GluonASTSource
+from harness.spec import import_file
+
+path, dtype, activation = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
+has_bias, has_residual = sys.argv[4] == "1", sys.argv[5] == "1"
+kernel = import_file(path, "gemm_epilogue_hopper_compile")
+BM, BN, BK = kernel._HOPPER_TILE
+elem = {"bf16": gl.bfloat16, "fp16": gl.float16}[dtype]
+
+
+def desc(rows):
+    layout = gl.NVMMASharedLayout.get_default_for([rows, BK], elem)
+    return f"tensordesc<{dtype}[{rows}, {BK}],{layout!r}>"
+
+
+signature = {"x_desc": desc(BM), "w_desc": desc(BN), "b_ptr": f"*{dtype}", "r_ptr": f"*{dtype}",
+             "y_ptr": f"*{dtype}", "M": "i32", "N": "i32", "stride_rm": "i32", "stride_ym": "i32", "scale": "fp32",
+             "n_tiles": "i32", "n_blocks_m": "i32"}
+constants = {"K_STEPS": 32, "N_BLOCKS_N": 2, "STAGES": kernel.TUNABLES["HOPPER_STAGES"],
+             "GROUP_M": kernel.TUNABLES["HOPPER_GROUP_M"], "CHUNK": kernel.TUNABLES["HOPPER_CHUNK"],
+             "HAS_BIAS": has_bias, "HAS_RESIDUAL": has_residual, "ACTIVATION": activation}
+signature.update({name: "constexpr" for name in constants})
+names = kernel._gemm_epilogue_hopper_kernel.arg_names
+# 16-byte aligned pointers and row strides, as the GPU's tensors are (what lets the epilogue use 16-byte accesses)
+attrs = {(names.index(n),): [["tt.divisibility", 16]] for n in ("b_ptr", "r_ptr", "y_ptr", "N", "stride_rm",
+                                                                "stride_ym")}
+source = GluonASTSource(kernel._gemm_epilogue_hopper_kernel, signature,
+                        {(names.index(k),): v for k, v in constants.items()}, attrs)
+ptx = triton.compile(source, target=GPUTarget("cuda", 90, 32), options={"num_warps": 4}).asm["ptx"]
+print(json.dumps({key: ptx.count(key) for key in (
+    "cp.async.bulk.tensor", "setmaxnreg", "wgmma.wait_group.sync.aligned 1", "tanh.approx.f32", "ld.global.v4",
+    "st.global.v4")}))
+"""
+
+
+@pytest.mark.parametrize("dtype, activation, has_bias, has_residual", HOPPER_COMPILE_CASES)
+def test_hopper_kernel_compiles_for_sm90(dtype: str, activation: str, has_bias: bool, has_residual: bool):
+    """The warp-specialised Gluon kernel, compiled here for sm_90 (no GPU needed; in a process of its own, as the
+    interpreter this suite runs in replaces every JIT function): TMA loads, register reallocation between the
+    partitions, each MMA warp group's wgmma kept one in flight, and the epilogue's 16-byte residual loads and output
+    stores (none without a residual) and hardware tanh only where GELU asks for it."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    repo = FAMILY.parents[2]
+    env = {**os.environ, "TRITON_INTERPRET": "0", "PYTHONPATH": str(repo)}
+    args = [str(FAMILY / "kernel.py"), dtype, activation, str(int(has_bias)), str(int(has_residual))]
+    done = subprocess.run([sys.executable, "-c", _COMPILE_FOR_SM90, *args], check=False, capture_output=True,
+                          text=True, env=env, cwd=repo, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    counts = json.loads(done.stdout.strip().splitlines()[-1])
+    assert counts["cp.async.bulk.tensor"] >= 2 and counts["setmaxnreg"] >= 2
+    assert counts["wgmma.wait_group.sync.aligned 1"] == 2  # one a MMA warp group
+    assert (counts["tanh.approx.f32"] > 0) == (activation == "gelu_tanh_hw")
+    assert (counts["ld.global.v4"] > 0) == has_residual and counts["st.global.v4"] > 0
+
+
+needs_hopper = pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.get_device_capability() != (9, 0),
+                                  reason="needs an sm_90 (Hopper) GPU")
+
+
+def _gemm_inputs(m: int, k: int, n: int, dtype: torch.dtype):
+    torch.manual_seed(0)
+    x = torch.randn(m, k, device="cuda", dtype=dtype)
+    w = (torch.randn(n, k, device="cuda") / k**0.5).to(dtype)
+    return x, w, torch.randn(n, device="cuda", dtype=dtype), torch.randn(m, n, device="cuda", dtype=dtype)
+
+
+_ACT = {"gelu": torch.nn.functional.gelu, "relu": torch.relu, "silu": torch.nn.functional.silu, "none": lambda v: v}
+
+
+@pytest.mark.gpu
+@needs_hopper
+@pytest.mark.parametrize("activation, with_bias, with_residual", [("gelu", True, True), ("relu", False, True),
+                                                                  ("none", True, False)])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
+# a partial column tile and K step; the tall spec's N and K; 3-4 tiles a program (the epilogue's next-tile loads)
+@pytest.mark.parametrize("m, k, n", [(1000, 520, 120), (4096, 2048, 512), (32768, 256, 512)])
+def test_hopper_kernel_matches_float32(m: int, k: int, n: int, dtype: torch.dtype, activation: str, with_bias: bool,
+                                       with_residual: bool):
+    kernel = import_file(FAMILY / "kernel.py", "test_gemm_hopper_gpu")
+    x, w, b, r = _gemm_inputs(m, k, n, dtype)
+    b, r = (b if with_bias else None), (r if with_residual else None)
+    assert m >= 8 * n and kernel._hopper_ok(x, w, b, r, False)  # the Gluon kernel serves this call
+    h = (x.float() @ w.float().T + (b.float() if with_bias else 0.0)).to(dtype).float()  # eager rounds h too
+    expected = _ACT[activation](h) * 0.5 + (r.float() if with_residual else 0.0)
+    y = kernel.gemm_epilogue(x, w, b, r, 0.5, activation)
+    torch.testing.assert_close(y.float(), expected, atol=3e-2, rtol=2e-2)
+    # two calls agree bit for bit: no race between the partitions shows (a slot or hbuf reused early)
+    torch.testing.assert_close(kernel.gemm_epilogue(x, w, b, r, 0.5, activation), y, atol=0, rtol=0)
+
+
+@pytest.mark.gpu
+@needs_hopper
+@pytest.mark.parametrize("m, k, n, dtype, reduce", [
+    (4096, 512, 1024, torch.bfloat16, "none"),  # not tall: the Triton kernel
+    (4096, 36, 256, torch.bfloat16, "none"),  # 72-byte rows: no TMA
+    (4096, 512, 256, torch.float32, "none"),  # fp32: 3xTF32 in the Triton kernel
+    (4096, 512, 256, torch.bfloat16, "sum")], ids=str)  # the row sum
+def test_hopper_kernel_declines_what_it_does_not_cover(m: int, k: int, n: int, dtype: torch.dtype, reduce: str):
+    kernel = import_file(FAMILY / "kernel.py", "test_gemm_hopper_fallback")
+    x, w, b, r = _gemm_inputs(m, k, n, dtype)
+    served = m >= 8 * n and kernel._hopper_ok(x, w, b, r, reduce == "sum")
+    assert not served
+    expected = torch.nn.functional.gelu(x.double() @ w.double().T + b.double()) * 0.5 + r.double()
+    y = kernel.gemm_epilogue(x, w, b, r, 0.5, "gelu", reduce)
+    if reduce == "sum":
+        expected = expected.sum(-1)
+    torch.testing.assert_close(y.double(), expected, atol=3e-2 * (n if reduce == "sum" else 1) ** 0.5, rtol=2e-2)

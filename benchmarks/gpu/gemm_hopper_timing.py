@@ -1,0 +1,95 @@
+"""Why one method timed the library's Hopper GEMM bimodally: the tall bf16 spec's kernel (the Gluon path, the Triton
+path with TALL_HOPPER_WS off) and cuBLAS, timed in many short alternating rounds by the harness's method and by
+do_bench, with the host's enqueue time per call and the GPU's clocks, power and processes around them.
+
+Usage (GPU box, repo root): python3 benchmarks/gpu/gemm_hopper_timing.py [--out FILE] [--rounds 8]
+
+Seen first in `benchmarks/results/vendor-h200-20261201T234000Z.json`: bench_vendor.py's three runs of the Hopper
+path took 0.1805, 0.1171 and 0.1486 ms (its plain-GEMM form 0.1063, 0.1579, 0.1076) while cuBLAS stayed at
+0.106-0.109, and bench_library.py timed the same kernel at 0.1145 ms (p20-p80 0.1138-0.1157).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import torch
+import triton
+from probe_record import write_record  # this folder (see probe_record.py)
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def smi() -> str:
+    query = "clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_throttle_reasons.active,utilization.gpu"
+    done = subprocess.run(["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader"], capture_output=True,
+                          text=True, check=False)
+    apps = subprocess.run(["nvidia-smi", "--query-compute-apps=pid,used_memory", "--format=csv,noheader"],
+                          capture_output=True, text=True, check=False)
+    return (done.stdout.strip() + " | apps: " + apps.stdout.strip().replace("\n", "; "))
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default="")
+    parser.add_argument("--rounds", type=int, default=8)
+    args = parser.parse_args(argv)
+    sys.path.insert(0, str(REPO))
+    from harness import EvalConfig
+    from harness.spec import import_file
+    from harness.timing import time_callable
+
+    hopper = import_file(REPO / "corpus/kernels/gemm_epilogue/kernel.py", "timing_hopper")
+    plain = import_file(REPO / "corpus/kernels/gemm_epilogue/kernel.py", "timing_triton")
+    plain.TUNABLES["TALL_HOPPER_WS"] = False
+    m, k, n = 32768, 2048, 512
+    torch.manual_seed(0)
+    x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+    w = (torch.randn(n, k, device="cuda") / k**0.5).to(torch.bfloat16)
+    b = torch.randn(n, device="cuda", dtype=torch.bfloat16)
+    r = torch.randn(m, n, device="cuda", dtype=torch.bfloat16)
+    assert hopper._hopper_ok(x, w, b, r, False)
+    calls = {
+        "hopper": lambda x=x, r=r: hopper.gemm_epilogue(x, w, b, r, 0.5, "gelu"),
+        "triton": lambda x=x, r=r: plain.gemm_epilogue(x, w, b, r, 0.5, "gelu"),
+        "hopper_linear": lambda x=x, r=r: hopper.gemm_epilogue(x, w, b),
+        "cublas_linear": lambda x=x, r=r: torch.nn.functional.linear(x, w, b),
+    }
+
+    def fresh() -> list:  # the harness times on fresh clones
+        return [x.clone(), r.clone()]
+
+    for fn in calls.values():
+        fn()
+    torch.cuda.synchronize()
+    host_us = {}
+    for name, fn in calls.items():  # enqueue time per call, the GPU kept busy by a long queue
+        t0 = time.perf_counter()
+        for _ in range(200):
+            fn()
+        host_us[name] = (time.perf_counter() - t0) / 200 * 1e6
+        torch.cuda.synchronize()
+    print("host enqueue us/call", json.dumps(host_us), flush=True)
+    config = EvalConfig()
+    rounds = []
+    for i in range(args.rounds):
+        row = {"round": i, "smi_before": smi(), "harness_ms": {}, "do_bench_ms": {}}
+        for name, fn in calls.items():
+            row["harness_ms"][name] = time_callable(fn, fresh, "cuda:0", config).median_ms
+            row["do_bench_ms"][name] = triton.testing.do_bench(fn, warmup=25, rep=100)
+        row["smi_after"] = smi()
+        print(json.dumps(row), flush=True)
+        rounds.append(row)
+    if args.out:
+        write_record(args.out, __file__, argv, "harness.timing.time_callable (EvalConfig()) on fresh clones, then "
+                     "triton.testing.do_bench(warmup=25, rep=100), alternating rounds", rounds, host_enqueue_us=host_us)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
