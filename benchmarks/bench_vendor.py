@@ -8,8 +8,11 @@ Why: a bf16 GEMM's time depends on how long the GPU has been busy (the H200 cloc
 tensor-core load: harness-h200-20261130T132727Z.json), so a ratio between our kernel and cuBLAS is only
 fair when both are timed by the same method in the same window. Each spec's pair (our kernel.py with
 its defaults; the vendor piece) is timed with harness.timing.time_callable under the harness's own
-EvalConfig (25 ms of back-to-back calls, then >= 100 ms of repetitions, L2 flushed before each),
-three times each, alternating. The vendor piece:
+EvalConfig (25 ms of back-to-back calls, then >= 100 ms of repetitions, L2 flushed before each, each
+repetition on fresh clones of the spec's inputs, as the harness times a candidate), three times each,
+alternating. (Until 2026-12-01 every repetition reused one input set: with no clone copies queued ahead of a
+call, a kernel whose launch takes ~0.1 ms of Python, as the Triton and Gluon GEMMs' do, was timed partly on the
+host, and three runs of the Hopper GEMM read 0.1805, 0.1171 and 0.1486 ms: vendor-h200-20261201T233633Z.json.) The vendor piece:
   gemm_epilogue  F.linear alone (cuBLAS, bias fused in its epilogue), and eager's whole reference
                  (cuBLAS plus the separate epilogue kernels)
   attention      F.scaled_dot_product_attention (the flash kernel where eligible)
@@ -43,15 +46,13 @@ from harness.timing import time_callable
 FAMILIES = ("gemm_epilogue", "attention")
 
 
-def vendor_pieces(family: str, spec, ref, inputs) -> dict:
-    """name -> zero-argument callable of the vendor library's part of the spec's work."""
+def vendor_pieces(family: str, spec, ref) -> dict:
+    """name -> callable of the spec's inputs doing the vendor library's part of the spec's work."""
     if family == "gemm_epilogue":
-        x = inputs[0]
         w, b = ref.linear.weight, ref.linear.bias
-        return {"cublas_linear": lambda: F.linear(x, w, b), "eager_reference": lambda: ref(*inputs)}
-    q, k, v = inputs[:3]
+        return {"cublas_linear": lambda x, *_: F.linear(x, w, b), "eager_reference": lambda *inputs: ref(*inputs)}
     causal = bool(spec.module.CAUSAL)
-    return {"sdpa": lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal)}
+    return {"sdpa": lambda q, k, v, *_: F.scaled_dot_product_attention(q, k, v, is_causal=causal)}
 
 
 def measure(family: str, spec_path: Path, device: str, config: EvalConfig, runs: int) -> dict:
@@ -65,15 +66,19 @@ def measure(family: str, spec_path: Path, device: str, config: EvalConfig, runs:
         expected = ref(*inputs)
         got = ours(*inputs)
     max_abs = (got.float() - expected.float()).abs().max().item()
-    fns = {"ours": lambda: ours(*inputs), **vendor_pieces(family, spec, ref, inputs)}
+    fns = {"ours": lambda *args: ours(*args), **vendor_pieces(family, spec, ref)}
     if family == "gemm_epilogue":  # our GEMM with the bias only: the same work as cuBLAS's F.linear
-        x, w, b = inputs[0], ours.linear.weight, ours.linear.bias
-        fns["ours_linear"] = lambda: kernel.gemm_epilogue(x, w, b)
+        w, b = ours.linear.weight, ours.linear.bias
+        fns["ours_linear"] = lambda x, *_: kernel.gemm_epilogue(x, w, b)
+
+    def fresh() -> list:  # each repetition's own copies, as the harness gives a candidate
+        return [t.clone() for t in inputs]
+
     times: dict[str, list[float]] = {name: [] for name in fns}
     with torch.no_grad():
         for _ in range(runs):  # alternate, so a drifting clock weighs on every callable alike
             for name, fn in fns.items():
-                times[name].append(time_callable(fn, list, device, config).median_ms)
+                times[name].append(time_callable(fn, fresh, device, config).median_ms)
     med = {name: statistics.median(ts) for name, ts in times.items()}
     row = {"family": family, "spec": spec_path.stem, "dtype": str(expected.dtype).removeprefix("torch."),
            "max_abs_diff_vs_reference": max_abs, "runs_ms": times, "median_ms": med,
@@ -104,7 +109,8 @@ def main() -> int:
     report = {"benchmark": "vendor", "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
               "command": " ".join(["python3", *sys.argv]), "device_name": name,
               "versions": {"torch": torch.__version__, "triton": triton.__version__, "cuda": torch.version.cuda},
-              "method": "harness.timing.time_callable with EvalConfig() defaults, alternating runs",
+              "method": "harness.timing.time_callable with EvalConfig() defaults on fresh clones of the spec's "
+                        "inputs, alternating runs",
               "config": config.to_dict(), "rows": []}
     with tempfile.TemporaryDirectory() as tmp:
         for family in FAMILIES:

@@ -2,9 +2,10 @@
 path with TALL_HOPPER_WS off) and cuBLAS, timed in many short alternating rounds by the harness's method and by
 do_bench, with the host's enqueue time per call and the GPU's clocks, power and processes around them.
 
-Usage (GPU box, repo root): python3 benchmarks/gpu/gemm_hopper_timing.py [--out FILE] [--rounds 8]
+Usage (GPU box, repo root): python3 benchmarks/gpu/gemm_hopper_timing.py [--out FILE] [--rounds 8] [--profile]
+(--profile: cProfile of 200 enqueued calls of each of our two paths, the top functions by own time, first)
 
-Seen first in `benchmarks/results/vendor-h200-20261201T234000Z.json`: bench_vendor.py's three runs of the Hopper
+Seen first in `benchmarks/results/vendor-h200-20261201T233633Z.json`: bench_vendor.py's three runs of the Hopper
 path took 0.1805, 0.1171 and 0.1486 ms (its plain-GEMM form 0.1063, 0.1579, 0.1076) while cuBLAS stayed at
 0.106-0.109, and bench_library.py timed the same kernel at 0.1145 ms (p20-p80 0.1138-0.1157).
 """
@@ -38,6 +39,7 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="")
     parser.add_argument("--rounds", type=int, default=8)
+    parser.add_argument("--profile", action="store_true", help="cProfile the host side of our two paths")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(REPO))
     from harness import EvalConfig
@@ -75,6 +77,21 @@ def main(argv: list[str]) -> int:
         host_us[name] = (time.perf_counter() - t0) / 200 * 1e6
         torch.cuda.synchronize()
     print("host enqueue us/call", json.dumps(host_us), flush=True)
+    if args.profile:
+        import cProfile
+        import io
+        import pstats
+
+        for name in ("hopper", "triton"):
+            prof = cProfile.Profile()
+            prof.enable()
+            for _ in range(200):
+                calls[name]()
+            prof.disable()
+            torch.cuda.synchronize()
+            out = io.StringIO()
+            pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(18)
+            print(f"--- {name}: 200 calls\n" + out.getvalue(), flush=True)
     config = EvalConfig()
     rounds = []
     for i in range(args.rounds):

@@ -85,15 +85,17 @@ TUNABLES = {
     "TALL_PROGRAMS_PER_SM": 1,
     # "lean" 0.1167-0.1214 ms against "fp32" 0.1182-0.1214, interleaved (benchmarks/results/sweep-20261201T012240Z.json)
     "TALL_EPILOGUE_16BIT": "lean",
-    # Hopper, 16-bit, tall, no row sum: the warp-specialised Gluon kernel (module docstring). 32768x2048 -> 512 bf16:
-    # 0.1162-0.1194 ms against the Triton kernel's 0.1203-0.1240 and cuBLAS F.linear alone's 0.1005-0.1069, five
-    # alternating do_bench runs (benchmarks/results/gluon-gemm-probe-h200-20261201T233000Z.json; at 4096^3 it is
-    # not faster, 0.217-0.230 against 0.213-0.229, so square shapes keep the Triton kernel)
+    # Hopper, 16-bit, tall, no row sum: the warp-specialised Gluon kernel (module docstring). 32768x2048 -> 512 bf16
+    # through the harness: 0.1129-0.1145 ms in four runs against the Triton kernel's 0.1153-0.1162
+    # (benchmarks/results/library-h200-gemm-hopper-*.json); against cuBLAS F.linear alone 0.889-0.912x in three
+    # windows, the Triton kernel 0.867-0.891x (gemm-hopper-timing-h200-20261201T23*.json). At 4096^3 it is not
+    # faster (0.217-0.230 ms against 0.213-0.229, gluon-gemm-probe-h200-20261201T232221Z.json): square shapes keep
+    # the Triton kernel
     "TALL_HOPPER_WS": True,
     "HOPPER_STAGES": 3,  # ring slots of a 128x64 x tile and a 256x64 W tile (48 KB each; 4 do not fit beside the
     # 64 KB hand-off buffer)
     "HOPPER_GROUP_M": 1,  # tile order: 1 walks the column tiles of a row block in turn (W is 2 MB: it stays in L2)
-    "HOPPER_CHUNK": 8,  # rows the epilogue warps take at a time (16: no faster, gluon-gemm-probe-h200-20261201T231500Z.json)
+    "HOPPER_CHUNK": 8,  # rows the epilogue warps take at a time (16: no faster, gluon-gemm-probe-h200-20261201T231628Z.json)
     # fp32 inputs, every shape: the same keys with an FP32_ prefix
     "FP32_BLOCK_M": 128,
     "FP32_BLOCK_N": 128,
@@ -495,6 +497,32 @@ if gluon is not None:
 
 _HOPPER_TILE = (128, 256, 64)  # BM, BN, BK of the Hopper kernel (two 64x256 wgmma accumulators a tile)
 
+# Host-side caches: a launch's Python work is of the order of the tall GEMM's 0.11 ms on the GPU (0.10-0.12 ms
+# a call measured on the H200 box, benchmarks/results/gemm-hopper-timing-h200-20261201T234624Z.json), and where it
+# is not hidden behind queued GPU work the GPU waits for it.
+_LAYOUTS: dict = {}
+_CAPABILITY: dict = {}
+
+
+def _cdiv(a: int, b: int) -> int:
+    """ceil(a / b) on the host (triton 3.6's triton.cdiv is wrapped as a constexpr function: a few calls more)."""
+    return -(-a // b)
+
+
+def _smem_layout(rows: int, cols: int, dtype: torch.dtype):
+    """The NVMMA shared-memory layout of a (rows, cols) 16-bit TMA box, made once."""
+    key = (rows, cols, dtype)
+    if key not in _LAYOUTS:
+        elem = gl.bfloat16 if dtype == torch.bfloat16 else gl.float16
+        _LAYOUTS[key] = gl.NVMMASharedLayout.get_default_for([rows, cols], elem)
+    return _LAYOUTS[key]
+
+
+def _capability(device: torch.device) -> tuple[int, int]:
+    if device not in _CAPABILITY:
+        _CAPABILITY[device] = torch.cuda.get_device_capability(device)
+    return _CAPABILITY[device]
+
 
 def _hopper_ok(x2: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, r2: torch.Tensor | None,
                row_sum: bool) -> bool:
@@ -502,7 +530,7 @@ def _hopper_ok(x2: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None
     sum, x and W fit for TMA, bias and residual rows with unit stride."""
     return (bool(TUNABLES["TALL_HOPPER_WS"]) and gluon is not None and x2.is_cuda and not row_sum
             and x2.dtype in (torch.bfloat16, torch.float16)
-            and torch.cuda.get_device_capability(x2.device) == (9, 0) and _tma_ok(x2, weight)
+            and _capability(x2.device) == (9, 0) and _tma_ok(x2, weight)
             and (r2 is None or r2.stride(1) == 1) and (bias is None or bias.stride(0) == 1))
 
 
@@ -516,15 +544,14 @@ def _hopper_launch(x2: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | 
     if stages not in (2, 3) or chunk not in (8, 16):
         raise ValueError(f"gemm_epilogue: TUNABLES HOPPER_STAGES={stages} must be 2 or 3 and HOPPER_CHUNK={chunk} "
                          "8 or 16 (what fits beside the hand-off buffer and the registers)")
-    elem = gl.bfloat16 if x2.dtype == torch.bfloat16 else gl.float16
-    x_desc = GluonTensorDescriptor.from_tensor(x2, [BM, BK], gl.NVMMASharedLayout.get_default_for([BM, BK], elem))
-    w_desc = GluonTensorDescriptor.from_tensor(weight, [BN, BK], gl.NVMMASharedLayout.get_default_for([BN, BK], elem))
-    n_bm, n_bn = triton.cdiv(M, BM), triton.cdiv(N, BN)
+    x_desc = GluonTensorDescriptor.from_tensor(x2, [BM, BK], _smem_layout(BM, BK, x2.dtype))
+    w_desc = GluonTensorDescriptor.from_tensor(weight, [BN, BK], _smem_layout(BN, BK, x2.dtype))
+    n_bm, n_bn = _cdiv(M, BM), _cdiv(N, BN)
     n_tiles = n_bm * n_bn
     r = r2 if r2 is not None else y  # never read without a residual
     return _gemm_epilogue_hopper_kernel[(min(_num_sms(x2.device), n_tiles),)](
         x_desc, w_desc, bias if bias is not None else y, r, y, M, N, r.stride(0), y.stride(0), float(scale),
-        n_tiles, n_bm, K_STEPS=triton.cdiv(K, BK), N_BLOCKS_N=n_bn, STAGES=stages, GROUP_M=group_m, CHUNK=chunk,
+        n_tiles, n_bm, K_STEPS=_cdiv(K, BK), N_BLOCKS_N=n_bn, STAGES=stages, GROUP_M=group_m, CHUNK=chunk,
         HAS_BIAS=bias is not None, HAS_RESIDUAL=r2 is not None, ACTIVATION=activation, num_warps=4)
 
 
@@ -621,7 +648,7 @@ def gemm_epilogue(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | No
         "num_warps": cfg["num_warps"], "num_stages": cfg["num_stages"],
     }
     b = bias if bias is not None else y  # never read when HAS_BIAS is False
-    n_tiles = triton.cdiv(M, cfg["BLOCK_M"]) * triton.cdiv(N, cfg["BLOCK_N"])
+    n_tiles = _cdiv(M, cfg["BLOCK_M"]) * _cdiv(N, cfg["BLOCK_N"])
     if cfg["PERSISTENT_TMA"] and _tma_ok(x2, weight):
         n_programs = min(n_tiles, _num_sms(x.device) * int(cfg["PROGRAMS_PER_SM"]))
         x_desc = TensorDescriptor.from_tensor(x2, [cfg["BLOCK_M"], cfg["BLOCK_K"]])
