@@ -8,7 +8,9 @@ cuBLAS, on Hopper. Four forms:
   registers instead of by TMA), EPI_NONE (none), GELU.
 - gluon_gemm_ws_epi: the same, with the epilogue in warps of their own: the MMA warp groups hand x W^T + b, rounded
   to 16 bits (what eager's linear hands its activation), through shared memory and start the next tile at once;
-  options AHEAD, SKIP and PART (see _epi_worker).
+  options AHEAD, SKIP, PART, DEPTH and LAST_HERE (see _epi_worker, _epi_consumer). With AHEAD it is the library's
+  Hopper kernel (corpus/kernels/gemm_epilogue/kernel.py, TALL_HOPPER_WS), whose tile order, loader warp, MMA k-steps
+  and residual slices every form here uses.
 - gluon_gemm_ws3: three MMA warp groups of 64x256 sharing each W stage (chunks of up to 192x256: 17% fewer operand
   bytes by count), each program an even share of the 64-row units; warp group 0 issues the loads (a loader warp
   of its own would launch 16 warps, whose 128-register cap ptxas rejects for a 64x256 wgmma).
@@ -27,7 +29,10 @@ fast as cuBLAS (tall 0.1035-0.1045 against 0.1032-0.1046 ms, `gluon-gemm-probe-h
 `-213432Z.json`); the epilogue costs it ~16% (an epilogue straight from registers ~10% more). ws_epi with AHEAD
 (residual slices a slice ahead, each MMA group's half of the buffer back once read): tall 0.1151 ms against our
 kernel's 0.1194 and cuBLAS's 0.1014 (`-214552Z.json`); with SKIP (no epilogue work) 0.0990, so the hand-off is free
-and the time goes to the epilogue warps' work (docs/LIBRARY.md, session 14).
+and the time goes to the epilogue warps' work (docs/LIBRARY.md, session 14). Session 15 (`-231628Z.json`, a noisy
+window, and `-232221Z.json`): neither the GELU alone nor the loads and stores alone is that cost (each costs most
+of it), residual slices further ahead (DEPTH) and the last tile's epilogue by the MMA groups (LAST_HERE) are no
+faster (docs/LIBRARY.md, session 15).
 
 Usage (GPU box, repo root): python3 benchmarks/gpu/gluon_gemm_probe.py [--out FILE] [--forms gluon_ws3,ours]
     [--shapes 32768x2048x512,...] [--ws3-configs '[{"BK": 64, "STAGES": 4, "CHUNK": 1}]'] [--epi-configs JSON]
@@ -36,6 +41,7 @@ Usage (GPU box, repo root): python3 benchmarks/gpu/gluon_gemm_probe.py [--out FI
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -55,19 +61,28 @@ from triton.experimental.gluon.language.nvidia.hopper import (
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
 REPO = Path(__file__).resolve().parents[2]
+
+
+def _library_kernel():
+    """corpus/kernels/gemm_epilogue/kernel.py as a module ("ours" below): the probe's forms share its Hopper
+    kernel's pieces (that kernel is this probe's ws_epi form with AHEAD, moved into the library)."""
+    spec = importlib.util.spec_from_file_location("gluon_probe_gemm_epilogue",
+                                                  REPO / "corpus" / "kernels" / "gemm_epilogue" / "kernel.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_LIB = _library_kernel()
+# the grouped tile order, the TMA loader warp, one MMA warp group's k-steps over a tile (its HALF rows of each
+# stage), and a CHUNK-row slice of the residual, as the library kernel runs them
+_tile_of, _ws_loader, _consumer_tile, _epi_residual = (_LIB._hopper_tile, _LIB._hopper_loader, _LIB._hopper_k_steps,
+                                                       _LIB._hopper_residual)
 # triton 3.6 (the GPU box) names the TMA copies async_copy_*; later versions (3.9 here, compiling for sm_90 on the
 # CPU) call them async_load / async_store
 _tma_load = getattr(tma, "async_load", None) or tma.async_copy_global_to_shared
 _tma_store = getattr(tma, "async_store", None) or tma.async_copy_shared_to_global
 _cta_barrier = getattr(gl, "thread_barrier", None) or gl.barrier  # triton 3.6 / later names
-
-
-@gluon.jit
-def _tile_of(tile, n_blocks_m, n_blocks_n, GROUP_M: gl.constexpr):
-    per_group = GROUP_M * n_blocks_n
-    first_m = (tile // per_group) * GROUP_M
-    rows = gl.minimum(n_blocks_m - first_m, GROUP_M)
-    return first_m + (tile % per_group) % rows, (tile % per_group) // rows
 
 
 @gluon.jit
@@ -194,45 +209,6 @@ def _gemm_gelu_residual_kernel(a_desc, b_desc, r_desc, y_desc, bias_ptr, N, scal
             tile += n_progs
             pm, pn = _tile_of(tile, n_blocks_m, N_BLOCKS_N, GROUP_M)
     tma.store_wait(pendings=0)
-
-
-@gluon.jit
-def _ws_loader(a_desc, b_desc, a_bufs, b_bufs, ready, empty, n_tiles, n_blocks_m, K_STEPS: gl.constexpr,
-               N_BLOCKS_N: gl.constexpr, STAGES: gl.constexpr, GROUP_M: gl.constexpr):
-    # One warp: the TMA loads of every k-step of this program's tiles, STAGES ahead of the consumers.
-    BM: gl.constexpr = a_desc.block_type.shape[0]
-    BK: gl.constexpr = a_desc.block_type.shape[1]
-    BN: gl.constexpr = b_desc.block_type.shape[0]
-    it = 0
-    for tile in range(gl.program_id(0), n_tiles, gl.num_programs(0)):
-        pm, pn = _tile_of(tile, n_blocks_m, N_BLOCKS_N, GROUP_M)
-        for k in range(K_STEPS):
-            s = it % STAGES
-            # a stage is free once both consumers released its last use (the first round passes at once)
-            mbarrier.wait(empty.index(s), ((it // STAGES) & 1) ^ 1)
-            mbarrier.expect(ready.index(s), a_desc.block_type.nbytes + b_desc.block_type.nbytes)
-            _tma_load(a_desc, [pm * BM, k * BK], ready.index(s), a_bufs.index(s))
-            _tma_load(b_desc, [pn * BN, k * BK], ready.index(s), b_bufs.index(s))
-            it += 1
-
-
-@gluon.jit
-def _consumer_tile(a_bufs, b_bufs, ready, empty, acc, it, WG: gl.constexpr, HALF: gl.constexpr,
-                   K_STEPS: gl.constexpr, STAGES: gl.constexpr):
-    """One consumer warp group's MMAs for a tile (its HALF rows of each A stage), each stage released to the loader
-    once the MMA after it is issued and the one reading it is done; (acc, the next flat k-step)."""
-    for k in range(K_STEPS):
-        s = it % STAGES
-        mbarrier.wait(ready.index(s), (it // STAGES) & 1)
-        acc = warpgroup_mma(a_bufs.index(s).slice(WG * HALF, HALF), b_bufs.index(s).permute((1, 0)), acc,
-                            is_async=True)
-        acc = warpgroup_mma_wait(1, deps=(acc,))
-        if k > 0:  # the MMA before this one is done: its stage goes back to the loader
-            mbarrier.arrive(empty.index((it - 1) % STAGES))
-        it += 1
-    acc = warpgroup_mma_wait(0, deps=(acc,))
-    mbarrier.arrive(empty.index((it - 1) % STAGES))
-    return acc, it
 
 
 @gluon.jit
@@ -419,16 +395,6 @@ def _own_rows_epilogue(rows_smem, r_ptr, y_ptr, row0, col0, M, N, stride_rm, str
         out = (y.to(gl.float32) + r.to(gl.float32)).to(rows_smem.dtype)
         gl.store(y_ptr + gl.expand_dims(rows * stride_ym, 1) + gl.expand_dims(cols, 0), out,
                  mask=gl.expand_dims(rows < M, 1) & col_ok)
-
-
-@gluon.jit
-def _epi_residual(r_ptr, pm, pn, c, live, M, N, stride_rm, BM: gl.constexpr, BN: gl.constexpr,
-                  CHUNK: gl.constexpr, layout: gl.constexpr):
-    """The residual's CHUNK rows c of tile (pm, pn) (nothing where not live: a tile past the last)."""
-    rows = pm * BM + c * CHUNK + gl.arange(0, CHUNK, layout=gl.SliceLayout(1, layout))
-    cols = pn * BN + gl.arange(0, BN, layout=gl.SliceLayout(0, layout))
-    mask = gl.expand_dims((rows < M) & live, 1) & gl.expand_dims(cols < N, 0)
-    return gl.load(r_ptr + gl.expand_dims(rows * stride_rm, 1) + gl.expand_dims(cols, 0), mask=mask, other=0.0)
 
 
 @gluon.jit
@@ -841,8 +807,9 @@ LAST_COMPILED = [None]
 _AHEAD = {"AHEAD": True, "MMA_REGS": 168, "EPI_REGS": 152, "LOADER_REGS": 152}
 EPI_CONFIGS = [{"STAGES": 3, "GROUP_M": 8}, {"STAGES": 3, "GROUP_M": 1}, {"STAGES": 3, "GROUP_M": 1, **_AHEAD},
                {"STAGES": 3, "GROUP_M": 8, **_AHEAD}, {"STAGES": 3, "GROUP_M": 1, "SKIP": True}]
-# the epilogue warps' parts, timed apart (wrong outputs; see _epi_worker), not yet run on the GPU; compiled here
-# for sm_90: no spills but "l2res" (240 bytes), "math" keeps its 512 tanh a tile a thread
+# the epilogue warps' parts, timed apart (wrong outputs; see _epi_worker); compiled for sm_90: no spills but
+# "l2res" (240 bytes), "math" keeps its 512 tanh a tile a thread. Session 15 ran them with 176 registers for the
+# epilogue warps (--epi-configs; gluon-gemm-probe-h200-20261201T231628Z.json)
 EPI_PART_CONFIGS = [{"STAGES": 3, "GROUP_M": 1, **_AHEAD, "PART": part} for part in ("math", "memory", "l2res")]
 # EPI_REGS: the epilogue from registers, so 4 stages fit (the TMA residual/output buffers leave room for 3)
 # EPI_NONE: x W^T + b alone (compare with ours_bias): the main loop without the epilogue
@@ -867,10 +834,7 @@ def main(argv: list[str]) -> int:
     ws3_configs = json.loads(args.ws3_configs) if args.ws3_configs else WS3_CONFIGS
     epi_configs = json.loads(args.epi_configs) if args.epi_configs else EPI_CONFIGS + EPI_PART_CONFIGS
     forms = [f for f in args.forms.split(",") if f]
-    sys.path.insert(0, str(REPO))
-    from harness.spec import import_file
-
-    kernel = import_file(REPO / "corpus/kernels/gemm_epilogue/kernel.py", "gluon_probe_ours")
+    kernel = _LIB
     rows = []
     for m, k, n in [tuple(int(v) for v in shape.split("x")) for shape in args.shapes.split(",")]:
         torch.manual_seed(0)

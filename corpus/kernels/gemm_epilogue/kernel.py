@@ -348,12 +348,29 @@ if gluon is not None:
                 step += 1
 
     @gluon.jit
+    def _hopper_k_steps(x_ring, w_ring, ready, empty, acc, step, WG: gl.constexpr, HALF: gl.constexpr,
+                        K_STEPS: gl.constexpr, STAGES: gl.constexpr):
+        """One MMA warp group's wgmmas for a tile (its HALF rows of each x slot), one kept in flight; each slot goes
+        back to the loader once the wgmma reading it is done. (acc, the next ring step)."""
+        for k in range(K_STEPS):
+            s = step % STAGES
+            mbarrier.wait(ready.index(s), (step // STAGES) & 1)
+            acc = warpgroup_mma(x_ring.index(s).slice(WG * HALF, HALF), w_ring.index(s).permute((1, 0)), acc,
+                                is_async=True)
+            acc = warpgroup_mma_wait(1, deps=(acc,))
+            if k > 0:  # the wgmma before this one is done: its slot goes back to the loader
+                mbarrier.arrive(empty.index((step - 1) % STAGES))
+            step += 1
+        acc = warpgroup_mma_wait(0, deps=(acc,))
+        mbarrier.arrive(empty.index((step - 1) % STAGES))
+        return acc, step
+
+    @gluon.jit
     def _hopper_mma(x_ring, w_ring, ready, empty, hbuf, hfull, hfree, b_ptr, N, n_tiles, n_blocks_m,
                     WG: gl.constexpr, K_STEPS: gl.constexpr, N_BLOCKS_N: gl.constexpr, STAGES: gl.constexpr,
                     GROUP_M: gl.constexpr, HAS_BIAS: gl.constexpr):
-        # One MMA warp group: rows [64 WG, 64 WG + 64) of each tile. Each slot goes back to the loader once the
-        # wgmma after the one reading it is issued; x W^T + b, rounded to 16 bits, goes to the epilogue warps
-        # through hbuf, and the group starts its next tile.
+        # One MMA warp group: rows [64 WG, 64 WG + 64) of each tile; x W^T + b, rounded to 16 bits, goes to the
+        # epilogue warps through hbuf, and the group starts its next tile.
         BM: gl.constexpr = hbuf.shape[0]
         BN: gl.constexpr = hbuf.shape[1]
         HALF: gl.constexpr = BM // 2
@@ -369,17 +386,7 @@ if gluon is not None:
             if HAS_BIAS:
                 cols = pn * BN + cols0
                 acc += gl.expand_dims(gl.load(b_ptr + cols, mask=cols < N, other=0.0).to(gl.float32), 0)
-            for k in range(K_STEPS):
-                s = step % STAGES
-                mbarrier.wait(ready.index(s), (step // STAGES) & 1)
-                acc = warpgroup_mma(x_ring.index(s).slice(WG * HALF, HALF), w_ring.index(s).permute((1, 0)), acc,
-                                    is_async=True)
-                acc = warpgroup_mma_wait(1, deps=(acc,))
-                if k > 0:  # the wgmma before this one is done: its slot goes back to the loader
-                    mbarrier.arrive(empty.index((step - 1) % STAGES))
-                step += 1
-            acc = warpgroup_mma_wait(0, deps=(acc,))
-            mbarrier.arrive(empty.index((step - 1) % STAGES))
+            acc, step = _hopper_k_steps(x_ring, w_ring, ready, empty, acc, step, WG, HALF, K_STEPS, STAGES)
             mbarrier.wait(hfree.index(WG), (n_done & 1) ^ 1)  # the epilogue warps have read this group's last rows
             mine.store(acc.to(hbuf.dtype))
             mbarrier.arrive(hfull)
