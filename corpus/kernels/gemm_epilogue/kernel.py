@@ -538,7 +538,14 @@ def _hopper_ok(x2: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None
     return (bool(TUNABLES["TALL_HOPPER_WS"]) and gluon is not None and x2.is_cuda and not row_sum
             and x2.dtype in (torch.bfloat16, torch.float16)
             and _capability(x2.device) == (9, 0) and _tma_ok(x2, weight)
-            and (r2 is None or r2.stride(1) == 1) and (bias is None or bias.stride(0) == 1))
+            and (r2 is None or r2.stride(1) == 1) and (bias is None or bias.stride(0) == 1)
+            and _int32_offsets(x2.shape[0], weight.shape[0], r2.stride(0) if r2 is not None else 0))
+
+
+def _int32_offsets(m: int, n: int, residual_row_stride: int) -> bool:
+    """Whether the Hopper kernel's epilogue offsets (row * row stride + column, in int32) stay below 2^31 for the
+    (m, n) output and the residual."""
+    return m * max(n, residual_row_stride) < 2**31
 
 
 def _hopper_launch(x2: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, r2: torch.Tensor | None,

@@ -279,6 +279,14 @@ def test_hopper_kernel_compiles_for_sm90(dtype: str, activation: str, has_bias: 
     assert (counts["ld.global.v4"] > 0) == has_residual and counts["st.global.v4"] > 0
 
 
+def test_hopper_kernel_keeps_to_int32_offsets():
+    # the epilogue's pointer offsets are int32: outputs or residuals of 2^31 elements or more take the Triton kernel
+    kernel = import_file(FAMILY / "kernel.py", "test_gemm_int32")
+    assert kernel._int32_offsets(32768, 512, 512)
+    assert not kernel._int32_offsets(2**22, 512, 512)  # 2^31 outputs
+    assert not kernel._int32_offsets(2**21, 512, 1024)  # a residual with a row stride past its width
+
+
 needs_hopper = pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.get_device_capability() != (9, 0),
                                   reason="needs an sm_90 (Hopper) GPU")
 
