@@ -416,7 +416,8 @@ def _epi_worker(hbuf, hfull, hfree, r_ptr, y_ptr, M, N, stride_rm, stride_ym, sc
     BM: gl.constexpr = hbuf.shape[0]
     BN: gl.constexpr = hbuf.shape[1]
     N_CHUNKS: gl.constexpr = BM // CHUNK
-    layout: gl.constexpr = gl.BlockedLayout([1, 8], [1, 32], [gl.num_warps(), 1], [1, 0])
+    # 16-byte runs along a row: BN // 8 lanes across it (32 at BN 256, 16 and two rows a warp at BN 128)
+    layout: gl.constexpr = gl.BlockedLayout([1, 8], [32 // (BN // 8), BN // 8], [gl.num_warps(), 1], [1, 0])
     rows0 = gl.arange(0, CHUNK, layout=gl.SliceLayout(1, layout))
     cols0 = gl.arange(0, BN, layout=gl.SliceLayout(0, layout))
     gl.static_assert(PART == "all" or AHEAD, "PART other than 'all' needs AHEAD")
@@ -811,6 +812,12 @@ EPI_CONFIGS = [{"STAGES": 3, "GROUP_M": 8}, {"STAGES": 3, "GROUP_M": 1}, {"STAGE
 # "l2res" (240 bytes), "math" keeps its 512 tanh a tile a thread. Session 15 ran them with 176 registers for the
 # epilogue warps (--epi-configs; gluon-gemm-probe-h200-20261201T231628Z.json)
 EPI_PART_CONFIGS = [{"STAGES": 3, "GROUP_M": 1, **_AHEAD, "PART": part} for part in ("math", "memory", "l2res")]
+# 128x128 tiles (4 stages fit): with four epilogue warps (16 warps, 128 registers each: a 64x128 accumulator is 64),
+# so the epilogue is spread over all four of an SM's schedulers instead of two, and with two (the control).
+# Compiled for sm_90 here (session 15), no spills; not yet run on the GPU
+EPI_NARROW_CONFIGS = [{"BN": 128, "STAGES": 4, "GROUP_M": 1, "AHEAD": True, "EPI_WARPS": 4, "MMA_REGS": 128,
+                       "EPI_REGS": 128, "LOADER_REGS": 128},
+                      {"BN": 128, "STAGES": 4, "GROUP_M": 1, **_AHEAD}]
 # EPI_REGS: the epilogue from registers, so 4 stages fit (the TMA residual/output buffers leave room for 3)
 # EPI_NONE: x W^T + b alone (compare with ours_bias): the main loop without the epilogue
 WS_CONFIGS = [{"BK": 64, "STAGES": 3, "GROUP_M": 8}, {"BK": 64, "STAGES": 3, "GROUP_M": 1},
@@ -829,10 +836,12 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--forms", default="", help="comma-separated name prefixes to run (default: all), e.g. gluon_ws3,ours")
     parser.add_argument("--shapes", default="32768x2048x512,4096x4096x4096", help="MxKxN,...")
     parser.add_argument("--ws3-configs", default="", help="JSON list replacing WS3_CONFIGS")
-    parser.add_argument("--epi-configs", default="", help="JSON list replacing EPI_CONFIGS + EPI_PART_CONFIGS")
+    parser.add_argument("--epi-configs", default="",
+                        help="JSON list replacing EPI_CONFIGS + EPI_PART_CONFIGS + EPI_NARROW_CONFIGS")
     args = parser.parse_args(argv)
     ws3_configs = json.loads(args.ws3_configs) if args.ws3_configs else WS3_CONFIGS
-    epi_configs = json.loads(args.epi_configs) if args.epi_configs else EPI_CONFIGS + EPI_PART_CONFIGS
+    epi_configs = (json.loads(args.epi_configs) if args.epi_configs
+                   else EPI_CONFIGS + EPI_PART_CONFIGS + EPI_NARROW_CONFIGS)
     forms = [f for f in args.forms.split(",") if f]
     kernel = _LIB
     rows = []

@@ -28,6 +28,10 @@ CASES = [
                            "LOADER_REGS": 176, "LAST_HERE": True, "PREFETCH": True}),  # last tile by the MMA groups
     ("gluon_gemm_ws_epi", {"STAGES": 3, "GROUP_M": 1, "AHEAD": True, "MMA_REGS": 168, "EPI_REGS": 176,
                            "LOADER_REGS": 176, "LAST_HERE": True, "DEPTH": 3}),
+    ("gluon_gemm_ws_epi", {"BN": 128, "STAGES": 4, "GROUP_M": 1, "AHEAD": True, "EPI_WARPS": 4, "MMA_REGS": 128,
+                           "EPI_REGS": 128, "LOADER_REGS": 128}),  # 128x128 tiles, four epilogue warps
+    ("gluon_gemm_ws_epi", {"BN": 128, "STAGES": 4, "GROUP_M": 1, "AHEAD": True, "MMA_REGS": 168, "EPI_REGS": 152,
+                           "LOADER_REGS": 152}),  # and two
     ("gluon_gemm_ws3", {"BK": 64, "STAGES": 4, "CHUNK": 0}),  # three MMA warp groups, epilogue from registers
     ("gluon_gemm_ws3", {"BK": 64, "STAGES": 4, "CHUNK": 1}),  # in two column halves
     ("gluon_gemm_ws3", {"BK": 32, "STAGES": 4, "CHUNK": 2}),  # residual in and output out by TMA
