@@ -7,7 +7,11 @@ Usage (GPU box, repo root): python3 benchmarks/gpu/gemm_hopper_timing.py [--out 
 
 Seen first in `benchmarks/results/vendor-h200-20261201T233633Z.json`: bench_vendor.py's three runs of the Hopper
 path took 0.1805, 0.1171 and 0.1486 ms (its plain-GEMM form 0.1063, 0.1579, 0.1076) while cuBLAS stayed at
-0.106-0.109, and bench_library.py timed the same kernel at 0.1145 ms (p20-p80 0.1138-0.1157).
+0.106-0.109, and bench_library.py timed the same kernel at 0.1145 ms (p20-p80 0.1138-0.1157). Found
+(`gemm-hopper-timing-h200-20261201T234129Z.json`, `-234624Z.json`, `-235101Z.json`): a launch of either of our paths
+takes ~0.1 ms of host Python (cuBLAS ~0.02), and where nothing is queued ahead of it the GPU waits for it: the
+harness's method, whose clone copies queue GPU work ahead of every call, timed the Hopper path at 0.1124-0.1167 ms in
+18 of 19 rounds (one 0.1760), do_bench on one input set at up to 0.20.
 """
 
 from __future__ import annotations
