@@ -138,7 +138,8 @@ def _goal(b: dict, node: Node) -> str:
 
 def _diagnostics_block(b: dict, node: Node) -> str:
     v = node.verdict or {}
-    keys = ("latency_ms", "eager_ms", "compile_ms", "speedup_vs_eager", "speedup_vs_compile",
+    # host_launch_ms: the host time of one call; past latency_ms the kernel is launch-bound in a loop
+    keys = ("latency_ms", "host_launch_ms", "eager_ms", "compile_ms", "speedup_vs_eager", "speedup_vs_compile",
             "fraction_of_limit", "limit_kind")
     measurements = ", ".join(f"{k}={_fmt(v[k])}" for k in keys if v.get(k) is not None) or "(not timed)"
     reasons = "\n".join(f"- {str(r)[:600]}" for r in (v.get("reasons") or [])) or "- none"

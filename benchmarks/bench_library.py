@@ -172,6 +172,7 @@ def row_of(task: Task, verdict, peaks) -> dict:
         "family": task.family, "spec": task.spec_path.stem, "shape": shape, "dtype": dtype,
         "status": v["status"], "reasons": v["reasons"][:3],
         "latency_ms": v["latency_ms"], "latency_p20_ms": v["latency_p20_ms"], "latency_p80_ms": v["latency_p80_ms"],
+        "host_launch_ms": v.get("host_launch_ms"),
         "eager_ms": v["eager_ms"], "compile_ms": v["compile_ms"],
         "speedup_vs_eager": v["speedup_vs_eager"], "speedup_vs_compile": v["speedup_vs_compile"],
         "fraction_of_limit": v["fraction_of_limit"], "limit_kind": v["limit_kind"],

@@ -85,7 +85,7 @@ def build_verdict(result: dict, spec: Spec, source: str, backend: str, device: s
     return Verdict(
         status=status, reasons=[] if status is Status.passed else reasons,
         latency_ms=latency, latency_p20_ms=timing.get("p20_ms"), latency_p80_ms=timing.get("p80_ms"),
-        n_timed=int(timing.get("n") or 0), eager_ms=eager, compile_ms=compiled,
+        n_timed=int(timing.get("n") or 0), host_launch_ms=timing.get("host_ms"), eager_ms=eager, compile_ms=compiled,
         speedup_vs_eager=(eager / latency) if eager and latency else None,
         speedup_vs_compile=(compiled / latency) if compiled and latency else None,
         fraction_of_limit=frac, limit_kind=kind, bytes_moved=timed.get("bytes_moved"),

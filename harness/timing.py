@@ -12,6 +12,11 @@ Method "cuda_events" (GPU), do_bench's window and steps:
   batches queued one ahead so the GPU never idles between them, until the relative standard error of the
   median is below config.target_rse with at least min_reps and config.min_timed_ms (100 ms, do_bench's
   rep) of timed work, or config.max_timing_s / max_reps is reached.
+- host_ms: the median host time of the timed calls themselves (Python and the launch, not the GPU's work). The
+  queued repetitions keep it out of the GPU time, as in do_bench; it is reported beside it because a kernel whose
+  launch takes longer than its GPU time is launch-bound wherever nothing queues ahead of it (the tall bf16 GEMM's
+  Triton and Gluon paths: ~0.1 ms of Python a call against ~0.11 ms on the H200,
+  benchmarks/results/gemm-hopper-timing-h200-20261201T235101Z.json).
 Method "wall_clock" (CPU, e.g. the Triton interpreter): time.perf_counter around each call; the numbers
 are marked as such and are not comparable with GPU numbers.
 """
@@ -69,6 +74,7 @@ class Timing:
     n: int  # timed repetitions
     rse: float  # relative standard error of the median at the stop
     method: str  # "cuda_events" | "wall_clock"
+    host_ms: float | None = None  # median host time of one timed call ("cuda_events" only)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -94,9 +100,10 @@ def median_rse(values: list[float]) -> float:
     return 1.2533 * sigma / (len(s) ** 0.5) / med if med > 0 else float("inf")
 
 
-def _summarise(times: list[float], method: str) -> Timing:
+def _summarise(times: list[float], method: str, host_times: list[float] | None = None) -> Timing:
     s = sorted(times)
-    return Timing(statistics.median(s), quantile(s, 0.2), quantile(s, 0.8), len(s), median_rse(s), method)
+    return Timing(statistics.median(s), quantile(s, 0.2), quantile(s, 0.8), len(s), median_rse(s), method,
+                  statistics.median(host_times) if host_times else None)
 
 
 def _arg_bytes(args: list) -> int:
@@ -120,17 +127,21 @@ def _settle(fn, args: list, warmup_ms: float, clock: Clock) -> None:
     clock.synchronize()
 
 
-def _issue(fn, make_args, n: int, flush, clock: Clock) -> tuple[list, list, list]:
-    """Queue n timed repetitions: fresh clones for all n first (untimed), then flush, start, fn, end each."""
+def _issue(fn, make_args, n: int, flush, clock: Clock) -> tuple[list, list, list, list]:
+    """Queue n timed repetitions: fresh clones for all n first (untimed), then flush, start, fn, end each;
+    (argument sets, start events, end events, host ms of each fn call)."""
     arg_sets = [make_args() for _ in range(n)]
     starts = [clock.event_cls(enable_timing=True) for _ in range(n)]
     ends = [clock.event_cls(enable_timing=True) for _ in range(n)]
+    host = []
     for i in range(n):
         flush.zero_()  # evict inputs and last outputs from L2, outside the timed region
         clock.event_record(starts[i])
+        t0 = clock.perf_counter()
         fn(*arg_sets[i])  # the output is freed after the end event (stream-ordered)
+        host.append((clock.perf_counter() - t0) * 1e3)
         clock.event_record(ends[i])
-    return arg_sets, starts, ends
+    return arg_sets, starts, ends, host
 
 
 def _time_cuda(fn, make_args, device: str, config: EvalConfig, clock: Clock) -> Timing:
@@ -148,6 +159,7 @@ def _time_cuda(fn, make_args, device: str, config: EvalConfig, clock: Clock) -> 
     # alive at once, each capped by half of config.clone_pool_bytes.
     fit = max(1, config.clone_pool_bytes // 2 // max(1, _arg_bytes(make_args())))
     times: list[float] = []
+    host_times: list[float] = []
     t0 = clock.perf_counter()
     size = max(config.min_reps, 5)
     current = _issue(fn, make_args, max(1, min(size, fit, config.max_reps)), flush, clock)
@@ -163,6 +175,7 @@ def _time_cuda(fn, make_args, device: str, config: EvalConfig, clock: Clock) -> 
         else:
             clock.synchronize()
         times += [clock.event_elapsed(s, e) for s, e in zip(current[1], current[2])]
+        host_times += current[3]
         current = upcoming
         elapsed = clock.perf_counter() - t0
         stop = (len(times) >= config.max_reps or elapsed > config.max_timing_s
@@ -171,7 +184,7 @@ def _time_cuda(fn, make_args, device: str, config: EvalConfig, clock: Clock) -> 
         if stop or current is None:
             break
     clock.synchronize()  # a batch queued ahead and not needed is waited for, not timed
-    return _summarise(times, "cuda_events")
+    return _summarise(times, "cuda_events", host_times)
 
 
 def _time_cpu(fn, make_args, config: EvalConfig, clock: Clock) -> Timing:

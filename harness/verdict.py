@@ -46,6 +46,7 @@ class Verdict:
     latency_p20_ms: float | None = None
     latency_p80_ms: float | None = None
     n_timed: int = 0  # number of timed repetitions behind the quantiles
+    host_launch_ms: float | None = None  # median host time of one timed call (Python + launch), GPU timing only
     eager_ms: float | None = None  # median of the reference in eager mode, same timing method
     compile_ms: float | None = None  # median of torch.compile(reference), same timing method
     speedup_vs_eager: float | None = None

@@ -38,7 +38,8 @@ def test_fitness_prefers_compile_and_falls_back_to_eager():
 def test_expand_prompt_has_knowledge_parent_diagnostics_and_failures(kb):
     parent = evaluated("n0003", {"status": "passed", "speedup_vs_eager": 1.7, "speedup_vs_compile": 1.2,
                                  "limit_kind": "memory", "fraction_of_limit": 0.41, "latency_ms": 0.02,
-                                 "reasons": [], "diagnostics": {"timing_method": "cuda_events"}},
+                                 "host_launch_ms": 0.035, "reasons": [],
+                                 "diagnostics": {"timing_method": "cuda_events"}},
                        code="# parent kernel\nclass ModelNew: pass\n")
     failures = [evaluated("n0001", {"status": "wrong", "reasons": ["3 of 300 elements outside atol"]}),
                 evaluated("n0002", {"status": "compile_error", "reasons": ["NameError: tl.foo"]})]
@@ -50,6 +51,7 @@ def test_expand_prompt_has_knowledge_parent_diagnostics_and_failures(kb):
     assert step.extra_queries and "coalescing" in step.extra_queries[0]
     assert "# parent kernel" in iteration and "1.2x over torch.compile" in iteration
     assert "41% of the hardware limit" in iteration and "cuda_events" in iteration
+    assert "host_launch_ms=0.035" in iteration  # the launch's host time, next to the GPU time
     assert "n0001 (wrong): 3 of 300 elements" in iteration and "n0002 (compile_error)" in iteration
     assert "write_back" not in step.system and "ModelNew" in step.system
 

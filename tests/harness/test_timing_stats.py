@@ -40,3 +40,25 @@ def test_clock_detects_patching(monkeypatch):
     assert clock.tampered() == []
     monkeypatch.setattr(torch.cuda, "synchronize", lambda *a, **k: None)
     assert clock.tampered() == ["torch.cuda.synchronize"]
+
+
+def test_event_path_reports_the_host_time_of_each_call():
+    # The GPU path's bookkeeping with host-side stand-ins for the CUDA events (each records the host clock), so the
+    # events bracket the call: the call's own host time (here a 2 ms sleep) is reported as host_ms
+    from harness.timing import _time_cuda
+
+    class Event:
+        def __init__(self, enable_timing: bool = False):
+            self.t = 0.0
+
+    def record(event):
+        event.t = time.perf_counter()
+
+    clock = Clock(time.perf_counter, Event, record, lambda a, b: (b.t - a.t) * 1e3, lambda: None, lambda e: None)
+    config = EvalConfig(warmup=1, warmup_ms=0.0, min_reps=5, max_reps=12, max_timing_s=5.0, target_rse=0.0,
+                        min_timed_ms=0.0, l2_flush_bytes=1024)
+    t = _time_cuda(lambda s: time.sleep(s), lambda: [0.002], "cpu", config, clock)
+    assert t.method == "cuda_events" and 5 <= t.n <= 12
+    assert t.host_ms is not None and 1.9 < t.host_ms < 40 and t.host_ms <= t.median_ms
+    quick = _time_cuda(lambda: None, list, "cpu", config, clock)
+    assert quick.host_ms < 1.0  # a call that does nothing costs next to nothing
