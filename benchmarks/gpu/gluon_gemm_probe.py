@@ -41,7 +41,6 @@ Usage (GPU box, repo root): python3 benchmarks/gpu/gluon_gemm_probe.py [--out FI
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -63,17 +62,12 @@ from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _library_kernel():
-    """corpus/kernels/gemm_epilogue/kernel.py as a module ("ours" below): the probe's forms share its Hopper
-    kernel's pieces (that kernel is this probe's ws_epi form with AHEAD, moved into the library)."""
-    spec = importlib.util.spec_from_file_location("gluon_probe_gemm_epilogue",
-                                                  REPO / "corpus" / "kernels" / "gemm_epilogue" / "kernel.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+sys.path.insert(0, str(REPO))
+from harness.spec import import_file  # (after the repo root goes on the path)
 
-
-_LIB = _library_kernel()
+# corpus/kernels/gemm_epilogue/kernel.py ("ours" below): the probe's forms share its Hopper kernel's pieces (that
+# kernel is this probe's ws_epi form with AHEAD, moved into the library)
+_LIB = import_file(REPO / "corpus" / "kernels" / "gemm_epilogue" / "kernel.py", "gluon_probe_ours")
 # the grouped tile order, the TMA loader warp, one MMA warp group's k-steps over a tile (its HALF rows of each
 # stage), and a CHUNK-row slice of the residual, as the library kernel runs them
 _tile_of, _ws_loader, _consumer_tile, _epi_residual = (_LIB._hopper_tile, _LIB._hopper_loader, _LIB._hopper_k_steps,
