@@ -8,7 +8,7 @@ cuBLAS, on Hopper. Four forms:
   registers instead of by TMA), EPI_NONE (none), GELU.
 - gluon_gemm_ws_epi: the same, with the epilogue in warps of their own: the MMA warp groups hand x W^T + b, rounded
   to 16 bits (what eager's linear hands its activation), through shared memory and start the next tile at once;
-  options AHEAD, SKIP, PART, DEPTH and LAST_HERE (see _epi_worker, _epi_consumer). With AHEAD it is the library's
+  options AHEAD, SKIP and PART (see _epi_worker). With AHEAD it is the library's
   Hopper kernel (corpus/kernels/gemm_epilogue/kernel.py, TALL_HOPPER_WS), whose tile order, loader warp, MMA k-steps
   and residual slices every form here uses.
 - gluon_gemm_ws3: three MMA warp groups of 64x256 sharing each W stage (chunks of up to 192x256: 17% fewer operand
@@ -32,7 +32,7 @@ kernel's 0.1194 and cuBLAS's 0.1014 (`-214552Z.json`); with SKIP (no epilogue wo
 and the time goes to the epilogue warps' work (docs/LIBRARY.md, session 14). Session 15 (`-231628Z.json`, a noisy
 window, and `-232221Z.json`): neither the GELU alone nor the loads and stores alone is that cost (each costs most
 of it), residual slices further ahead (DEPTH) and the last tile's epilogue by the MMA groups (LAST_HERE) are no
-faster (docs/LIBRARY.md, session 15).
+faster (docs/LIBRARY.md, session 15; those two options' code is in commit 5023c5c, removed after).
 
 Usage (GPU box, repo root): python3 benchmarks/gpu/gluon_gemm_probe.py [--out FILE] [--forms gluon_ws3,ours]
     [--shapes 32768x2048x512,...] [--ws3-configs '[{"BK": 64, "STAGES": 4, "CHUNK": 1}]'] [--epi-configs JSON]
@@ -72,6 +72,7 @@ _LIB = import_file(REPO / "corpus" / "kernels" / "gemm_epilogue" / "kernel.py", 
 # stage), and a CHUNK-row slice of the residual, as the library kernel runs them
 _tile_of, _ws_loader, _consumer_tile, _epi_residual = (_LIB._hopper_tile, _LIB._hopper_loader, _LIB._hopper_k_steps,
                                                        _LIB._hopper_residual)
+_mma_group = _LIB._hopper_mma  # one MMA warp group of the epilogue-apart form: its tiles' x W^T + b into hbuf
 # triton 3.6 (the GPU box) names the TMA copies async_copy_*; later versions (3.9 here, compiling for sm_90 on the
 # CPU) call them async_load / async_store
 _tma_load = getattr(tma, "async_load", None) or tma.async_copy_global_to_shared
@@ -309,92 +310,9 @@ def gluon_gemm_ws(x, w, b, r, scale, BM=128, BN=256, BK=64, STAGES=3, GROUP_M=8,
 
 
 @gluon.jit
-def _epi_consumer(a_bufs, b_bufs, ready, empty, hbuf, hfull, hfree, bias_ptr, r_ptr, y_ptr, M, N, stride_rm,
-                  stride_ym, scale, n_tiles, n_blocks_m, WG: gl.constexpr, K_STEPS: gl.constexpr,
-                  N_BLOCKS_N: gl.constexpr, STAGES: gl.constexpr, GROUP_M: gl.constexpr, LAST_HERE: gl.constexpr,
-                  PREFETCH: gl.constexpr):
-    # One MMA warp group: rows [64 WG, 64 WG + 64) of each tile; hands x W^T + b, rounded to 16 bits (what eager's
-    # linear gives the activation), to the epilogue warp group through shared memory and goes on to the next tile.
-    # LAST_HERE: the program's last tile is not handed on: each MMA warp group runs the epilogue on its own rows
-    # (4 warps a group, so 8 in all instead of the 2 epilogue warps), since nothing overlaps that tile's epilogue.
-    # PREFETCH (with LAST_HERE): the last tile's residual rows are prefetched into L2 when its k-loop starts.
-    BM: gl.constexpr = hbuf.shape[0]
-    BN: gl.constexpr = hbuf.shape[1]
-    HALF: gl.constexpr = BM // 2
-    acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
-                                                         instr_shape=[16, BN, 16])
-    cols0 = gl.arange(0, BN, layout=gl.SliceLayout(0, acc_layout))
-    mine = hbuf.slice(WG * HALF, HALF)
-    it = 0
-    n_done = 0
-    for tile in range(gl.program_id(0), n_tiles, gl.num_programs(0)):
-        pm, pn = _tile_of(tile, n_blocks_m, N_BLOCKS_N, GROUP_M)
-        last = tile + gl.num_programs(0) >= n_tiles
-        if LAST_HERE and PREFETCH:  # noqa: SIM102  (a compile-time, then a runtime condition)
-            if last:
-                _prefetch_l2(r_ptr, pm * BM + WG * HALF, pn * BN, M, N, stride_rm, HALF, BN)
-        cols = pn * BN + cols0
-        bias = gl.load(bias_ptr + cols, mask=cols < N, other=0.0).to(gl.float32)
-        acc = gl.zeros([HALF, BN], gl.float32, acc_layout) + gl.expand_dims(bias, 0)
-        acc, it = _consumer_tile(a_bufs, b_bufs, ready, empty, acc, it, WG, HALF, K_STEPS, STAGES)
-        mbarrier.wait(hfree.index(WG), (n_done & 1) ^ 1)  # the epilogue has read this group's last rows
-        mine.store(acc.to(hbuf.dtype))
-        if LAST_HERE:  # (a runtime `if` on a constant false would still be lowered, and its body fails to)
-            if last:
-                _cta_barrier()  # the whole warp group's rows are in before any thread reads them back
-                _own_rows_epilogue(mine, r_ptr, y_ptr, pm * BM + WG * HALF, pn * BN, M, N, stride_rm, stride_ym,
-                                   scale)
-            else:
-                mbarrier.arrive(hfull)
-        else:
-            mbarrier.arrive(hfull)
-        n_done += 1
-
-
-@gluon.jit
-def _prefetch_l2(r_ptr, row0, col0, M, N, stride_rm, ROWS: gl.constexpr, BN: gl.constexpr):
-    """prefetch.global.L2 of the 128-byte lines of residual rows [row0, row0 + ROWS), columns [col0, col0 + BN)."""
-    LINE: gl.constexpr = 128 // r_ptr.dtype.element_ty.primitive_bitwidth * 8
-    layout: gl.constexpr = gl.BlockedLayout([1, 1], [32 // (BN // LINE), BN // LINE], [gl.num_warps(), 1], [1, 0])
-    rows = gl.minimum(row0 + gl.arange(0, ROWS, layout=gl.SliceLayout(1, layout)), M - 1)
-    cols = gl.minimum(col0 + gl.arange(0, BN // LINE, layout=gl.SliceLayout(0, layout)) * LINE, N - 1)
-    ptrs = r_ptr + gl.expand_dims(rows * stride_rm, 1) + gl.expand_dims(cols, 0)
-    gl.inline_asm_elementwise("prefetch.global.L2 [$1]; mov.u32 $0, 0;", "=r,l", [ptrs], dtype=gl.int32,
-                              is_pure=False, pack=1)
-
-
-@gluon.jit
-def _own_rows_epilogue(rows_smem, r_ptr, y_ptr, row0, col0, M, N, stride_rm, stride_ym, scale):
-    """The epilogue of rows_smem (this warp group's 16-bit x W^T + b rows, at row0, col0 of the output) by its own
-    warps, in 16-row slices, each slice's residual loaded a slice ahead."""
-    ROWS: gl.constexpr = rows_smem.shape[0]
-    BN: gl.constexpr = rows_smem.shape[1]
-    CH: gl.constexpr = 16
-    layout: gl.constexpr = gl.BlockedLayout([1, 8], [1, 32], [gl.num_warps(), 1], [1, 0])
-    rows0 = gl.arange(0, CH, layout=gl.SliceLayout(1, layout))
-    cols = col0 + gl.arange(0, BN, layout=gl.SliceLayout(0, layout))
-    col_ok = gl.expand_dims(cols < N, 0)
-    rows = row0 + rows0
-    r_next = gl.load(r_ptr + gl.expand_dims(rows * stride_rm, 1) + gl.expand_dims(cols, 0),
-                     mask=gl.expand_dims(rows < M, 1) & col_ok, other=0.0)
-    for c in gl.static_range(ROWS // CH):
-        rows = row0 + c * CH + rows0
-        r = r_next
-        if c + 1 < ROWS // CH:
-            nrows = rows + CH
-            r_next = gl.load(r_ptr + gl.expand_dims(nrows * stride_rm, 1) + gl.expand_dims(cols, 0),
-                             mask=gl.expand_dims(nrows < M, 1) & col_ok, other=0.0)
-        v = rows_smem.slice(c * CH, CH).load(layout).to(gl.float32)
-        y = _gelu_scaled(v, scale).to(rows_smem.dtype)
-        out = (y.to(gl.float32) + r.to(gl.float32)).to(rows_smem.dtype)
-        gl.store(y_ptr + gl.expand_dims(rows * stride_ym, 1) + gl.expand_dims(cols, 0), out,
-                 mask=gl.expand_dims(rows < M, 1) & col_ok)
-
-
-@gluon.jit
 def _epi_worker(hbuf, hfull, hfree, r_ptr, y_ptr, M, N, stride_rm, stride_ym, scale, n_tiles, n_blocks_m,
                 N_BLOCKS_N: gl.constexpr, GROUP_M: gl.constexpr, CHUNK: gl.constexpr, AHEAD: gl.constexpr,
-                SKIP: gl.constexpr, PART: gl.constexpr, DEPTH: gl.constexpr, LAST_HERE: gl.constexpr):
+                SKIP: gl.constexpr, PART: gl.constexpr):
     # The epilogue warps: gelu (tanh form, tanh.approx) * scale on the 16-bit linear output, rounded, plus the
     # residual, rounded, in CHUNK-row slices with coalesced 16-byte loads and stores, while the MMAs go on.
     # AHEAD: each slice's residual is loaded a slice ahead (the next tile's first before this tile's output is in),
@@ -403,10 +321,9 @@ def _epi_worker(hbuf, hfull, hfree, r_ptr, y_ptr, M, N, stride_rm, stride_ym, sc
     # (the buffer handed straight back; wrong output, for timing the hand-off alone). PART (with AHEAD; all but "all"
     # give wrong outputs, for timing the epilogue's parts): "math" the GELU alone (no residual loads, stores only
     # where a value is 1236992, i.e. never), "memory" the loads and stores alone (no GELU), "l2res" every tile reads
-    # the first tile's residual (it stays in L2: what the residual's DRAM traffic costs). DEPTH (with AHEAD, 1 to
-    # 4): slices of residual in flight (loaded DEPTH slices ahead): two warps with one slice of 4 KB in flight an SM
-    # wait a DRAM latency each slice, 16 a tile. LAST_HERE: the program's last tile is the MMA warp groups' (see
-    # _epi_consumer): these warps stop before it.
+    # the first tile's residual (it stays in L2: what the residual's DRAM traffic costs). Measured and dropped
+    # (session 15, code in commit 5023c5c): residual slices 2-4 ahead (DEPTH) and the program's last tile's epilogue
+    # run by the MMA warp groups (LAST_HERE, PREFETCH).
     BM: gl.constexpr = hbuf.shape[0]
     BN: gl.constexpr = hbuf.shape[1]
     N_CHUNKS: gl.constexpr = BM // CHUNK
@@ -418,21 +335,9 @@ def _epi_worker(hbuf, hfull, hfree, r_ptr, y_ptr, M, N, stride_rm, stride_ym, sc
     RES: gl.constexpr = 0 if PART == "l2res" else 1  # 0: the residual rows of tile 0 for every tile
     n = 0
     pm, pn = _tile_of(gl.program_id(0), n_blocks_m, N_BLOCKS_N, GROUP_M)
-    gl.static_assert(DEPTH >= 1 and DEPTH <= 4 and DEPTH <= N_CHUNKS, "DEPTH is 1 to 4 slices")
-    handed = n_tiles - gl.num_programs(0) if LAST_HERE else n_tiles  # tiles below this come through hbuf
-    first_live = (gl.program_id(0) < handed) & (PART != "math")
-    # q0 .. q{DEPTH-1}: the residual slices in flight, q0 the next one used (the unused ones stay q0's copies)
-    q0 = _epi_residual(r_ptr, pm * RES, pn * RES, 0, first_live, M, N, stride_rm, BM, BN, CHUNK, layout)
-    q1 = q0
-    q2 = q0
-    q3 = q0
-    if DEPTH >= 2:
-        q1 = _epi_residual(r_ptr, pm * RES, pn * RES, 1, first_live, M, N, stride_rm, BM, BN, CHUNK, layout)
-    if DEPTH >= 3:
-        q2 = _epi_residual(r_ptr, pm * RES, pn * RES, 2, first_live, M, N, stride_rm, BM, BN, CHUNK, layout)
-    if DEPTH >= 4:
-        q3 = _epi_residual(r_ptr, pm * RES, pn * RES, 3, first_live, M, N, stride_rm, BM, BN, CHUNK, layout)
-    for tile in range(gl.program_id(0), handed, gl.num_programs(0)):
+    r_next = _epi_residual(r_ptr, pm * RES, pn * RES, 0, (gl.program_id(0) < n_tiles) & (PART != "math"), M, N,
+                           stride_rm, BM, BN, CHUNK, layout)
+    for tile in range(gl.program_id(0), n_tiles, gl.num_programs(0)):
         pm, pn = _tile_of(tile, n_blocks_m, N_BLOCKS_N, GROUP_M)
         next_tile = tile + gl.num_programs(0)
         npm, npn = _tile_of(next_tile, n_blocks_m, N_BLOCKS_N, GROUP_M)
@@ -442,27 +347,13 @@ def _epi_worker(hbuf, hfull, hfree, r_ptr, y_ptr, M, N, stride_rm, stride_ym, sc
             rows = pm * BM + c * CHUNK + rows0
             mask = gl.expand_dims(rows < M, 1) & gl.expand_dims(cols < N, 0)
             if AHEAD:
-                r = q0
-                if c + DEPTH < N_CHUNKS:  # a slice of this tile
-                    f = _epi_residual(r_ptr, pm * RES, pn * RES, c + DEPTH, PART != "math", M, N, stride_rm, BM, BN,
-                                      CHUNK, layout)
-                else:  # of the next tile
-                    f = _epi_residual(r_ptr, npm * RES, npn * RES, c + DEPTH - N_CHUNKS,
-                                      (next_tile < handed) & (PART != "math"), M, N, stride_rm, BM, BN, CHUNK, layout)
-                if DEPTH == 1:
-                    q0 = f
-                elif DEPTH == 2:
-                    q0 = q1
-                    q1 = f
-                elif DEPTH == 3:
-                    q0 = q1
-                    q1 = q2
-                    q2 = f
+                r = r_next
+                if c + 1 < N_CHUNKS:
+                    r_next = _epi_residual(r_ptr, pm * RES, pn * RES, c + 1, PART != "math", M, N, stride_rm, BM, BN,
+                                           CHUNK, layout)
                 else:
-                    q0 = q1
-                    q1 = q2
-                    q2 = q3
-                    q3 = f
+                    r_next = _epi_residual(r_ptr, npm * RES, npn * RES, 0, (next_tile < n_tiles) & (PART != "math"), M,
+                                           N, stride_rm, BM, BN, CHUNK, layout)
             else:
                 r = gl.load(r_ptr + gl.expand_dims(rows * stride_rm, 1) + gl.expand_dims(cols, 0), mask=mask,
                             other=0.0)
@@ -490,9 +381,10 @@ def _gemm_ws_epi_kernel(a_desc, b_desc, r_ptr, y_ptr, bias_ptr, M, N, stride_rm,
                         n_blocks_m, K_STEPS: gl.constexpr, N_BLOCKS_N: gl.constexpr, STAGES: gl.constexpr,
                         GROUP_M: gl.constexpr, CHUNK: gl.constexpr, EPI_WARPS: gl.constexpr, MMA_REGS: gl.constexpr,
                         EPI_REGS: gl.constexpr, LOADER_REGS: gl.constexpr, AHEAD: gl.constexpr, SKIP: gl.constexpr,
-                        PART: gl.constexpr, DEPTH: gl.constexpr, LAST_HERE: gl.constexpr, PREFETCH: gl.constexpr):
-    """Warp-specialised with the epilogue apart: two MMA warp groups, EPI_WARPS epilogue warps and a loader warp in
-    a third warp group (16 warps would cap every thread at 128 registers, and one wgmma's accumulator alone is 128)."""
+                        PART: gl.constexpr):
+    """Warp-specialised with the epilogue apart: two MMA warp groups (the library's, handing x W^T + b on through
+    hbuf), EPI_WARPS epilogue warps and a loader warp in a third warp group (16 warps would cap every thread at 128
+    registers, and one 64x256 wgmma's accumulator alone is 128)."""
     BM: gl.constexpr = a_desc.block_type.shape[0]
     BN: gl.constexpr = b_desc.block_type.shape[0]
     dtype: gl.constexpr = a_desc.dtype
@@ -510,22 +402,19 @@ def _gemm_ws_epi_kernel(a_desc, b_desc, r_ptr, y_ptr, bias_ptr, M, N, stride_rm,
         mbarrier.init(hfree.index(i), count=1)
     fence_async_shared()
     gl.warp_specialize([
-        (_epi_consumer, (a_bufs, b_bufs, ready, empty, hbuf, hfull, hfree, bias_ptr, r_ptr, y_ptr, M, N, stride_rm,
-                         stride_ym, scale, n_tiles, n_blocks_m, 0, K_STEPS, N_BLOCKS_N, STAGES, GROUP_M, LAST_HERE,
-                         PREFETCH)),
-        (_epi_consumer, (a_bufs, b_bufs, ready, empty, hbuf, hfull, hfree, bias_ptr, r_ptr, y_ptr, M, N, stride_rm,
-                         stride_ym, scale, n_tiles, n_blocks_m, 1, K_STEPS, N_BLOCKS_N, STAGES, GROUP_M, LAST_HERE,
-                         PREFETCH)),
+        (_mma_group, (a_bufs, b_bufs, ready, empty, hbuf, hfull, hfree, bias_ptr, N, n_tiles, n_blocks_m, 0, K_STEPS,
+                      N_BLOCKS_N, STAGES, GROUP_M, True)),
+        (_mma_group, (a_bufs, b_bufs, ready, empty, hbuf, hfull, hfree, bias_ptr, N, n_tiles, n_blocks_m, 1, K_STEPS,
+                      N_BLOCKS_N, STAGES, GROUP_M, True)),
         (_epi_worker, (hbuf, hfull, hfree, r_ptr, y_ptr, M, N, stride_rm, stride_ym, scale, n_tiles, n_blocks_m,
-                       N_BLOCKS_N, GROUP_M, CHUNK, AHEAD, SKIP, PART, DEPTH, LAST_HERE)),
+                       N_BLOCKS_N, GROUP_M, CHUNK, AHEAD, SKIP, PART)),
         (_ws_loader, (a_desc, b_desc, a_bufs, b_bufs, ready, empty, n_tiles, n_blocks_m, K_STEPS, N_BLOCKS_N,
                        STAGES, GROUP_M)),
     ], [4, EPI_WARPS, 1], [MMA_REGS, EPI_REGS, LOADER_REGS])
 
 
 def gluon_gemm_ws_epi(x, w, b, r, scale, BM=128, BN=256, BK=64, STAGES=3, GROUP_M=8, CHUNK=8, EPI_WARPS=2,
-                      MMA_REGS=208, EPI_REGS=96, LOADER_REGS=96, AHEAD=False, SKIP=False, PART="all", DEPTH=1,
-                      LAST_HERE=False, PREFETCH=False):
+                      MMA_REGS=208, EPI_REGS=96, LOADER_REGS=96, AHEAD=False, SKIP=False, PART="all"):
     M, K = x.shape
     N = w.shape[0]
     y = torch.empty((M, N), device=x.device, dtype=x.dtype)
@@ -538,7 +427,7 @@ def gluon_gemm_ws_epi(x, w, b, r, scale, BM=128, BN=256, BK=64, STAGES=3, GROUP_
         a_desc, b_desc, r, y, b, M, N, r.stride(0), y.stride(0), float(scale), n_tiles, n_bm,
         K_STEPS=triton.cdiv(K, BK), N_BLOCKS_N=n_bn, STAGES=STAGES, GROUP_M=GROUP_M, CHUNK=CHUNK, EPI_WARPS=EPI_WARPS,
         MMA_REGS=MMA_REGS, EPI_REGS=EPI_REGS, LOADER_REGS=LOADER_REGS, AHEAD=AHEAD, SKIP=SKIP, PART=PART,
-        DEPTH=DEPTH, LAST_HERE=LAST_HERE, PREFETCH=PREFETCH, num_warps=4)
+        num_warps=4)
     LAST_COMPILED[0] = compiled
     return y
 

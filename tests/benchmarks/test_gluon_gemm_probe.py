@@ -21,13 +21,7 @@ CASES = [
     ("gluon_gemm_ws_epi", {"STAGES": 3, "GROUP_M": 1, "AHEAD": True, "MMA_REGS": 168, "EPI_REGS": 152,
                            "LOADER_REGS": 152}),  # residual slices a slice ahead, each half freed once read
     ("gluon_gemm_ws_epi", {"STAGES": 3, "GROUP_M": 1, "AHEAD": True, "MMA_REGS": 168, "EPI_REGS": 176,
-                           "LOADER_REGS": 176, "DEPTH": 3}),  # three slices in flight
-    ("gluon_gemm_ws_epi", {"STAGES": 3, "GROUP_M": 1, "AHEAD": True, "MMA_REGS": 168, "EPI_REGS": 176,
                            "LOADER_REGS": 176, "CHUNK": 16}),  # slices of 16 rows
-    ("gluon_gemm_ws_epi", {"STAGES": 3, "GROUP_M": 1, "AHEAD": True, "MMA_REGS": 168, "EPI_REGS": 176,
-                           "LOADER_REGS": 176, "LAST_HERE": True, "PREFETCH": True}),  # last tile by the MMA groups
-    ("gluon_gemm_ws_epi", {"STAGES": 3, "GROUP_M": 1, "AHEAD": True, "MMA_REGS": 168, "EPI_REGS": 176,
-                           "LOADER_REGS": 176, "LAST_HERE": True, "DEPTH": 3}),
     ("gluon_gemm_ws_epi", {"BN": 128, "STAGES": 4, "GROUP_M": 1, "AHEAD": True, "EPI_WARPS": 4, "MMA_REGS": 128,
                            "EPI_REGS": 128, "LOADER_REGS": 128}),  # 128x128 tiles, four epilogue warps
     ("gluon_gemm_ws_epi", {"BN": 128, "STAGES": 4, "GROUP_M": 1, "AHEAD": True, "MMA_REGS": 168, "EPI_REGS": 152,
