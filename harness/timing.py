@@ -13,10 +13,13 @@ Method "cuda_events" (GPU), do_bench's window and steps:
   median is below config.target_rse with at least min_reps and config.min_timed_ms (100 ms, do_bench's
   rep) of timed work, or config.max_timing_s / max_reps is reached.
 - host_ms: the median host time of the timed calls themselves (Python and the launch, not the GPU's work). The
-  queued repetitions keep it out of the GPU time, as in do_bench; it is reported beside it because a kernel whose
-  launch takes longer than its GPU time is launch-bound wherever nothing queues ahead of it (the tall bf16 GEMM's
-  Triton and Gluon paths: ~0.1 ms of Python a call against ~0.11 ms on the H200,
-  benchmarks/results/gemm-hopper-timing-h200-20261201T235101Z.json).
+  queued repetitions keep it out of the GPU time, as in do_bench, while it is shorter than a repetition's GPU work
+  (the flush and the kernel); where it is longer the GPU reaches the start event before the host has launched the
+  kernel and the wait is timed (the tall bf16 GEMM's Gluon path through the JIT on a slow host: 0.19 ms a call,
+  p20-p80 0.1125-0.1968 ms, benchmarks/results/library-h200-gemm-hostms-20261202T012451Z.json). It is reported
+  beside the GPU time because a kernel whose launch takes longer than its GPU time is launch-bound wherever
+  nothing queues ahead of it (that GEMM's Triton path, and its Gluon path before launch plans: ~0.1 ms of Python
+  a call against ~0.11 ms on the H200, benchmarks/results/gemm-hopper-timing-h200-20261201T235101Z.json).
 Method "wall_clock" (CPU, e.g. the Triton interpreter): time.perf_counter around each call; the numbers
 are marked as such and are not comparable with GPU numbers.
 """

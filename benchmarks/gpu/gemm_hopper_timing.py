@@ -3,7 +3,11 @@ path with TALL_HOPPER_WS off) and cuBLAS, timed in many short alternating rounds
 do_bench, with the host's enqueue time per call and the GPU's clocks, power and processes around them.
 
 Usage (GPU box, repo root): python3 benchmarks/gpu/gemm_hopper_timing.py [--out FILE] [--rounds 8] [--profile]
-(--profile: cProfile of 200 enqueued calls of each of our two paths, the top functions by own time, first)
+    [--variants '{"name": {"TUNABLE": value}}'] [--sustain-s 3]
+(--profile: cProfile of 200 enqueued calls of each of our two paths, the top functions by own time, first;
+--variants: more forms of the library kernel, each its own copy of the module with those TUNABLES, timed alongside;
+--sustain-s S: each form back to back for S seconds beside nvidia-smi's SM clock and power: whether the GPU's power cap
+slows a form's clock)
 
 Seen first in `benchmarks/results/vendor-h200-20261201T233633Z.json`: bench_vendor.py's three runs of the Hopper
 path took 0.1805, 0.1171 and 0.1486 ms (its plain-GEMM form 0.1063, 0.1579, 0.1076) while cuBLAS stayed at
@@ -12,6 +16,10 @@ path took 0.1805, 0.1171 and 0.1486 ms (its plain-GEMM form 0.1063, 0.1579, 0.10
 takes ~0.1 ms of host Python (cuBLAS ~0.02), and where nothing is queued ahead of it the GPU waits for it: the
 harness's method, whose clone copies queue GPU work ahead of every call, timed the Hopper path at 0.1124-0.1167 ms in
 18 of 19 rounds (one 0.1760), do_bench on one input set at up to 0.20.
+Since (2026-12-02): the Hopper path's launch plans enqueue a call in 27.7 us against 104.8 through the JIT
+(`gemm-hopper-timing-h200-20261202T014111Z.json`); --variants timed HOPPER_IN_FLIGHT, HOPPER_BK and an L2 prefetch
+(`-013328Z.json`, `-014111Z.json`, `-015403Z.json`); --sustain-s found every form at the 700 W power cap and our
+kernel at 190.6 thousand SM cycles a call against cuBLAS's 168.8 (`-014648Z.json`; docs/LIBRARY.md, session 16).
 """
 
 from __future__ import annotations
@@ -39,12 +47,45 @@ def smi() -> str:
     return (done.stdout.strip() + " | apps: " + apps.stdout.strip().replace("\n", "; "))
 
 
+def sustain(fn, seconds: float) -> dict:
+    """fn back to back on one input set for `seconds` (the host enqueues far faster than the GPU runs it), with
+    nvidia-smi sampling every 100 ms; the samples of the first third (clock and power settling) are dropped."""
+    smi_run = subprocess.Popen(["nvidia-smi", "--query-gpu=clocks.sm,power.draw,clocks_throttle_reasons.active",
+                                "--format=csv,noheader,nounits", "-lms", "100"], stdout=subprocess.PIPE, text=True)
+    calls = 0
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        for _ in range(50):
+            fn()
+        calls += 50
+    torch.cuda.synchronize()
+    wall_s = time.perf_counter() - t0
+    smi_run.terminate()
+    samples = [line.split(", ") for line in smi_run.communicate()[0].strip().splitlines() if line.count(",") == 2]
+    kept = samples[len(samples) // 3:]
+    mhz = sorted(float(v[0]) for v in kept)
+    watts = sorted(float(v[1]) for v in kept)
+    ms = wall_s / calls * 1e3
+    median_mhz = mhz[len(mhz) // 2] if mhz else float("nan")
+    return {"ms_per_call": ms, "calls": calls, "sm_mhz_median": median_mhz, "sm_mhz_range": [mhz[0], mhz[-1]] if mhz
+            else [], "power_w_median": watts[len(watts) // 2] if watts else float("nan"),
+            "throttle_reasons": sorted({v[2] for v in kept}), "sm_kcycles_per_call": ms * median_mhz}
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="")
     parser.add_argument("--rounds", type=int, default=8)
     parser.add_argument("--profile", action="store_true", help="cProfile the host side of our two paths")
+    parser.add_argument("--variants", default="",
+                        help='JSON {name: {TUNABLE: value}}: more forms of the library kernel, each timed beside the '
+                             'others, e.g. \'{"hopper_bk32": {"HOPPER_BK": 32, "HOPPER_STAGES": 6}}\'')
+    parser.add_argument("--sustain-s", type=float, default=0.0,
+                        help="also run each form back to back for this long while nvidia-smi samples the SM clock "
+                             "and power (ms a call and SM cycles a call at the clock it holds)")
     args = parser.parse_args(argv)
+    variants = json.loads(args.variants) if args.variants else {}
     sys.path.insert(0, str(REPO))
     from harness import EvalConfig
     from harness.spec import import_file
@@ -66,6 +107,10 @@ def main(argv: list[str]) -> int:
         "hopper_linear": lambda x=x, r=r: hopper.gemm_epilogue(x, w, b),
         "cublas_linear": lambda x=x, r=r: torch.nn.functional.linear(x, w, b),
     }
+    for name, overrides in variants.items():
+        module = import_file(REPO / "corpus/kernels/gemm_epilogue/kernel.py", f"timing_{name}")
+        module.TUNABLES.update(overrides)
+        calls[name] = lambda x=x, r=r, module=module: module.gemm_epilogue(x, w, b, r, 0.5, "gelu")
 
     def fresh() -> list:  # the harness times on fresh clones
         return [x.clone(), r.clone()]
@@ -96,6 +141,9 @@ def main(argv: list[str]) -> int:
             out = io.StringIO()
             pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(18)
             print(f"--- {name}: 200 calls\n" + out.getvalue(), flush=True)
+    sustained = {name: sustain(fn, args.sustain_s) for name, fn in calls.items()} if args.sustain_s > 0 else {}
+    for name, row in sustained.items():
+        print("sustained", name, json.dumps(row), flush=True)
     config = EvalConfig()
     rounds = []
     for i in range(args.rounds):
@@ -108,7 +156,8 @@ def main(argv: list[str]) -> int:
         rounds.append(row)
     if args.out:
         write_record(args.out, __file__, argv, "harness.timing.time_callable (EvalConfig()) on fresh clones, then "
-                     "triton.testing.do_bench(warmup=25, rep=100), alternating rounds", rounds, host_enqueue_us=host_us)
+                     "triton.testing.do_bench(warmup=25, rep=100), alternating rounds", rounds, host_enqueue_us=host_us,
+                     sustained=sustained)
     return 0
 
 

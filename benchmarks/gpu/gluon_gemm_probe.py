@@ -32,10 +32,15 @@ kernel's 0.1194 and cuBLAS's 0.1014 (`-214552Z.json`); with SKIP (no epilogue wo
 and the time goes to the epilogue warps' work (docs/LIBRARY.md, session 14). Session 15 (`-231628Z.json`, a noisy
 window, and `-232221Z.json`): neither the GELU alone nor the loads and stores alone is that cost (each costs most
 of it), residual slices further ahead (DEPTH) and the last tile's epilogue by the MMA groups (LAST_HERE) are no
-faster (docs/LIBRARY.md, session 15; those two options' code is in commit 5023c5c, removed after).
+faster (docs/LIBRARY.md, session 15; those two options' code is in commit 5023c5c, removed after). Session 16: do_bench
+timed every form at 0.13-0.21 ms (`-20261202T012405Z.json`): a JIT launch took longer than the kernel on that host, so
+--timer cudagraph replays the calls from a CUDA graph; 128x128 tiles (EPI_NARROW_CONFIGS) with four epilogue warps
+0.1206-0.1215 ms, with two 0.1228-0.1252, the library's 128x256 form 0.1185-0.1204, cuBLAS 0.1079-0.1101
+(`-20261202T015056Z.json`).
 
 Usage (GPU box, repo root): python3 benchmarks/gpu/gluon_gemm_probe.py [--out FILE] [--forms gluon_ws3,ours]
     [--shapes 32768x2048x512,...] [--ws3-configs '[{"BK": 64, "STAGES": 4, "CHUNK": 1}]'] [--epi-configs JSON]
+    [--timer cudagraph]
 """
 
 from __future__ import annotations
@@ -697,7 +702,8 @@ EPI_CONFIGS = [{"STAGES": 3, "GROUP_M": 8}, {"STAGES": 3, "GROUP_M": 1}, {"STAGE
 EPI_PART_CONFIGS = [{"STAGES": 3, "GROUP_M": 1, **_AHEAD, "PART": part} for part in ("math", "memory", "l2res")]
 # 128x128 tiles (4 stages fit): with four epilogue warps (16 warps, 128 registers each: a 64x128 accumulator is 64),
 # so the epilogue is spread over all four of an SM's schedulers instead of two, and with two (the control).
-# Compiled for sm_90 here (session 15), no spills; not yet run on the GPU
+# Session 16 (--timer cudagraph, gluon-gemm-probe-h200-20261202T015056Z.json): four 0.1206-0.1215 ms, two
+# 0.1228-0.1252, the 128x256 AHEAD form 0.1185-0.1204: four warps help at 128x128, not past the larger tiles
 EPI_NARROW_CONFIGS = [{"BN": 128, "STAGES": 4, "GROUP_M": 1, "AHEAD": True, "EPI_WARPS": 4, "MMA_REGS": 128,
                        "EPI_REGS": 128, "LOADER_REGS": 128},
                       {"BN": 128, "STAGES": 4, "GROUP_M": 1, **_AHEAD}]
@@ -721,6 +727,10 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--ws3-configs", default="", help="JSON list replacing WS3_CONFIGS")
     parser.add_argument("--epi-configs", default="",
                         help="JSON list replacing EPI_CONFIGS + EPI_PART_CONFIGS + EPI_NARROW_CONFIGS")
+    parser.add_argument("--timer", choices=("do_bench", "cudagraph"), default="do_bench",
+                        help="cudagraph: triton.testing.do_bench_cudagraph (the calls replayed from a CUDA graph, so "
+                             "no host launch time reaches the GPU: the JIT's ~0.1-0.2 ms a launch is of the tall "
+                             "kernel's order)")
     args = parser.parse_args(argv)
     ws3_configs = json.loads(args.ws3_configs) if args.ws3_configs else WS3_CONFIGS
     epi_configs = (json.loads(args.epi_configs) if args.epi_configs
@@ -766,13 +776,18 @@ def main(argv: list[str]) -> int:
         times = {name: [] for name in calls}
         for _ in range(5):  # alternating runs
             for name, fn in calls.items():
-                times[name].append(triton.testing.do_bench(fn, warmup=25, rep=100))
+                if args.timer == "cudagraph":
+                    times[name].append(triton.testing.do_bench_cudagraph(fn, rep=100, return_mode="median"))
+                else:
+                    times[name].append(triton.testing.do_bench(fn, warmup=25, rep=100))
         row["ms"] = times
         row["median_ms"] = {name: sorted(v)[len(v) // 2] for name, v in times.items()}
         print(json.dumps(row), flush=True)
         rows.append(row)
     if args.out:
-        write_record(args.out, __file__, argv, "triton.testing.do_bench(warmup=25, rep=100), 5 alternating runs", rows)
+        method = ("triton.testing.do_bench_cudagraph(rep=100, median)" if args.timer == "cudagraph"
+                  else "triton.testing.do_bench(warmup=25, rep=100)")
+        write_record(args.out, __file__, argv, method + ", 5 alternating runs", rows)
     return 0
 
 

@@ -209,9 +209,11 @@ def test_bad_epilogue_16bit_is_named():
         kernel.gemm_epilogue(torch.randn(4, 8, dtype=torch.bfloat16), torch.randn(6, 8, dtype=torch.bfloat16))
 
 
-# (dtype, activation as the launcher hands it on, bias, residual): the spec's epilogue and its alternatives
-HOPPER_COMPILE_CASES = [("bf16", "gelu_tanh_hw", True, True), ("fp16", "relu", False, False),
-                        ("bf16", "silu", False, True)]
+# (dtype, activation as the launcher hands it on, bias, residual, (ring slots, BK, wgmmas in flight)): the spec's
+# epilogue and its alternatives, at the default ring and at the other forms
+HOPPER_COMPILE_CASES = [("bf16", "gelu_tanh_hw", True, True, (3, 64, 1)), ("fp16", "relu", False, False, (3, 64, 1)),
+                        ("bf16", "silu", False, True, (3, 64, 1)), ("bf16", "gelu_tanh_hw", True, True, (3, 64, 0)),
+                        ("bf16", "gelu_tanh_hw", True, True, (6, 32, 1))]
 
 _COMPILE_FOR_SM90 = """
 import json, sys
@@ -225,8 +227,9 @@ from harness.spec import import_file
 
 path, dtype, activation = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
 has_bias, has_residual = sys.argv[4] == "1", sys.argv[5] == "1"
+stages, BK, in_flight = (int(v) for v in sys.argv[6:9])
 kernel = import_file(path, "gemm_epilogue_hopper_compile")
-BM, BN, BK = kernel._HOPPER_TILE
+BM, BN = kernel._HOPPER_TILE
 elem = {"bf16": gl.bfloat16, "fp16": gl.float16}[dtype]
 
 
@@ -238,9 +241,9 @@ def desc(rows):
 signature = {"x_desc": desc(BM), "w_desc": desc(BN), "b_ptr": f"*{dtype}", "r_ptr": f"*{dtype}",
              "y_ptr": f"*{dtype}", "M": "i32", "N": "i32", "stride_rm": "i32", "stride_ym": "i32", "scale": "fp32",
              "n_tiles": "i32", "n_blocks_m": "i32"}
-constants = {"K_STEPS": 32, "N_BLOCKS_N": 2, "STAGES": kernel.TUNABLES["HOPPER_STAGES"],
-             "GROUP_M": kernel.TUNABLES["HOPPER_GROUP_M"], "CHUNK": kernel.TUNABLES["HOPPER_CHUNK"],
-             "HAS_BIAS": has_bias, "HAS_RESIDUAL": has_residual, "ACTIVATION": activation}
+constants = {"K_STEPS": 2048 // BK, "N_BLOCKS_N": 2, "STAGES": stages, "GROUP_M": kernel.TUNABLES["HOPPER_GROUP_M"],
+             "CHUNK": kernel.TUNABLES["HOPPER_CHUNK"], "HAS_BIAS": has_bias, "HAS_RESIDUAL": has_residual,
+             "ACTIVATION": activation, "IN_FLIGHT": in_flight}
 signature.update({name: "constexpr" for name in constants})
 names = kernel._gemm_epilogue_hopper_kernel.arg_names
 # 16-byte aligned pointers and row strides, as the GPU's tensors are (what lets the epilogue use 16-byte accesses)
@@ -248,19 +251,23 @@ attrs = {(names.index(n),): [["tt.divisibility", 16]] for n in ("b_ptr", "r_ptr"
                                                                 "stride_ym")}
 source = GluonASTSource(kernel._gemm_epilogue_hopper_kernel, signature,
                         {(names.index(k),): v for k, v in constants.items()}, attrs)
-ptx = triton.compile(source, target=GPUTarget("cuda", 90, 32), options={"num_warps": 4}).asm["ptx"]
-print(json.dumps({key: ptx.count(key) for key in (
+compiled = triton.compile(source, target=GPUTarget("cuda", 90, 32), options={"num_warps": 4})
+ptx = compiled.asm["ptx"]
+counts = {key: ptx.count(key) for key in (
     "cp.async.bulk.tensor", "setmaxnreg", "wgmma.wait_group.sync.aligned 1", "tanh.approx.f32", "ld.global.v4",
-    "st.global.v4")}))
+    "st.global.v4")}
+print(json.dumps({**counts, "shared_bytes": compiled.metadata.shared}))
 """
 
 
-@pytest.mark.parametrize("dtype, activation, has_bias, has_residual", HOPPER_COMPILE_CASES)
-def test_hopper_kernel_compiles_for_sm90(dtype: str, activation: str, has_bias: bool, has_residual: bool):
+@pytest.mark.parametrize("dtype, activation, has_bias, has_residual, ring", HOPPER_COMPILE_CASES)
+def test_hopper_kernel_compiles_for_sm90(dtype: str, activation: str, has_bias: bool, has_residual: bool,
+                                         ring: tuple):
     """The warp-specialised Gluon kernel, compiled here for sm_90 (no GPU needed; in a process of its own, as the
     interpreter this suite runs in replaces every JIT function): TMA loads, register reallocation between the
-    partitions, each MMA warp group's wgmma kept one in flight, and the epilogue's 16-byte residual loads and output
-    stores (none without a residual) and hardware tanh only where GELU asks for it."""
+    partitions, each MMA warp group's wgmma kept one in flight (or none: IN_FLIGHT 0), the epilogue's 16-byte
+    residual loads and output stores (none without a residual), hardware tanh only where GELU asks for it, and
+    the shared memory the launcher's ring check counts (slots + the 64 KB hand-off buffer) within sm_90's."""
     import json
     import os
     import subprocess
@@ -268,13 +275,17 @@ def test_hopper_kernel_compiles_for_sm90(dtype: str, activation: str, has_bias: 
 
     repo = FAMILY.parents[2]
     env = {**os.environ, "TRITON_INTERPRET": "0", "PYTHONPATH": str(repo)}
-    args = [str(FAMILY / "kernel.py"), dtype, activation, str(int(has_bias)), str(int(has_residual))]
+    args = [str(FAMILY / "kernel.py"), dtype, activation, str(int(has_bias)), str(int(has_residual)),
+            *(str(v) for v in ring)]
     done = subprocess.run([sys.executable, "-c", _COMPILE_FOR_SM90, *args], check=False, capture_output=True,
                           text=True, env=env, cwd=repo, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     counts = json.loads(done.stdout.strip().splitlines()[-1])
     assert counts["cp.async.bulk.tensor"] >= 2 and counts["setmaxnreg"] >= 2
-    assert counts["wgmma.wait_group.sync.aligned 1"] == 2  # one a MMA warp group
+    stages, bk, in_flight = ring
+    assert counts["wgmma.wait_group.sync.aligned 1"] == 2 * in_flight  # one a MMA warp group
+    ring_bytes = stages * (128 + 256) * bk * 2
+    assert ring_bytes + 128 * 256 * 2 <= counts["shared_bytes"] <= 227 * 1024
     assert (counts["tanh.approx.f32"] > 0) == (activation == "gelu_tanh_hw")
     assert (counts["ld.global.v4"] > 0) == has_residual and counts["st.global.v4"] > 0
 
@@ -285,6 +296,78 @@ def test_hopper_kernel_keeps_to_int32_offsets():
     assert kernel._int32_offsets(32768, 512, 512)
     assert not kernel._int32_offsets(2**22, 512, 512)  # 2^31 outputs
     assert not kernel._int32_offsets(2**21, 512, 1024)  # a residual with a row stride past its width
+
+
+def test_hopper_ring_knobs_outside_their_ranges_are_named():
+    # checked before anything is launched, so this runs on the CPU
+    kernel = import_file(FAMILY / "kernel.py", "test_gemm_hopper_knobs")
+    x, w = torch.zeros(64, 32, dtype=torch.bfloat16), torch.zeros(8, 32, dtype=torch.bfloat16)
+    y = torch.zeros(64, 8, dtype=torch.bfloat16)
+    for bad in ({"HOPPER_BK": 128}, {"HOPPER_IN_FLIGHT": 2}, {"HOPPER_STAGES": 4}, {"HOPPER_BK": 32, "HOPPER_STAGES": 7},
+                {"HOPPER_STAGES": 1}):
+        kernel.TUNABLES.update({"HOPPER_STAGES": 3, "HOPPER_BK": 64, "HOPPER_IN_FLIGHT": 1, **bad})
+        with pytest.raises(ValueError, match="HOPPER_STAGES=.*HOPPER_BK=.*HOPPER_IN_FLIGHT="):
+            kernel._hopper_launch(x, w, None, None, y, 1.0, "none")
+
+
+def test_hopper_launch_plan_key_tells_apart_what_the_jit_specialises_on():
+    kernel = import_file(FAMILY / "kernel.py", "test_gemm_hopper_plan_key")
+    x, w = torch.randn(256, 64, dtype=torch.bfloat16), torch.randn(32, 64, dtype=torch.bfloat16)
+    b, r = torch.randn(32, dtype=torch.bfloat16), torch.randn(256, 32, dtype=torch.bfloat16)
+
+    def key(**changed):
+        args = {"x": x, "weight": w, "bias": b, "residual": r, "activation": "gelu", "reduce": "none", **changed}
+        return kernel._call_key(**args)
+
+    assert key() == key(x=x.clone(), residual=r.clone(), bias=b.clone())  # fresh tensors: one plan
+    padded = torch.zeros(256 * 32 + 1, dtype=torch.bfloat16)[1:].view(256, 32)  # 2-byte aligned
+    keys = {key(), key(bias=None), key(residual=None), key(activation="relu"), key(reduce="sum"),
+            key(x=torch.randn(512, 64, dtype=torch.bfloat16)), key(x=x.view(2, 128, 64)),
+            key(weight=torch.randn(48, 64, dtype=torch.bfloat16)), key(residual=padded),
+            key(residual=torch.randn(256, 64, dtype=torch.bfloat16)[:, :32]), key(x=x.half(), weight=w.half())}
+    assert len(keys) == 11
+    for name, value in (("HOPPER_STAGES", 2), ("HOPPER_IN_FLIGHT", 1), ("GELU_16BIT", "erf"), ("TALL_HOPPER_WS", False)):
+        before = key()
+        kernel.TUNABLES[name], saved = value, kernel.TUNABLES[name]
+        assert saved != value and key() != before, name
+        kernel.TUNABLES[name] = saved
+
+
+def test_hopper_plan_launches_every_kernel_argument_in_order(monkeypatch):
+    """On the CPU, with stand-ins for triton's driver and the compiled kernel: a plan hands the launcher the grid,
+    the current device's stream, the kernel's handles, no hooks, then one value for each of the kernel's parameters
+    in their order (TMA boxes of this call's x and W, this call's pointers and scale, the first call's integers and
+    constexprs), and declines (None) when the current device is not the one it was made on."""
+    import types
+
+    kernel = import_file(FAMILY / "kernel.py", "test_gemm_hopper_plan_args")
+    launches = []
+    compiled = types.SimpleNamespace(function="fn", packed_metadata="meta", run=lambda *a: launches.append(a))
+    device = {"now": 0}
+    driver = types.SimpleNamespace(get_current_device=lambda: device["now"], get_current_stream=lambda d: f"s{d}")
+    monkeypatch.setattr(kernel, "triton", types.SimpleNamespace(runtime=types.SimpleNamespace(
+        driver=types.SimpleNamespace(active=driver))))
+    m, k, n = 2048, 64, 128
+    x, w, b = torch.randn(m, k), torch.randn(n, k), torch.randn(n)
+    r, y = torch.randn(m, n), torch.empty(m, n)
+    constexprs = {"K_STEPS": 1, "N_BLOCKS_N": 1, "STAGES": 3, "GROUP_M": 1, "CHUNK": 8, "HAS_BIAS": True,
+                  "HAS_RESIDUAL": True, "ACTIVATION": "gelu_tanh_hw", "IN_FLIGHT": 0}
+    plan = kernel._HopperPlan(compiled, 16, constexprs, x, r, y, (2, 1024, n))
+    x_new, r_new = torch.randn(2, 1024, k), torch.randn(2, 1024, n)
+    out = plan(x_new, w, b, r_new, 0.25)
+    assert out.shape == (2, 1024, n)
+    (args,) = launches
+    assert args[:9] == (16, 1, 1, "s0", "fn", "meta", None, None, None)
+    values = dict(zip(kernel._gemm_epilogue_hopper_kernel.arg_names, args[9:], strict=True))
+    assert values["x_desc"].base.data_ptr() == x_new.data_ptr() and tuple(values["x_desc"].shape) == (m, k)
+    assert values["w_desc"].base is w and values["x_desc"].padding == "zero"
+    assert values["b_ptr"] is b and values["r_ptr"].data_ptr() == r_new.data_ptr()
+    assert values["y_ptr"].data_ptr() == out.data_ptr()
+    assert (values["M"], values["N"], values["stride_rm"], values["stride_ym"], values["scale"]) == (m, n, n, n, 0.25)
+    assert (values["n_tiles"], values["n_blocks_m"]) == (16, 16)
+    assert {name: values[name] for name in constexprs} == constexprs
+    device["now"] = 1  # another current device: the JIT path, not this plan
+    assert plan(x_new, w, b, r_new, 0.25) is None and len(launches) == 1
 
 
 needs_hopper = pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.get_device_capability() != (9, 0),
@@ -318,8 +401,66 @@ def test_hopper_kernel_matches_float32(m: int, k: int, n: int, dtype: torch.dtyp
     expected = _ACT[activation](h) * 0.5 + (r.float() if with_residual else 0.0)
     y = kernel.gemm_epilogue(x, w, b, r, 0.5, activation)
     torch.testing.assert_close(y.float(), expected, atol=3e-2, rtol=2e-2)
-    # two calls agree bit for bit: no race between the partitions shows (a slot or hbuf reused early)
+    # two calls agree bit for bit: no race between the partitions shows (a slot or hbuf reused early); the second
+    # goes through the launch plan the first left
     torch.testing.assert_close(kernel.gemm_epilogue(x, w, b, r, 0.5, activation), y, atol=0, rtol=0)
+
+
+@pytest.mark.gpu
+@needs_hopper
+@pytest.mark.parametrize("ring", [(3, 64, 1), (6, 32, 1), (6, 32, 0)], ids=str)  # (slots, BK, wgmmas in flight)
+@pytest.mark.parametrize("m, k, n", [(1000, 520, 120), (32768, 256, 512)])
+def test_hopper_kernel_other_rings_match_float32(m: int, k: int, n: int, ring: tuple):
+    kernel = import_file(FAMILY / "kernel.py", "test_gemm_hopper_rings")
+    kernel.TUNABLES.update(dict(zip(("HOPPER_STAGES", "HOPPER_BK", "HOPPER_IN_FLIGHT"), ring)))
+    x, w, b, r = _gemm_inputs(m, k, n, torch.bfloat16)
+    assert kernel._hopper_ok(x, w, b, r, False)
+    h = (x.float() @ w.float().T + b.float()).to(torch.bfloat16).float()
+    y = kernel.gemm_epilogue(x, w, b, r, 0.5, "gelu")
+    torch.testing.assert_close(y.float(), torch.nn.functional.gelu(h) * 0.5 + r.float(), atol=3e-2, rtol=2e-2)
+    torch.testing.assert_close(kernel.gemm_epilogue(x, w, b, r, 0.5, "gelu"), y, atol=0, rtol=0)
+
+
+class _CountingLaunches:
+    """A compiled kernel's stand-in that counts the launches made through it (its run is read-only)."""
+
+    def __init__(self, compiled):
+        self.compiled, self.function, self.packed_metadata, self.launches = (
+            compiled, compiled.function, compiled.packed_metadata, 0)
+
+    def run(self, *args):
+        self.launches += 1
+        return self.compiled.run(*args)
+
+
+@pytest.mark.gpu
+@needs_hopper
+def test_hopper_launch_plans_relaunch_on_fresh_tensors():
+    """A repeat call of one problem goes through the launch plan the first call left (no JIT binding) and gives
+    the JIT path's bits on new tensors; another problem (no residual, another M) gets a plan of its own."""
+    kernel = import_file(FAMILY / "kernel.py", "test_gemm_hopper_plans")
+    kernel._PLANS.clear()
+    assert kernel._launch_hooks_idle()
+    x, w, b, r = _gemm_inputs(4096, 512, 256, torch.bfloat16)
+    kernel.gemm_epilogue(x, w, b, r, 0.5, "gelu")
+    assert len(kernel._PLANS) == 1
+    (plan,) = kernel._PLANS.values()
+    plan.kernel = _CountingLaunches(plan.kernel)
+    x2, r2 = x.clone() * 2, r.clone() - 1  # new pointers, new values
+    planned = kernel.gemm_epilogue(x2, w, b, r2, 0.5, "gelu")
+    assert plan.kernel.launches == 1
+    planned_quarter = kernel.gemm_epilogue(x2, w, b, r2, 0.25, "gelu")  # the scale is an argument, not the key
+    kernel.TUNABLES["HOPPER_LAUNCH_PLANS"] = False
+    unplanned = kernel.gemm_epilogue(x2, w, b, r2, 0.5, "gelu")
+    unplanned_quarter = kernel.gemm_epilogue(x2, w, b, r2, 0.25, "gelu")
+    kernel.TUNABLES["HOPPER_LAUNCH_PLANS"] = True
+    torch.testing.assert_close(planned, unplanned, atol=0, rtol=0)
+    torch.testing.assert_close(planned_quarter, unplanned_quarter, atol=0, rtol=0)
+    assert not torch.equal(planned, planned_quarter)
+    assert len(kernel._PLANS) == 1
+    kernel.gemm_epilogue(x, w, b, None, 0.5, "gelu")
+    kernel.gemm_epilogue(x[:2048], w, b, r[:2048], 0.5, "gelu")
+    assert len(kernel._PLANS) == 3
 
 
 @pytest.mark.gpu
