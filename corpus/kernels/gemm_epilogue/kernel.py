@@ -602,7 +602,7 @@ def _hopper_launch(x2: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | 
     return kernel, grid, constexprs
 
 
-# Launch plans. A launch through the JIT costs ~0.1 ms of host Python (binding and specialising 24 arguments,
+# Launch plans. A launch through the JIT costs ~0.1 ms of host Python (binding 21 arguments, specialising 12,
 # validating two descriptors, choosing the path), as long as the kernel's 0.11 ms on the GPU: where no GPU work is
 # queued ahead the GPU waits for it (benchmarks/results/gemm-hopper-timing-h200-20261201T234624Z.json). A repeat
 # call of one problem takes the plan the first call left: the kernel it compiled, relaunched through its launcher
@@ -611,12 +611,12 @@ def _hopper_launch(x2: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | 
 
 def _call_key(x, weight, bias, residual, activation: str, reduce: str) -> tuple:
     """Everything a call's path and the JIT's specialisation of the Hopper kernel depend on: shapes and strides
-    (its integer arguments, the reshapes), dtypes, the device, the pointers' 16-byte alignment (outputs come from
+    (its integer arguments, the reshapes), dtypes, devices, the pointers' 16-byte alignment (outputs come from
     the caching allocator, always aligned), the epilogue and the TUNABLES that pick or compile the path."""
     return (activation, reduce, x.shape, x.stride(), x.dtype, x.device, x.data_ptr() % 16 == 0,
-            weight.shape, weight.stride(), weight.dtype, weight.data_ptr() % 16 == 0,
-            None if bias is None else (bias.shape, bias.stride(), bias.dtype, bias.data_ptr() % 16 == 0),
-            None if residual is None else (residual.shape, residual.stride(), residual.dtype,
+            weight.shape, weight.stride(), weight.dtype, weight.device, weight.data_ptr() % 16 == 0,
+            None if bias is None else (bias.shape, bias.stride(), bias.dtype, bias.device, bias.data_ptr() % 16 == 0),
+            None if residual is None else (residual.shape, residual.stride(), residual.dtype, residual.device,
                                            residual.data_ptr() % 16 == 0),
             tuple(TUNABLES[name] for name in _PLAN_TUNABLES))
 

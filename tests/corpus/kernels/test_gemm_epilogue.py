@@ -324,8 +324,9 @@ def test_hopper_launch_plan_key_tells_apart_what_the_jit_specialises_on():
     keys = {key(), key(bias=None), key(residual=None), key(activation="relu"), key(reduce="sum"),
             key(x=torch.randn(512, 64, dtype=torch.bfloat16)), key(x=x.view(2, 128, 64)),
             key(weight=torch.randn(48, 64, dtype=torch.bfloat16)), key(residual=padded),
-            key(residual=torch.randn(256, 64, dtype=torch.bfloat16)[:, :32]), key(x=x.half(), weight=w.half())}
-    assert len(keys) == 11
+            key(residual=torch.randn(256, 64, dtype=torch.bfloat16)[:, :32]), key(x=x.half(), weight=w.half()),
+            key(weight=w.to("meta")), key(bias=b.to("meta")), key(residual=r.to("meta"))}  # another device
+    assert len(keys) == 14
     for name, value in (("HOPPER_STAGES", 2), ("HOPPER_IN_FLIGHT", 1), ("GELU_16BIT", "erf"), ("TALL_HOPPER_WS", False)):
         before = key()
         kernel.TUNABLES[name], saved = value, kernel.TUNABLES[name]
