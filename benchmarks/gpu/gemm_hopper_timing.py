@@ -48,8 +48,10 @@ def smi() -> str:
 
 
 def sustain(fn, seconds: float) -> dict:
-    """fn back to back on one input set for `seconds` (the host enqueues far faster than the GPU runs it), with
-    nvidia-smi sampling every 100 ms; the samples of the first third (clock and power settling) are dropped."""
+    """fn back to back on one input set for `seconds`, with nvidia-smi sampling every 100 ms; the samples of the
+    first third (clock and power settling) are dropped. ms_per_call is the GPU's time only where the host enqueues a
+    call faster than the GPU runs it (see host_enqueue_us: the Triton path's ~0.16 ms a call does not, so its rows
+    read the host's pace, at a clock the idle gaps let rise)."""
     smi_run = subprocess.Popen(["nvidia-smi", "--query-gpu=clocks.sm,power.draw,clocks_throttle_reasons.active",
                                 "--format=csv,noheader,nounits", "-lms", "100"], stdout=subprocess.PIPE, text=True)
     calls = 0
