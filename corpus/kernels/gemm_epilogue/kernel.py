@@ -576,7 +576,7 @@ _MAX_PLANS = 256
 def _hopper_launch(x2: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, r2: torch.Tensor | None,
                    y: torch.Tensor, scale: float, activation: str) -> tuple:
     """Run the Hopper kernel into y (M, N), contiguous, through the JIT. Returns (the compiled kernel, its grid,
-    its constexprs)."""
+    the arguments fixed by the problem: tile counts and constexprs, by parameter name)."""
     M, K = x2.shape
     N = weight.shape[0]
     BM, BN = _HOPPER_TILE
@@ -599,7 +599,7 @@ def _hopper_launch(x2: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | 
     kernel = _gemm_epilogue_hopper_kernel[(grid,)](
         x_desc, w_desc, bias if bias is not None else y, r, y, M, N, r.stride(0), y.stride(0), float(scale), n_tiles,
         n_bm, **constexprs, num_warps=4)
-    return kernel, grid, constexprs
+    return kernel, grid, {"n_tiles": n_tiles, "n_blocks_m": n_bm, **constexprs}
 
 
 # Launch plans. A launch through the JIT costs ~0.1 ms of host Python (binding 21 arguments, specialising 12,
@@ -634,11 +634,10 @@ class _HostBox:
 class _HopperPlan:
     """A compiled Hopper kernel and the fixed part of its launch, for calls with one _call_key."""
 
-    def __init__(self, kernel, grid: int, constexprs: dict, x2: torch.Tensor, r: torch.Tensor, y: torch.Tensor,
+    def __init__(self, kernel, grid: int, fixed: dict, x2: torch.Tensor, r: torch.Tensor, y: torch.Tensor,
                  out_shape: tuple):
         names = _gemm_epilogue_hopper_kernel.arg_names
-        runtime = ["x_desc", "w_desc", "b_ptr", "r_ptr", "y_ptr", "M", "N", "stride_rm", "stride_ym", "scale",
-                   "n_tiles", "n_blocks_m"]
+        runtime = ["x_desc", "w_desc", "b_ptr", "r_ptr", "y_ptr", "M", "N", "stride_rm", "stride_ym", "scale"]
         if names[:len(runtime)] != runtime:
             raise RuntimeError(f"gemm_epilogue: the Hopper kernel's arguments changed: {names}")
         self.kernel, self.grid, self.out_shape = kernel, grid, out_shape
@@ -646,9 +645,8 @@ class _HopperPlan:
         self.device = triton.runtime.driver.active.get_current_device()
         (self.m, self.k), self.n = x2.shape, y.shape[1]
         self.strides = (r.stride(0), y.stride(0))
-        n_tiles = _cdiv(self.m, _HOPPER_TILE[0]) * constexprs["N_BLOCKS_N"]
         # the launcher takes every parameter in order, constexprs included (it passes over those)
-        self.tail = (n_tiles, _cdiv(self.m, _HOPPER_TILE[0]), *(constexprs[name] for name in names[len(runtime):]))
+        self.tail = tuple(fixed[name] for name in names[len(runtime):])
 
     def __call__(self, x, weight, bias, residual, scale: float) -> torch.Tensor | None:
         """The call's output, or None where the current device is not the plan's (the JIT path then runs)."""
@@ -725,7 +723,9 @@ def gemm_epilogue(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | No
     reduce="sum" returns the sum over the last dimension instead, shape (...,), summed in fp32.
     """
     key = None
-    if TUNABLES["HOPPER_LAUNCH_PLANS"] and x.is_cuda:
+    # only calls the Hopper kernel may serve pay for a key: 16-bit, tall (M >= 8 N), no row sum
+    if (TUNABLES["HOPPER_LAUNCH_PLANS"] and x.is_cuda and x.dtype in (torch.bfloat16, torch.float16)
+            and reduce == "none" and x.numel() >= 8 * weight.shape[0] * x.shape[-1]):
         key = _call_key(x, weight, bias, residual, activation, reduce)
         plan = _PLANS.get(key)
         if plan is not None and _launch_hooks_idle():
@@ -768,12 +768,12 @@ def gemm_epilogue(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | No
         # within a twentieth of the 16-bit tolerance of the erf form; tanh.approx is PTX: GPU only
         activation = "gelu_tanh_hw" if gelu_form == "tanh_hw" and x.device.type == "cuda" else "gelu_tanh_form"
     if M >= 8 * N and _hopper_ok(x2, weight, bias, r2 if residual is not None else None, row_sum):
-        kernel, grid, constexprs = _hopper_launch(x2, weight, bias, r2 if residual is not None else None, y, scale,
-                                                  activation)
+        kernel, grid, fixed = _hopper_launch(x2, weight, bias, r2 if residual is not None else None, y, scale,
+                                             activation)
         if key is not None and _plannable(kernel):
             if len(_PLANS) >= _MAX_PLANS:
                 _PLANS.clear()
-            _PLANS[key] = _HopperPlan(kernel, grid, constexprs, x2, r2, y, (*lead, N))
+            _PLANS[key] = _HopperPlan(kernel, grid, fixed, x2, r2, y, (*lead, N))
         return y.reshape(*lead, N)
     common = {
         # lean: the bias starts the accumulator (BIAS_IN_ACC) instead of being added in the epilogue (HAS_BIAS)

@@ -353,7 +353,7 @@ def test_hopper_plan_launches_every_kernel_argument_in_order(monkeypatch):
     r, y = torch.randn(m, n), torch.empty(m, n)
     constexprs = {"K_STEPS": 1, "N_BLOCKS_N": 1, "STAGES": 3, "GROUP_M": 1, "CHUNK": 8, "HAS_BIAS": True,
                   "HAS_RESIDUAL": True, "ACTIVATION": "gelu_tanh_hw", "IN_FLIGHT": 0}
-    plan = kernel._HopperPlan(compiled, 16, constexprs, x, r, y, (2, 1024, n))
+    plan = kernel._HopperPlan(compiled, 16, {"n_tiles": 16, "n_blocks_m": 16, **constexprs}, x, r, y, (2, 1024, n))
     x_new, r_new = torch.randn(2, 1024, k), torch.randn(2, 1024, n)
     out = plan(x_new, w, b, r_new, 0.25)
     assert out.shape == (2, 1024, n)
