@@ -30,10 +30,9 @@ EDITS = {  # variant: [(text in kernel.py, replacement)]; each text must occur e
     "default": [],
     "nowait": [("    while (missing > 0) & (spins < max_spin):", "    while (missing > 0) & (spins < 0):"),
                ("    return _stats_or_read(missing == 0, k, s, q,", "    return _stats_or_read(True, k, s, q,")],
-    "nopoll": [(("            mean, var = _stream_channel_stats(x_ptr, slot_ptr, group_ptr, tag, c_a, n_shares, "
-                 "words_per_share,\n                                              n_batch, n_channels, hw, count, "
-                 "max_spin, PER_CHANNEL, SHARE, GW,\n                                              ONE_TREE, GROUP, group_words, "
-                 "k_group)"),
+    "nopoll": [(("            mean, var = _stream_channel_stats(x_ptr, slot_ptr, tag, c_a, n_shares, words_per_share, "
+                 "n_batch,\n                                              n_channels, hw, count, max_spin, PER_CHANNEL, "
+                 "SHARE, GW, ONE_TREE)"),
                 "            mean = 0.0\n            var = 1.0 - eps")],
 }
 PEAK_COPY_GBPS = 4250.0

@@ -156,13 +156,6 @@ TUNABLES = {
     # reduces (sum, sum of squares, words not in) in one tree: one barrier pair each instead of two and three
     # (fp32 0.1164 against 0.1176 ms: sweep-20261201T044106Z.json)
     "STREAM_ONE_TREE": True,
-    # streamed, shares of one tile (STREAM_BYTES small enough) and GROUP dividing a channel's tiles: the words of
-    # each GROUP consecutive shares are summed once, a step after they are read, by the program that read the
-    # group's last tile, into one tagged group word; an apply then polls a channel's tiles / GROUP group words
-    # instead of one word a tile (at one-tile shares, x's re-reads miss L2 less, but reading 257 words a tile
-    # cost ~10 us: batchnorm-sync-probe-h200-20261201T191045Z.json). The lag grows by a step (and one more where
-    # groups straddle steps). 0 = off; elsewhere it is off too
-    "STREAM_GROUP": 0,
 }
 _AUTO_STREAMED_MIN_BYTES = 64 << 20  # "auto": below this x stays in L2, where two_kernel's second read is cheap
 _STREAM_TILE_BYTES = 16384  # streamed, STREAM_PLANES 0: bytes of x a tile moves
@@ -640,13 +633,7 @@ def _add3(a0, a1, a2, b0, b1, b2):
 def _tagged_sums(ptrs, mask, tag):
     """The sums of the (low, high) floats of the tagged words at ptrs (where mask) and how many are not in yet
     (see _poll_tagged), as one reduction tree: one barrier pair a poll instead of one for a min and each sum."""
-    return _word_sums(tl.load(ptrs, mask=mask, other=tag, volatile=True), tag)
-
-
-@triton.jit
-def _word_sums(words, tag):
-    """_tagged_sums of tagged words already loaded (lanes loaded as `tag` add 0 and count as in)."""
-    words = words ^ tag
+    words = tl.load(ptrs, mask=mask, other=tag, volatile=True) ^ tag
     low = (words & 0xFFFFFFFF).to(tl.int32).to(tl.float32, bitcast=True)
     high = (words >> 32).to(tl.int32).to(tl.float32, bitcast=True)
     return tl.reduce((low, high, (words < 0).to(tl.float32)), 0, _add3)
@@ -775,28 +762,16 @@ def _stream_tile(u, n_units, n_batch, n_channels, hw, PER_CHANNEL: tl.constexpr,
 
 
 @triton.jit
-def _stream_channel_stats(x_ptr, slot_ptr, group_ptr, tag, c, n_shares, words_per_share, n_batch, n_channels, hw,
-                          count, max_spin, PER_CHANNEL: tl.constexpr, SHARE: tl.constexpr, GW: tl.constexpr,
-                          ONE_TREE: tl.constexpr, GROUP: tl.constexpr, group_words, k_group):
-    """(mean, var) of channel c: the words of the shares meeting its tiles (GROUP: its group words, loaded a tile
-    ahead as group_words with its K, k_group), polled until all are in; after max_spin polls (a program not
-    started, e.g. in the interpreter) read from x."""
-    if GROUP > 0:  # one-tile shares, GROUP dividing PER_CHANNEL: the channel's groups are its own
-        j = tl.arange(0, GW)
-        meets = j < PER_CHANNEL // GROUP
-        word_ptrs = group_ptr + c * (PER_CHANNEL // GROUP) + j
-        s, q, missing = _word_sums(group_words, tag)
-        spins = 0
-        while (spins < max_spin) & (missing > 0):  # not all in when loaded: poll
-            s, q, missing = _tagged_sums(word_ptrs, meets, tag)
-            spins += 1
-        return _stats_or_read(missing == 0, k_group, s, q, x_ptr, c, n_batch, n_channels, hw, count)
-    else:
-        first = c * PER_CHANNEL
-        j = first // SHARE + tl.arange(0, GW)
-        meets = (j < n_shares) & (j * SHARE < first + PER_CHANNEL)
-        # a share's words are its channels in order: c's is c less the share's first channel
-        word_ptrs = slot_ptr + j * words_per_share + c - j * SHARE // PER_CHANNEL
+def _stream_channel_stats(x_ptr, slot_ptr, tag, c, n_shares, words_per_share, n_batch, n_channels, hw, count,
+                          max_spin, PER_CHANNEL: tl.constexpr, SHARE: tl.constexpr, GW: tl.constexpr,
+                          ONE_TREE: tl.constexpr):
+    """(mean, var) of channel c: the words of the shares meeting its tiles, polled until all are in; after
+    max_spin polls (a program not started, e.g. in the interpreter) read from x."""
+    first = c * PER_CHANNEL
+    j = first // SHARE + tl.arange(0, GW)
+    meets = (j < n_shares) & (j * SHARE < first + PER_CHANNEL)
+    # a share's words are its channels in order: c's is c less the share's first channel
+    word_ptrs = slot_ptr + j * words_per_share + c - j * SHARE // PER_CHANNEL
     if ONE_TREE:
         return _polled_stats_one_tree(x_ptr, word_ptrs, tag, meets, c, n_batch, n_channels, hw, count, max_spin)
     return _polled_stats(x_ptr, word_ptrs, tag, meets, c, n_batch, n_channels, hw, count, max_spin)
@@ -882,93 +857,13 @@ def _lane_totals(acc_s, acc_q, ONE_TREE: tl.constexpr):
 
 
 @triton.jit
-def _group_words(x_ptr, group_ptr, tag, u, n_units, hw, PER_CHANNEL: tl.constexpr, GW: tl.constexpr,
-                 GROUP: tl.constexpr):
-    """The group words of tile u's channel as they are now (lanes past its groups, or u outside the tiles,
-    loaded as `tag`: in, adding 0) and its K."""
-    c = tl.minimum(tl.maximum(u, 0), n_units - 1) // PER_CHANNEL  # a real channel: loads need no scalar mask
-    j = tl.arange(0, GW)
-    words = tl.load(group_ptr + c * (PER_CHANNEL // GROUP) + j, mask=j < PER_CHANNEL // GROUP, other=tag,
-                    volatile=True)
-    words = tl.where((u >= 0) & (u < n_units), words, tag)
-    return words, tl.load(x_ptr + tl.cast(c, tl.int64) * hw).to(tl.float32)
-
-
-@triton.jit
-def _group_duty(step, g, n_units, GROUP: tl.constexpr):
-    """(group, whether program g sums it in this step): the groups whose last tile was read in the step before,
-    each by the program that read the tile ROT after it, ROT moving by one a step, so the duty (an extra poll
-    a step) turns over the programs instead of falling on every GROUP-th program in every step (which then
-    paced the whole grid: bf16 0.19-0.23 ms against 0.154 without groups, sweep-20261202T035501Z.json)."""
-    n_programs = tl.num_programs(0)
-    prev = step - 1
-    u_last = prev * n_programs + (g - prev % GROUP + n_programs) % n_programs
-    return u_last // GROUP, (prev >= 0) & (u_last < n_units) & (u_last % GROUP == GROUP - 1)
-
-
-@triton.jit
-def _sum_group(slot_ptr, group_ptr, tag, gi, max_spin, GROUP: tl.constexpr):
-    """Publishes group gi's word, the sum of the words of shares gi * GROUP ... (one-tile shares: one word each),
-    once all are in (read a step ago: normally at once); after max_spin polls (the interpreter runs programs one
-    by one) it publishes nothing and returns True, and _mend_groups sums the group from x after the loop."""
-    lanes = tl.arange(0, GROUP)
-    ptrs = slot_ptr + gi * GROUP + lanes
-    s, q, missing = _tagged_sums(ptrs, lanes < GROUP, tag)
-    spins = 0
-    while (spins < max_spin) & (missing > 0):
-        s, q, missing = _tagged_sums(ptrs, lanes < GROUP, tag)
-        spins += 1
-    if missing == 0:
-        _publish_tagged(group_ptr + gi, s, q, tag)
-    return missing > 0
-
-
-@triton.jit
-def _mend_groups(x_ptr, xu_ptr, group_ptr, tag, n_steps, n_units, n_batch, n_channels, hw, hw_u,
-                 PER_CHANNEL: tl.constexpr, SEGS: tl.constexpr, TILE: tl.constexpr, PLANES: tl.constexpr,
-                 LANES: tl.constexpr, WORDS: tl.constexpr, ONE_TREE: tl.constexpr, GROUP: tl.constexpr):
-    """After the loop (no prefetched tiles live): each group this program had to sum (_group_duty) whose word is
-    not in was polled out; its tiles are summed from x and the word published, so every group
-    word is written every launch, as every share word is, and a word the launch before left never reads as in
-    (see _launch_tag). Appliers that polled it out read the channel from x themselves."""
-    g = tl.program_id(0)
-    lanes = tl.arange(0, LANES)
-    for step in range(n_steps):
-        gi, duty = _group_duty(step, g, n_units, GROUP)
-        if duty:
-            # one word read by every lane and reduced: all threads take the same branch
-            word_in = tl.min(tl.load(group_ptr + gi + lanes * 0, volatile=True) ^ tag, axis=0) >= 0
-            if not word_in:
-                c = gi * GROUP // PER_CHANNEL  # a group is in one channel (GROUP divides PER_CHANNEL)
-                k = tl.load(x_ptr + tl.cast(c, tl.int64) * hw).to(tl.float32)
-                acc_s = tl.zeros([LANES], tl.float32)
-                acc_q = tl.zeros([LANES], tl.float32)
-                for j in tl.range(0, GROUP, loop_unroll_factor=1):  # cold: kept rolled, few registers
-                    rest = gi * GROUP + j - c * PER_CHANNEL
-                    planes0 = rest // SEGS * PLANES
-                    col0 = (rest - rest // SEGS * SEGS) * TILE
-                    for plane in tl.range(0, PLANES, loop_unroll_factor=1):
-                        n = planes0 + plane
-                        for r in tl.range(0, TILE // LANES, loop_unroll_factor=1):
-                            cols = col0 + r * LANES + lanes[None, :]
-                            mask = (cols < hw_u) & (cols * 0 + n < n_batch)
-                            row = tl.load(xu_ptr + (tl.cast(n, tl.int64) * n_channels + c) * hw_u + cols, mask=mask,
-                                          other=0)
-                            s_t, q_t = _tile_sums(row, k, mask, False, WORDS)
-                            acc_s += s_t
-                            acc_q += q_t
-                s, q = _lane_totals(acc_s, acc_q, ONE_TREE)
-                _publish_tagged(group_ptr + gi, s, q, tag)
-
-
-@triton.jit
 def _batchnorm_streamed_kernel(
-    x_ptr, xu_ptr, w_ptr, b_ptr, yu_ptr, slot_ptr, group_ptr, ticket_ptr, run_mean_ptr, run_var_ptr, batches_ptr,
+    x_ptr, xu_ptr, w_ptr, b_ptr, yu_ptr, slot_ptr, ticket_ptr, run_mean_ptr, run_var_ptr, batches_ptr,
     n_batch, n_channels, hw, hw_u, n_units, n_shares, words_per_share, n_steps, count, eps, momentum, max_spin,
     PER_CHANNEL: tl.constexpr, SHARE: tl.constexpr, SEGS: tl.constexpr, TILE: tl.constexpr, PLANES: tl.constexpr,
     LANES: tl.constexpr, GW: tl.constexpr, LAG: tl.constexpr, STAGES: tl.constexpr, AHEAD: tl.constexpr,
     EVEN: tl.constexpr, UPDATE_RUNNING: tl.constexpr, EPOCH: tl.constexpr, WORDS: tl.constexpr,
-    UNMASKED: tl.constexpr, ONE_TREE: tl.constexpr, ASM: tl.constexpr, GROUP: tl.constexpr,
+    UNMASKED: tl.constexpr, ONE_TREE: tl.constexpr, ASM: tl.constexpr,
 ):
     # Tiles are loaded and stored in units of xu_ptr / yu_ptr: x and y themselves, or with WORDS their 32-bit words
     # of two bf16 values (TILE, LANES and hw_u then count words); K and the fallback read x_ptr's values (hw).
@@ -987,9 +882,6 @@ def _batchnorm_streamed_kernel(
     acc_s = tl.zeros([LANES], tl.float32)  # per-lane sums of x - K over rows: reduced once per share and channel
     acc_q = tl.zeros([LANES], tl.float32)
     c_apply = -1  # the channel whose scale and shift are held
-    owed = False  # GROUP: a group this program had to sum was polled out
-    group_words_next = tl.zeros([GW], tl.int64)  # GROUP: the next applied tile's group words and K
-    k_group_next = 0.0
     scale = 0.0
     shift = 0.0
     for t in tl.range(0, n_steps * SHARE, num_stages=STAGES):
@@ -1011,10 +903,6 @@ def _batchnorm_streamed_kernel(
             x_r, x_a = _stream_loads(xu_ptr, u, lag_tiles, n_units, n_batch, n_channels, hw_u, PER_CHANNEL, SEGS, TILE,
                                      PLANES, LANES, UNMASKED)
         k_next = tl.load(x_ptr + tl.cast(u_next // PER_CHANNEL, tl.int64) * hw, mask=u_next < n_units, other=0.0)
-        group_words, k_group = group_words_next, k_group_next
-        if GROUP > 0:  # the next applied tile's group words and K, loaded a tile ahead (its poll then rarely waits)
-            group_words_next, k_group_next = _group_words(x_ptr, group_ptr, tag, u_next - lag_tiles, n_units, hw,
-                                                          PER_CHANNEL, GW, GROUP)
         # K: the channel's first value, the same in every program, so the shares' sums add up without cancelling
         c_r, _, mask_r = _stream_tile(u, n_units, n_batch, n_channels, hw_u, PER_CHANNEL, SEGS, TILE, PLANES, LANES,
                                       UNMASKED)
@@ -1027,10 +915,6 @@ def _batchnorm_streamed_kernel(
             _publish_tagged(word, s_c, q_c, tag)
             acc_s = tl.zeros([LANES], tl.float32)
             acc_q = tl.zeros([LANES], tl.float32)
-        if GROUP > 0:  # one-tile shares: a group whose last tile was read a step ago is summed now (all in)
-            gi, duty = _group_duty(step, g, n_units, GROUP)
-            if duty:
-                owed |= _sum_group(slot_ptr, group_ptr, tag, gi, max_spin, GROUP)
         k = k_next.to(tl.float32)
         u_a = u - lag_tiles
         c_a, offs_a, mask_a = _stream_tile(u_a, n_units, n_batch, n_channels, hw_u, PER_CHANNEL, SEGS, TILE, PLANES,
@@ -1038,9 +922,8 @@ def _batchnorm_streamed_kernel(
         if (u_a >= 0) & (u_a < n_units) & (c_a != c_apply):  # read LAG steps ago: its words are normally in
             w = tl.load(w_ptr + c_a).to(tl.float32)
             b = tl.load(b_ptr + c_a).to(tl.float32)
-            mean, var = _stream_channel_stats(x_ptr, slot_ptr, group_ptr, tag, c_a, n_shares, words_per_share,
-                                              n_batch, n_channels, hw, count, max_spin, PER_CHANNEL, SHARE, GW,
-                                              ONE_TREE, GROUP, group_words, k_group)
+            mean, var = _stream_channel_stats(x_ptr, slot_ptr, tag, c_a, n_shares, words_per_share, n_batch,
+                                              n_channels, hw, count, max_spin, PER_CHANNEL, SHARE, GW, ONE_TREE)
             scale = tl.rsqrt(var + eps) * w
             shift = b - mean * scale
             if UPDATE_RUNNING:  # noqa: SIM102 - a constexpr branch around a runtime one
@@ -1053,9 +936,6 @@ def _batchnorm_streamed_kernel(
         else:
             y = (x_a.to(tl.float32) * scale + shift).to(yu_ptr.dtype.element_ty)
         tl.store(yu_ptr + offs_a, y, mask=mask_a, eviction_policy="evict_first")
-    if owed:  # a group summer polled out (never on the GPU when all programs run): no tail otherwise
-        _mend_groups(x_ptr, xu_ptr, group_ptr, tag, n_steps, n_units, n_batch, n_channels, hw, hw_u, PER_CHANNEL, SEGS,
-                     TILE, PLANES, LANES, WORDS, ONE_TREE, GROUP)
 
 
 def _num_sms(device: torch.device) -> int:
@@ -1099,13 +979,6 @@ def _stream_programs_per_sm(tile_bytes: int) -> int:
     its prefetch of 8 KiB or less fit 128 registers a thread (4 programs of 4 warps), 16 KiB ones 168 (3). 8 KiB
     tiles of bf16 words would fit 96 (5) but measure best at 4 (sweep-20261201T044106Z.json)."""
     return 4 if tile_bytes <= 8192 else 3
-
-
-def _stream_group(group: int, share: int, per_channel: int) -> int:
-    """STREAM_GROUP where it applies (shares of one tile, GROUP a power of 2 dividing a channel's tiles), else 0."""
-    if group < 0 or group & (group - 1):
-        raise ValueError(f"batchnorm: TUNABLES['STREAM_GROUP'] = {group!r}, expected 0 or a power of 2")
-    return group if group and share == 1 and per_channel % group == 0 else 0
 
 
 def _slot_words(device, n_programs: int, n_words: int, layout: tuple) -> tuple:
@@ -1228,15 +1101,9 @@ def _batch_norm_streamed(x, weight, bias, running_mean, running_var, num_batches
     n_shares = triton.cdiv(n_units, share)
     # a channel of stage p must be all read (by every share meeting it) before step p + LAG applies it
     lag = max(t["STREAM_LAG"], 1 + triton.cdiv(per_channel - 1, share * n_programs))
-    group = _stream_group(t["STREAM_GROUP"], share, per_channel)
-    if group:  # its groups are summed the step after their last tile is read (two where groups straddle steps)
-        lag = max(lag, 2 + (n_programs % group != 0) + triton.cdiv(per_channel - 1, n_programs))
     words = triton.cdiv(share - 1, per_channel) + 1  # channels a share meets at most: one word each
-    layout = ("streamed", n_units, per_channel, share, group)
-    n_groups = n_units // group if group else 0
-    ticket, slots, epoch = _slot_words(x.device, n_programs, n_shares * words + n_groups, layout)
-    group_words = slots[n_shares * words:] if group else slots  # without groups: a stand-in, never read
-    slots = slots[:n_shares * words]
+    layout = ("streamed", n_units, per_channel, share)
+    ticket, slots, epoch = _slot_words(x.device, n_programs, n_shares * words, layout)
     lanes = min(t["STREAM_LANES"] or _STREAM_LANE_BYTES // x.element_size(), tile)  # powers of 2: divides the tile
     y = torch.empty_like(x)
     update, running = _running_args(running_mean, running_var, num_batches_tracked, slots)
@@ -1244,14 +1111,13 @@ def _batch_norm_streamed(x, weight, bias, running_mean, running_var, num_batches
     unit = 2 if words_on else 1
     xu, yu = (x.view(torch.int32), y.view(torch.int32)) if words_on else (x, y)
     _batchnorm_streamed_kernel[(n_programs,)](
-        x, xu, weight, bias, yu, slots, group_words, ticket, *running,
+        x, xu, weight, bias, yu, slots, ticket, *running,
         n, c, hw, hw // unit, n_units, n_shares, words, triton.cdiv(n_shares, n_programs) + lag, float(n * hw), eps,
         momentum, _MAX_SPIN_GPU if x.is_cuda else 0,
         PER_CHANNEL=per_channel, SHARE=share, SEGS=segs, TILE=tile // unit, PLANES=planes,
-        LANES=max(1, lanes // unit),
-        GW=triton.next_power_of_2(per_channel // group if group else triton.cdiv(per_channel, share) + 1), LAG=lag,
+        LANES=max(1, lanes // unit), GW=triton.next_power_of_2(triton.cdiv(per_channel, share) + 1), LAG=lag,
         STAGES=stages, AHEAD=int(t["STREAM_AHEAD"]), EVEN=even, UPDATE_RUNNING=update, EPOCH=epoch, WORDS=words_on,
-        UNMASKED=t["STREAM_UNMASKED"] and even, ONE_TREE=t["STREAM_ONE_TREE"], ASM=x.is_cuda, GROUP=group,
+        UNMASKED=t["STREAM_UNMASKED"] and even, ONE_TREE=t["STREAM_ONE_TREE"], ASM=x.is_cuda,
         num_warps=t["num_warps_streamed"], maxnreg=maxnreg,
     )
     return y

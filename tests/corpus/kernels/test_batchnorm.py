@@ -60,15 +60,11 @@ def _model_pair(k) -> tuple:
     {"STRATEGY": "streamed", "STREAM_BYTES": 20971520, "STREAM_TILE": 64, "STREAM_AHEAD": True, "STREAM_STAGES": 1,
      "STREAM_PROGRAMS_PER_SM": 1, "num_warps_streamed": 2},
     {"STRATEGY": "streamed", "STREAM_BYTES": 64, "STREAM_TILE": 16, "STREAM_PLANES": 4, "num_warps_streamed": 2},
-    {"STRATEGY": "streamed", "STREAM_BYTES": 64, "STREAM_TILE": 16, "STREAM_GROUP": 8, "num_warps_streamed": 2},
-    {"STRATEGY": "streamed", "STREAM_BYTES": 64, "STREAM_TILE": 16, "STREAM_GROUP": 8, "STREAM_PROGRAMS_PER_SM": 3,
-     "num_warps_streamed": 2},
 ], ids=["default", "coop_prefetch", "coop_tagged_prefetch_early", "coop_last_prefetch", "coop_last_one_chunk",
         "staged_partial_last_stage", "staged_lag2_many_programs", "staged_shares_span_channels",
         "staged_prefetch_partial_last_stage", "staged_prefetch_early_heads_span_channels",
         "streamed_tiles_cut_planes_lag_raised", "streamed_ahead_shares_span_channels",
-        "streamed_planes_ragged_shares_cut_channels", "streamed_group_words",
-        "streamed_group_words_straddle_steps"])
+        "streamed_planes_ragged_shares_cut_channels"])
 def test_running_stats_follow_batchnorm2d(overrides: dict, monkeypatch):
     """9x7 planes: the coop chunks cut planes (runs of 64, 63 valid) and the last chunk is partial."""
     k = kernel()
@@ -91,9 +87,7 @@ def test_running_stats_follow_batchnorm2d(overrides: dict, monkeypatch):
      "STREAM_AHEAD": 2, "STREAM_BYTES": 2048, "num_warps_streamed": 2},
     {"STRATEGY": "staged", "WORKSPACE": "epoch", "STAGE_BYTES": 2048, "STAGE_LAG": 2, "STAGE_TILE": 256,
      "STAGE_RUN": 64, "num_warps_staged": 2},
-    {"STRATEGY": "streamed", "WORKSPACE": "epoch", "STREAM_BYTES": 64, "STREAM_TILE": 16, "STREAM_GROUP": 4,
-     "num_warps_streamed": 2},
-], ids=["streamed", "streamed_planes_lanes_ahead2", "staged", "streamed_group_words"])
+], ids=["streamed", "streamed_planes_lanes_ahead2", "staged"])
 def test_epoch_workspace_reused_across_calls(overrides: dict, monkeypatch):
     """One model called three times on the same shapes: the cached slot words are never refilled, so each call
     must tell its own words from those the call before left (the parity flips every call, and in the
@@ -126,62 +120,6 @@ def _check_three_calls(overrides: dict, dtype: torch.dtype, shape: tuple, tol: f
         torch.testing.assert_close(new.running_var, ref.running_var, atol=1e-6, rtol=1e-5)
     (key, workspace), = k._WORKSPACES.items()
     assert int(workspace[0]) == 3 * key[1]  # every program of every call drew one ticket
-
-
-def test_group_words_hold_their_tiles_sums(monkeypatch):
-    """STREAM_GROUP: after a call every group word is in (this launch's tag) and holds the sums of x - K and
-    (x - K)^2 over its GROUP tiles (K: the channel's first value). In the interpreter programs run one by one, so
-    every group is complete when its last tile's reader sums it (the others ran before), and the last program's
-    applies read the group words: a wrong word would also fail the output check."""
-    k = kernel()
-    monkeypatch.setattr(k, "_WORKSPACES", {})
-    for key, value in {"STRATEGY": "streamed", "WORKSPACE": "epoch", "STREAM_BYTES": 64, "STREAM_TILE": 16,
-                       "STREAM_GROUP": 4, "num_warps_streamed": 2}.items():
-        monkeypatch.setitem(k.TUNABLES, key, value)
-    torch.manual_seed(7)
-    ref, new = _model_pair(k)
-    x = torch.randn(6, 5, 8, 4) * 2.0 + 1.0  # 32-value planes: 2 tiles each, 12 a channel, 3 groups of 4
-    with torch.no_grad():
-        torch.testing.assert_close(new(x), ref(x), atol=1e-5, rtol=1e-5)
-    (key, workspace), = k._WORKSPACES.items()
-    n_units = 5 * 12
-    words = workspace[1 + n_units:]
-    assert words.numel() == n_units // 4
-    tag = ((int(workspace[0]) - 1) // key[1]) & 1  # the call's parity, from the last ticket drawn
-    raw = words ^ (tag << 63)
-    assert bool((raw >= 0).all()), "a group word is not in"
-    low = (raw & 0xFFFFFFFF).to(torch.int32).view(torch.float32)
-    high = (raw >> 32).to(torch.int32).view(torch.float32)
-    tiles = x.reshape(6, 5, 2, 16).permute(1, 0, 2, 3).reshape(5, 12, 16)  # channel-major tiles
-    d = tiles - x[0, :, 0, 0].reshape(5, 1, 1)
-    groups = d.reshape(5, 3, 4 * 16)
-    torch.testing.assert_close(low, groups.sum(-1).reshape(-1), atol=1e-4, rtol=1e-5)
-    torch.testing.assert_close(high, (groups * groups).sum(-1).reshape(-1), atol=1e-4, rtol=1e-5)
-
-
-@pytest.mark.parametrize(("group", "share", "per_channel", "expected"), [
-    (0, 1, 256, 0),  # off
-    (16, 1, 256, 16),  # one-tile shares, 16 divides 256
-    (16, 2, 256, 0),  # shares of two tiles: off
-    (16, 1, 24, 0),  # 16 does not divide 24: off
-])
-def test_stream_group_applies_only_to_one_tile_shares(group, share, per_channel, expected):
-    assert kernel()._stream_group(group, share, per_channel) == expected
-
-
-def test_stream_group_not_power_of_two_named():
-    with pytest.raises(ValueError, match="STREAM_GROUP"):
-        kernel()._stream_group(12, 1, 24)
-
-
-@pytest.mark.parametrize("programs_per_sm", [4, 3], ids=["groups_in_steps", "groups_straddle_steps"])
-def test_streamed_words_group_words_reused_across_calls(programs_per_sm: int, monkeypatch):
-    """bf16 words with STREAM_GROUP 8: 16 programs (groups within steps) or 12 (groups straddle steps, so in the
-    interpreter their summers poll out and sum the group's tiles from x, as 32-bit words)."""
-    overrides = {"STRATEGY": "streamed", "WORKSPACE": "epoch", "STREAM_WORDS": True, "STREAM_UNMASKED": True,
-                 "STREAM_TILE": 16, "STREAM_BYTES": 64, "STREAM_GROUP": 8,
-                 "STREAM_PROGRAMS_PER_SM": programs_per_sm, "num_warps_streamed": 2}
-    _check_three_calls(overrides, torch.bfloat16, (8, 5, 8, 8), 2e-2, monkeypatch)
 
 
 class _Taken(Exception):
