@@ -13,7 +13,8 @@ repetition on fresh clones of the spec's inputs, as the harness times a candidat
 alternating. (Until 2026-12-01 every repetition reused one input set: with no clone copies queued ahead of a
 call, a kernel whose launch takes ~0.1 ms of Python, as the Triton and Gluon GEMMs' do, was timed partly on the
 host, and three runs of the Hopper GEMM read 0.1805, 0.1171 and 0.1486 ms: vendor-h200-20261201T233633Z.json.) The vendor piece:
-  gemm_epilogue  F.linear alone (cuBLAS, bias fused in its epilogue), and eager's whole reference
+  gemm_epilogue  F.linear alone (cuBLAS, bias fused in its epilogue), cuBLASLt's bias + GELU epilogue
+                 (torch._addmm_activation: its tanh GELU, no scale or residual), and eager's whole reference
                  (cuBLAS plus the separate epilogue kernels)
   attention      F.scaled_dot_product_attention (the flash kernel where eligible)
 For GEMM our kernel is also timed as x @ W^T + b alone ("ours_linear": no activation, scale or residual),
@@ -50,7 +51,11 @@ def vendor_pieces(family: str, spec, ref) -> dict:
     """name -> callable of the spec's inputs doing the vendor library's part of the spec's work."""
     if family == "gemm_epilogue":
         w, b = ref.linear.weight, ref.linear.bias
-        return {"cublas_linear": lambda x, *_: F.linear(x, w, b), "eager_reference": lambda *inputs: ref(*inputs)}
+        # cuBLASLt's own fused bias + GELU epilogue (its tanh form; no scale or residual): what the vendor's
+        # fused epilogue costs it over F.linear
+        return {"cublas_linear": lambda x, *_: F.linear(x, w, b),
+                "cublaslt_bias_gelu": lambda x, *_: torch._addmm_activation(b, x, w.t(), use_gelu=True),
+                "eager_reference": lambda *inputs: ref(*inputs)}
     causal = bool(spec.module.CAUSAL)
     return {"sdpa": lambda q, k, v, *_: F.scaled_dot_product_attention(q, k, v, is_causal=causal)}
 

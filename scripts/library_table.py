@@ -2,14 +2,16 @@
 
 Usage:
     python3 scripts/library_table.py [RESULTS.json ...] [--pick newest|median] [--drop FILE_STEM:SPEC ...]
-        [--update-sidecars] [--doc docs/LIBRARY.md]
+        [--copy-at-size copy_at_size-X.json ...] [--update-sidecars] [--doc docs/LIBRARY.md]
 
 With no files, reads every benchmarks/results/library-h200-*.json. For each (family, spec) the newest
 row wins (files ordered by their "date"), or with --pick median the row with the median latency across the
 files. The table (the same columns as `bench_library.py --table`) goes
 between the markers below in the doc, which is created if missing. --update-sidecars also writes each
 passed row into corpus/kernels/<family>/kernel.yaml `measurements` (KernelMeasurement fields), replacing
-an earlier measurement of the same accelerator and spec.
+an earlier measurement of the same accelerator and spec. --copy-at-size (files of benchmarks/gpu/copy_at_size.py,
+the later file winning per spec) puts beside each spec under a bar what a device copy of its bytes reaches at its
+size: short kernels pay a launch, ramp-up and tail that a 2 GiB copy does not.
 """
 
 from __future__ import annotations
@@ -91,9 +93,25 @@ def _floor_pct(fraction: float) -> str:
     return f"{math.floor(fraction * 1000) / 10:.1f}%"
 
 
-def bar_summary(rows: list[dict]) -> str:
+def copy_fractions(files: list[Path]) -> dict[str, float]:
+    """spec -> the share of the copy limit that a device copy of its bytes reached at its size (the better of the
+    even and the spec's own uneven copy), from copy_at_size files; a later file's row wins."""
+    fractions: dict[str, float] = {}
+    for f in sorted(files, key=lambda f: json.loads(f.read_text()).get("date", "")):
+        for row in json.loads(f.read_text()).get("rows", []):
+            fractions[row["spec"]] = row.get("best_fraction_of_limit", row["fraction_of_limit"])
+    return fractions
+
+
+def _copy_note(spec: str, copy: dict[str, float]) -> str:
+    return f"; a copy of its bytes at this size: {copy[spec]:.0%}" if spec in copy else ""
+
+
+def bar_summary(rows: list[dict], copy: dict[str, float] | None = None) -> str:
     """The issue's bars over the memory-bound specs: geometric means over eager and torch.compile, and which
-    specs fall short of 85% of copy bandwidth or of torch.compile (with compile's own share of the limit)."""
+    specs fall short of 85% of copy bandwidth or of torch.compile (with compile's own share of the limit, and
+    where `copy` has the spec, what a device copy of its bytes reaches at its size)."""
+    copy = copy or {}
     from bench_library import geomean
 
     mem = [r for r in rows if r["family"] not in COMPUTE_BOUND and r["status"] == "passed"]
@@ -106,9 +124,13 @@ def bar_summary(rows: list[dict]) -> str:
          f"{geomean([r['speedup_vs_eager'] for r in mem]):.2f}x over eager, "
          f"{geomean([r['speedup_vs_compile'] for r in mem]):.2f}x over torch.compile; "
          f"{len(mem) - len(short)} of {len(mem)} at >= {BANDWIDTH_BAR:.0%} of copy bandwidth."),
-        "Under 85%: " + (", ".join(f"{r['spec']} {_floor_pct(r['fraction_of_limit'])}" for r in short) or "none") + ".",
+        "Under 85%: " + (", ".join(
+            f"{r['spec']} {_floor_pct(r['fraction_of_limit'])}"
+            + (f" ({_copy_note(r['spec'], copy)[2:]})" if r["spec"] in copy else "")
+            for r in short) or "none") + ".",
         "Below torch.compile: " + (", ".join(
-            f"{r['spec']} {r['speedup_vs_compile']:.3f}x (compile at {r['compile_fraction_of_limit']:.0%} of the limit)"
+            f"{r['spec']} {r['speedup_vs_compile']:.3f}x (compile at {r['compile_fraction_of_limit']:.0%} of the limit"
+            f"{_copy_note(r['spec'], copy)})"
             for r in behind) or "none") + ".",
     ]
     return "\n".join(lines)
@@ -155,6 +177,8 @@ def main() -> int:
     p.add_argument("--update-sidecars", action="store_true", help="write measurements into kernel.yaml")
     p.add_argument("--pick", choices=("newest", "median"), default="newest",
                    help="per spec: the newest row, or the row with the median latency over all the files")
+    p.add_argument("--copy-at-size", action="append", default=[], type=Path, metavar="FILE",
+                   help="copy_at_size results: what a copy of each spec's bytes reaches at its size; repeatable")
     p.add_argument("--drop", action="append", default=[], metavar="FILE_STEM:SPEC",
                    help="skip this row (it measured a configuration reverted since); repeatable")
     args = p.parse_args()
@@ -165,7 +189,7 @@ def main() -> int:
     drop = frozenset(tuple(d.split(":", 1)) for d in args.drop)
     picked = (median_rows if args.pick == "median" else latest_rows)(files, drop)
     rows = [row for row, _, _ in picked]
-    table = markdown_table(rows) + "\n\n" + bar_summary(rows)
+    table = markdown_table(rows) + "\n\n" + bar_summary(rows, copy_fractions(args.copy_at_size))
     write_doc(args.doc, table)
     print(table)
     if args.update_sidecars:

@@ -10,7 +10,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "scripts"))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from library_table import bar_summary, latest_rows, median_rows
+from library_table import bar_summary, copy_fractions, latest_rows, median_rows
 
 
 def _results(path: Path, date: str, latency: float) -> Path:
@@ -83,3 +83,26 @@ def test_bar_summary_counts_memory_bound_specs_only():
 def test_a_spec_just_under_the_bar_does_not_read_as_meeting_it():
     text = bar_summary([_row("layernorm", "ln", 0.84988, 1.3, 1.5), _row("softmax", "sm", 0.85, 2.0, 1.5)])
     assert "Under 85%: ln 84.9%." in text and "1 of 2 at >= 85%" in text
+
+
+def test_copy_at_size_notes_what_a_copy_of_the_bytes_reaches(tmp_path: Path):
+    """--copy-at-size: a spec under a bar gets the share a copy of its bytes reached at its size (the better of the
+    even and the uneven copy; a later file's row wins); a spec the files lack gets no note."""
+    def copy_file(name: str, date: str, rows: list[dict]) -> Path:
+        (tmp_path / name).write_text(json.dumps({"date": date, "rows": rows}))
+        return tmp_path / name
+
+    old = copy_file("copy-old.json", "20261201T104409Z", [{"spec": "pool", "fraction_of_limit": 0.70}])
+    new = copy_file("copy-new.json", "20261202T050000Z",
+                    [{"spec": "pool", "fraction_of_limit": 0.86, "uneven_fraction_of_limit": 0.88,
+                      "best_fraction_of_limit": 0.88},
+                     {"spec": "bn", "fraction_of_limit": 0.97, "best_fraction_of_limit": 0.97}])
+    copy = copy_fractions([new, old])  # given out of date order
+    assert copy == {"pool": 0.88, "bn": 0.97}
+    rows = [_row("pool2d", "pool", 0.81, 2.2, 0.98, 0.82), _row("batchnorm", "bn", 0.84, 7.5, 2.0),
+            _row("softmax", "sm", 0.80, 2.0, 1.5)]
+    text = bar_summary(rows, copy)
+    assert "Under 85%: pool 81.0% (a copy of its bytes at this size: 88%), bn 84.0% (a copy of its bytes at this " \
+           "size: 97%), sm 80.0%." in text
+    assert "Below torch.compile: pool 0.980x (compile at 82% of the limit; a copy of its bytes at this size: 88%)." \
+        in text
