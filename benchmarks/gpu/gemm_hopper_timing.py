@@ -3,11 +3,12 @@ path with TALL_HOPPER_WS off) and cuBLAS, timed in many short alternating rounds
 do_bench, with the host's enqueue time per call and the GPU's clocks, power and processes around them.
 
 Usage (GPU box, repo root): python3 benchmarks/gpu/gemm_hopper_timing.py [--out FILE] [--rounds 8] [--profile]
-    [--variants '{"name": {"TUNABLE": value}}'] [--sustain-s 3]
+    [--variants '{"name": {"TUNABLE": value}}'] [--sustain-s 3] [--m 32768] [--forms hopper,cublas_linear]
 (--profile: cProfile of 200 enqueued calls of each of our two paths, the top functions by own time, first;
 --variants: more forms of the library kernel, each its own copy of the module with those TUNABLES, timed alongside;
 --sustain-s S: each form back to back for S seconds beside nvidia-smi's SM clock and power: whether the GPU's power cap
-slows a form's clock)
+slows a form's clock; --m: rows other than the spec's 32768, e.g. to see what share of the time the last round of
+tiles takes (132 programs hold 3.88 tiles each at 32768 rows); --forms: time only these forms)
 
 Seen first in `benchmarks/results/vendor-h200-20261201T233633Z.json`: bench_vendor.py's three runs of the Hopper
 path took 0.1805, 0.1171 and 0.1486 ms (its plain-GEMM form 0.1063, 0.1579, 0.1076) while cuBLAS stayed at
@@ -86,6 +87,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--sustain-s", type=float, default=0.0,
                         help="also run each form back to back for this long while nvidia-smi samples the SM clock "
                              "and power (ms a call and SM cycles a call at the clock it holds)")
+    parser.add_argument("--m", type=int, default=32768, help="rows of x (the spec: 32768)")
+    parser.add_argument("--forms", default="", help="comma-separated forms to time (default: all)")
     args = parser.parse_args(argv)
     variants = json.loads(args.variants) if args.variants else {}
     sys.path.insert(0, str(REPO))
@@ -96,7 +99,7 @@ def main(argv: list[str]) -> int:
     hopper = import_file(REPO / "corpus/kernels/gemm_epilogue/kernel.py", "timing_hopper")
     plain = import_file(REPO / "corpus/kernels/gemm_epilogue/kernel.py", "timing_triton")
     plain.TUNABLES["TALL_HOPPER_WS"] = False
-    m, k, n = 32768, 2048, 512
+    m, k, n = args.m, 2048, 512
     torch.manual_seed(0)
     x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
     w = (torch.randn(n, k, device="cuda") / k**0.5).to(torch.bfloat16)
@@ -113,6 +116,13 @@ def main(argv: list[str]) -> int:
         module = import_file(REPO / "corpus/kernels/gemm_epilogue/kernel.py", f"timing_{name}")
         module.TUNABLES.update(overrides)
         calls[name] = lambda x=x, r=r, module=module: module.gemm_epilogue(x, w, b, r, 0.5, "gelu")
+
+    if args.forms:
+        wanted = args.forms.split(",")
+        unknown = sorted(set(wanted) - set(calls))
+        if unknown:
+            raise SystemExit(f"gemm_hopper_timing: --forms {unknown} not among {sorted(calls)}")
+        calls = {name: calls[name] for name in wanted}
 
     def fresh() -> list:  # the harness times on fresh clones
         return [x.clone(), r.clone()]
