@@ -45,8 +45,6 @@ try:  # Gluon (triton >= 3.5) for the Hopper kernel; without it the Triton kerne
 
     # triton 3.6 names the TMA copy async_copy_global_to_shared; later versions async_load
     _tma_load = getattr(tma, "async_load", None) or tma.async_copy_global_to_shared
-    # a barrier of the warps of one partition: thread_barrier in triton 3.6, barrier later
-    _thread_barrier = getattr(gl, "thread_barrier", None) or gl.barrier
 except ImportError:  # pragma: no cover - older triton
     gluon = None
 
@@ -103,10 +101,6 @@ TUNABLES = {
     "HOPPER_IN_FLIGHT": 0,
     "HOPPER_GROUP_M": 1,  # tile order: 1 walks the column tiles of a row block in turn (W is 2 MB: it stays in L2)
     "HOPPER_CHUNK": 8,  # rows the epilogue warps take at a time (16: no faster, gluon-gemm-probe-h200-20261201T231628Z.json)
-    # who runs the epilogue of a program's last tile, which nothing overlaps: "warps" (the two epilogue warps, as
-    # every other tile's) or "mma" (each MMA warp group its own 64 rows, 4 warps, every residual load issued at
-    # once, the residual prefetched into L2 by the epilogue warps while that tile's MMAs run)
-    "HOPPER_LAST": "warps",
     # Repeat calls of one problem (shapes, strides, dtypes, epilogue, pointer alignments) on the Hopper path launch
     # the kernel the first compiled straight through its launcher (see _HopperPlan)
     "HOPPER_LAUNCH_PLANS": True,
@@ -388,14 +382,11 @@ if gluon is not None:
         return acc, step
 
     @gluon.jit
-    def _hopper_mma(x_ring, w_ring, ready, empty, hbuf, hfull, hfree, b_ptr, r_ptr, y_ptr, M, N, stride_rm,
-                    stride_ym, scale, n_tiles, n_blocks_m, WG: gl.constexpr, K_STEPS: gl.constexpr,
-                    N_BLOCKS_N: gl.constexpr, STAGES: gl.constexpr, GROUP_M: gl.constexpr, HAS_BIAS: gl.constexpr,
-                    HAS_RESIDUAL: gl.constexpr, ACTIVATION: gl.constexpr, IN_FLIGHT: gl.constexpr = 1,
-                    LAST_MMA: gl.constexpr = False):
+    def _hopper_mma(x_ring, w_ring, ready, empty, hbuf, hfull, hfree, b_ptr, N, n_tiles, n_blocks_m,
+                    WG: gl.constexpr, K_STEPS: gl.constexpr, N_BLOCKS_N: gl.constexpr, STAGES: gl.constexpr,
+                    GROUP_M: gl.constexpr, HAS_BIAS: gl.constexpr, IN_FLIGHT: gl.constexpr = 1):
         # One MMA warp group: rows [64 WG, 64 WG + 64) of each tile; x W^T + b, rounded to 16 bits, goes to the
-        # epilogue warps through hbuf, and the group starts its next tile. LAST_MMA: the program's last tile's
-        # rows are the group's own epilogue (_hopper_own_rows), not handed on.
+        # epilogue warps through hbuf, and the group starts its next tile.
         BM: gl.constexpr = hbuf.shape[0]
         BN: gl.constexpr = hbuf.shape[1]
         HALF: gl.constexpr = BM // 2
@@ -406,7 +397,7 @@ if gluon is not None:
         step = 0
         n_done = 0
         for tile in range(gl.program_id(0), n_tiles, gl.num_programs(0)):
-            pm, pn = _hopper_tile(tile, n_blocks_m, N_BLOCKS_N, GROUP_M)
+            _, pn = _hopper_tile(tile, n_blocks_m, N_BLOCKS_N, GROUP_M)
             acc = gl.zeros([HALF, BN], gl.float32, acc_layout)
             if HAS_BIAS:
                 cols = pn * BN + cols0
@@ -415,60 +406,8 @@ if gluon is not None:
                                         IN_FLIGHT)
             mbarrier.wait(hfree.index(WG), (n_done & 1) ^ 1)  # the epilogue warps have read this group's last rows
             mine.store(acc.to(hbuf.dtype))
-            if LAST_MMA:  # (a compile-time, then a run-time condition)
-                if tile + gl.num_programs(0) >= n_tiles:
-                    _thread_barrier()  # the whole group's rows are in before any thread reads them back
-                    _hopper_own_rows(mine, r_ptr, y_ptr, pm * BM + WG * HALF, pn * BN, M, N, stride_rm, stride_ym,
-                                     scale, HAS_RESIDUAL, ACTIVATION)
-                else:
-                    mbarrier.arrive(hfull)
-            else:
-                mbarrier.arrive(hfull)
+            mbarrier.arrive(hfull)
             n_done += 1  # noqa: SIM113  (Gluon loops take no enumerate)
-
-    @gluon.jit
-    def _hopper_own_rows(rows_smem, r_ptr, y_ptr, row0, col0, M, N, stride_rm, stride_ym, scale,
-                         HAS_RESIDUAL: gl.constexpr, ACTIVATION: gl.constexpr):
-        """The epilogue of an MMA warp group's own rows of its last tile (rows_smem: x W^T + b in 16 bits, at row0,
-        col0 of the output), by its 4 warps: every residual load of the 64 rows issued at once (the accumulator's
-        registers are free by now; the epilogue warps prefetched these rows into L2), then 16-row slices."""
-        ROWS: gl.constexpr = rows_smem.shape[0]
-        BN: gl.constexpr = rows_smem.shape[1]
-        CH: gl.constexpr = 16
-        layout: gl.constexpr = gl.BlockedLayout([1, 8], [1, 32], [gl.num_warps(), 1], [1, 0])
-        rows0 = gl.arange(0, CH, layout=gl.SliceLayout(1, layout))
-        cols = col0 + gl.arange(0, BN, layout=gl.SliceLayout(0, layout))
-        r0 = _hopper_residual_rows(r_ptr, row0, cols, rows0, M, N, stride_rm, HAS_RESIDUAL)
-        r1 = _hopper_residual_rows(r_ptr, row0 + CH, cols, rows0, M, N, stride_rm, HAS_RESIDUAL)
-        r2 = _hopper_residual_rows(r_ptr, row0 + 2 * CH, cols, rows0, M, N, stride_rm, HAS_RESIDUAL)
-        r3 = _hopper_residual_rows(r_ptr, row0 + 3 * CH, cols, rows0, M, N, stride_rm, HAS_RESIDUAL)
-        gl.static_assert(ROWS == 4 * CH)
-        _hopper_own_slice(rows_smem.slice(0, CH), r0, y_ptr, row0, cols, rows0, M, N, stride_ym, scale, HAS_RESIDUAL,
-                          ACTIVATION, layout)
-        _hopper_own_slice(rows_smem.slice(CH, CH), r1, y_ptr, row0 + CH, cols, rows0, M, N, stride_ym, scale,
-                          HAS_RESIDUAL, ACTIVATION, layout)
-        _hopper_own_slice(rows_smem.slice(2 * CH, CH), r2, y_ptr, row0 + 2 * CH, cols, rows0, M, N, stride_ym, scale,
-                          HAS_RESIDUAL, ACTIVATION, layout)
-        _hopper_own_slice(rows_smem.slice(3 * CH, CH), r3, y_ptr, row0 + 3 * CH, cols, rows0, M, N, stride_ym, scale,
-                          HAS_RESIDUAL, ACTIVATION, layout)
-
-    @gluon.jit
-    def _hopper_residual_rows(r_ptr, row0, cols, rows0, M, N, stride_rm, HAS_RESIDUAL: gl.constexpr):
-        """The residual's rows row0 + rows0 at cols (zeros without a residual)."""
-        rows = row0 + rows0
-        mask = gl.expand_dims((rows < M) & HAS_RESIDUAL, 1) & gl.expand_dims(cols < N, 0)
-        return gl.load(r_ptr + gl.expand_dims(rows * stride_rm, 1) + gl.expand_dims(cols, 0), mask=mask, other=0.0)
-
-    @gluon.jit
-    def _hopper_own_slice(h_smem, r, y_ptr, row0, cols, rows0, M, N, stride_ym, scale, HAS_RESIDUAL: gl.constexpr,
-                          ACTIVATION: gl.constexpr, layout: gl.constexpr):
-        """act(h) * scale, rounded, + residual, rounded, stored: rows row0 + rows0 of the output."""
-        rows = row0 + rows0
-        out = _hopper_activate(h_smem.load(layout).to(gl.float32), scale, ACTIVATION).to(h_smem.dtype)
-        if HAS_RESIDUAL:
-            out = (out.to(gl.float32) + r.to(gl.float32)).to(h_smem.dtype)
-        mask = gl.expand_dims(rows < M, 1) & gl.expand_dims(cols < N, 0)
-        gl.store(y_ptr + gl.expand_dims(rows * stride_ym, 1) + gl.expand_dims(cols, 0), out, mask=mask)
 
     @gluon.jit
     def _hopper_activate(v, scale, ACTIVATION: gl.constexpr):
@@ -502,11 +441,10 @@ if gluon is not None:
     @gluon.jit
     def _hopper_epilogue(hbuf, hfull, hfree, r_ptr, y_ptr, M, N, stride_rm, stride_ym, scale, n_tiles, n_blocks_m,
                          N_BLOCKS_N: gl.constexpr, GROUP_M: gl.constexpr, CHUNK: gl.constexpr,
-                         HAS_RESIDUAL: gl.constexpr, ACTIVATION: gl.constexpr, LAST_MMA: gl.constexpr = False):
+                         HAS_RESIDUAL: gl.constexpr, ACTIVATION: gl.constexpr):
         # The epilogue warps: act(h) * scale, rounded, + residual, rounded, in CHUNK-row slices with 16-byte loads
         # and stores. Each slice's residual is loaded a slice ahead (the next tile's first before this tile's h is
-        # in); each MMA warp group gets its half of hbuf back as soon as it has been read. LAST_MMA: the program's
-        # last tile is the MMA warp groups' (its residual prefetched into L2 here, before its MMAs end).
+        # in); each MMA warp group gets its half of hbuf back as soon as it has been read.
         BM: gl.constexpr = hbuf.shape[0]
         BN: gl.constexpr = hbuf.shape[1]
         N_CHUNKS: gl.constexpr = BM // CHUNK
@@ -514,15 +452,10 @@ if gluon is not None:
         rows0 = gl.arange(0, CHUNK, layout=gl.SliceLayout(1, layout))
         cols0 = gl.arange(0, BN, layout=gl.SliceLayout(0, layout))
         n_done = 0
-        # the tiles below `handed` come through hbuf (LAST_MMA: every tile but the program's last)
-        handed = n_tiles - gl.num_programs(0) if LAST_MMA else n_tiles
         pm, pn = _hopper_tile(gl.program_id(0), n_blocks_m, N_BLOCKS_N, GROUP_M)
-        r_next = _hopper_residual(r_ptr, pm, pn, 0, (gl.program_id(0) < handed) & HAS_RESIDUAL, M, N, stride_rm,
+        r_next = _hopper_residual(r_ptr, pm, pn, 0, (gl.program_id(0) < n_tiles) & HAS_RESIDUAL, M, N, stride_rm,
                                   BM, BN, CHUNK, layout)
-        if LAST_MMA and HAS_RESIDUAL:  # noqa: SIM102  (a compile-time, then a run-time condition)
-            if gl.program_id(0) >= handed:  # a program of one tile: its residual now
-                _hopper_prefetch_l2(r_ptr, pm * BM, pn * BN, M, N, stride_rm, BM, BN)
-        for tile in range(gl.program_id(0), handed, gl.num_programs(0)):
+        for tile in range(gl.program_id(0), n_tiles, gl.num_programs(0)):
             pm, pn = _hopper_tile(tile, n_blocks_m, N_BLOCKS_N, GROUP_M)
             next_tile = tile + gl.num_programs(0)
             npm, npn = _hopper_tile(next_tile, n_blocks_m, N_BLOCKS_N, GROUP_M)
@@ -536,7 +469,7 @@ if gluon is not None:
                     r_next = _hopper_residual(r_ptr, pm, pn, c + 1, HAS_RESIDUAL, M, N, stride_rm, BM, BN, CHUNK,
                                               layout)
                 else:
-                    r_next = _hopper_residual(r_ptr, npm, npn, 0, (next_tile < handed) & HAS_RESIDUAL, M, N,
+                    r_next = _hopper_residual(r_ptr, npm, npn, 0, (next_tile < n_tiles) & HAS_RESIDUAL, M, N,
                                               stride_rm, BM, BN, CHUNK, layout)
                 h = hbuf.slice(c * CHUNK, CHUNK).load(layout).to(gl.float32)
                 if c == N_CHUNKS // 2 - 1:  # the first MMA warp group's rows are read
@@ -547,27 +480,13 @@ if gluon is not None:
                 gl.store(y_ptr + gl.expand_dims(rows * stride_ym, 1) + gl.expand_dims(cols, 0), out, mask=mask)
             mbarrier.arrive(hfree.index(1))
             n_done += 1  # noqa: SIM113  (Gluon loops take no enumerate)
-            if LAST_MMA and HAS_RESIDUAL:  # noqa: SIM102  (a compile-time, then a run-time condition)
-                if (next_tile < n_tiles) & (next_tile >= handed):  # the last tile's MMAs run now: its residual to L2
-                    _hopper_prefetch_l2(r_ptr, npm * BM, npn * BN, M, N, stride_rm, BM, BN)
-
-    @gluon.jit
-    def _hopper_prefetch_l2(r_ptr, row0, col0, M, N, stride_rm, ROWS: gl.constexpr, BN: gl.constexpr):
-        """prefetch.global.L2 of the 128-byte lines of residual rows [row0, row0 + ROWS), columns [col0, col0 + BN)."""
-        LINE: gl.constexpr = 1024 // r_ptr.dtype.element_ty.primitive_bitwidth  # values a 128-byte line holds
-        layout: gl.constexpr = gl.BlockedLayout([1, 1], [32 // (BN // LINE), BN // LINE], [gl.num_warps(), 1], [1, 0])
-        rows = gl.minimum(row0 + gl.arange(0, ROWS, layout=gl.SliceLayout(1, layout)), M - 1)
-        cols = gl.minimum(col0 + gl.arange(0, BN // LINE, layout=gl.SliceLayout(0, layout)) * LINE, N - 1)
-        ptrs = r_ptr + gl.expand_dims(rows * stride_rm, 1) + gl.expand_dims(cols, 0)
-        gl.inline_asm_elementwise("prefetch.global.L2 [$1]; mov.u32 $0, 0;", "=r,l", [ptrs], dtype=gl.int32,
-                                  is_pure=False, pack=1)
 
     @gluon.jit
     def _gemm_epilogue_hopper_kernel(x_desc, w_desc, b_ptr, r_ptr, y_ptr, M, N, stride_rm, stride_ym, scale, n_tiles,
                                      n_blocks_m, K_STEPS: gl.constexpr, N_BLOCKS_N: gl.constexpr,
                                      STAGES: gl.constexpr, GROUP_M: gl.constexpr, CHUNK: gl.constexpr,
                                      HAS_BIAS: gl.constexpr, HAS_RESIDUAL: gl.constexpr, ACTIVATION: gl.constexpr,
-                                     IN_FLIGHT: gl.constexpr, LAST_MMA: gl.constexpr = False):
+                                     IN_FLIGHT: gl.constexpr):
         """Persistent, warp-specialised: two MMA warp groups (the default partition and a worker), two epilogue
         warps and a loader warp. 168 registers for the MMA groups (a 64x256 fp32 accumulator is 128), 152 for the
         third warp group, which the epilogue and loader warps share (setmaxnreg is per warp group): 3 x 128 threads
@@ -590,14 +509,12 @@ if gluon is not None:
             mbarrier.init(hfree.index(i), count=1)
         fence_async_shared()
         gl.warp_specialize([
-            (_hopper_mma, (x_ring, w_ring, ready, empty, hbuf, hfull, hfree, b_ptr, r_ptr, y_ptr, M, N, stride_rm,
-                           stride_ym, scale, n_tiles, n_blocks_m, 0, K_STEPS, N_BLOCKS_N, STAGES, GROUP_M, HAS_BIAS,
-                           HAS_RESIDUAL, ACTIVATION, IN_FLIGHT, LAST_MMA)),
-            (_hopper_mma, (x_ring, w_ring, ready, empty, hbuf, hfull, hfree, b_ptr, r_ptr, y_ptr, M, N, stride_rm,
-                           stride_ym, scale, n_tiles, n_blocks_m, 1, K_STEPS, N_BLOCKS_N, STAGES, GROUP_M, HAS_BIAS,
-                           HAS_RESIDUAL, ACTIVATION, IN_FLIGHT, LAST_MMA)),
+            (_hopper_mma, (x_ring, w_ring, ready, empty, hbuf, hfull, hfree, b_ptr, N, n_tiles, n_blocks_m, 0,
+                           K_STEPS, N_BLOCKS_N, STAGES, GROUP_M, HAS_BIAS, IN_FLIGHT)),
+            (_hopper_mma, (x_ring, w_ring, ready, empty, hbuf, hfull, hfree, b_ptr, N, n_tiles, n_blocks_m, 1,
+                           K_STEPS, N_BLOCKS_N, STAGES, GROUP_M, HAS_BIAS, IN_FLIGHT)),
             (_hopper_epilogue, (hbuf, hfull, hfree, r_ptr, y_ptr, M, N, stride_rm, stride_ym, scale, n_tiles,
-                                n_blocks_m, N_BLOCKS_N, GROUP_M, CHUNK, HAS_RESIDUAL, ACTIVATION, LAST_MMA)),
+                                n_blocks_m, N_BLOCKS_N, GROUP_M, CHUNK, HAS_RESIDUAL, ACTIVATION)),
             (_hopper_loader, (x_desc, w_desc, x_ring, w_ring, ready, empty, n_tiles, n_blocks_m, K_STEPS, N_BLOCKS_N,
                               STAGES, GROUP_M)),
         ], [4, 2, 1], [168, 152, 152])
@@ -649,7 +566,7 @@ def _int32_offsets(m: int, n: int, residual_row_stride: int) -> bool:
 
 _HOPPER_TILE = (128, 256)  # BM, BN of the Hopper kernel (two 64x256 wgmma accumulators a tile)
 _HOPPER_SMEM_BYTES = 227 * 1024  # the most shared memory one block may use on sm_90
-_HOPPER_KNOBS = ("HOPPER_STAGES", "HOPPER_BK", "HOPPER_IN_FLIGHT", "HOPPER_GROUP_M", "HOPPER_CHUNK", "HOPPER_LAST")
+_HOPPER_KNOBS = ("HOPPER_STAGES", "HOPPER_BK", "HOPPER_IN_FLIGHT", "HOPPER_GROUP_M", "HOPPER_CHUNK")
 # what a call's path and the Hopper kernel's compilation depend on besides the arguments
 _PLAN_TUNABLES = ("TALL_HOPPER_WS", "GELU_16BIT", *_HOPPER_KNOBS)
 _PLANS: dict = {}  # _HopperPlan by _call_key
@@ -663,15 +580,13 @@ def _hopper_launch(x2: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | 
     M, K = x2.shape
     N = weight.shape[0]
     BM, BN = _HOPPER_TILE
-    stages, bk, in_flight, group_m, chunk, last = (TUNABLES[name] for name in _HOPPER_KNOBS)
+    stages, bk, in_flight, group_m, chunk = (TUNABLES[name] for name in _HOPPER_KNOBS)
     ring_bytes = stages * (BM + BN) * bk * x2.element_size()
     if (bk not in (32, 64) or in_flight not in (0, 1) or chunk not in (8, 16) or stages < 2
-            or last not in ("warps", "mma")
             or ring_bytes + BM * BN * x2.element_size() > _HOPPER_SMEM_BYTES - 1024):
         raise ValueError(f"gemm_epilogue: TUNABLES HOPPER_STAGES={stages}, HOPPER_BK={bk}, HOPPER_IN_FLIGHT="
-                         f"{in_flight}, HOPPER_CHUNK={chunk}, HOPPER_LAST={last!r}: BK must be 32 or 64, IN_FLIGHT "
-                         "0 or 1, CHUNK 8 or 16, LAST 'warps' or 'mma', and 2 or more ring slots must fit in shared "
-                         "memory beside the 64 KB hand-off buffer")
+                         f"{in_flight}, HOPPER_CHUNK={chunk}: BK must be 32 or 64, IN_FLIGHT 0 or 1, CHUNK 8 or 16, "
+                         "and 2 or more ring slots must fit in shared memory beside the 64 KB hand-off buffer")
     x_desc = GluonTensorDescriptor.from_tensor(x2, [BM, bk], _smem_layout(BM, bk, x2.dtype))
     w_desc = GluonTensorDescriptor.from_tensor(weight, [BN, bk], _smem_layout(BN, bk, x2.dtype))
     n_bm, n_bn = _cdiv(M, BM), _cdiv(N, BN)
@@ -680,7 +595,7 @@ def _hopper_launch(x2: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | 
     r = r2 if r2 is not None else y  # never read without a residual
     constexprs = {"K_STEPS": _cdiv(K, bk), "N_BLOCKS_N": n_bn, "STAGES": stages, "GROUP_M": group_m,
                   "CHUNK": chunk, "HAS_BIAS": bias is not None, "HAS_RESIDUAL": r2 is not None,
-                  "ACTIVATION": activation, "IN_FLIGHT": in_flight, "LAST_MMA": last == "mma"}
+                  "ACTIVATION": activation, "IN_FLIGHT": in_flight}
     kernel = _gemm_epilogue_hopper_kernel[(grid,)](
         x_desc, w_desc, bias if bias is not None else y, r, y, M, N, r.stride(0), y.stride(0), float(scale), n_tiles,
         n_bm, **constexprs, num_warps=4)
