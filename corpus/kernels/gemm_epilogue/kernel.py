@@ -45,8 +45,6 @@ try:  # Gluon (triton >= 3.5) for the Hopper kernel; without it the Triton kerne
 
     # triton 3.6 names the TMA copy async_copy_global_to_shared; later versions async_load
     _tma_load = getattr(tma, "async_load", None) or tma.async_copy_global_to_shared
-    # a shared-memory view as another shape: reinterpret after triton 3.6, _reinterpret in it
-    _NEW_REINTERPRET = gl.constexpr(hasattr(gl.shared_memory_descriptor, "reinterpret"))
 except ImportError:  # pragma: no cover - older triton
     gluon = None
 
@@ -103,9 +101,6 @@ TUNABLES = {
     "HOPPER_IN_FLIGHT": 0,
     "HOPPER_GROUP_M": 1,  # tile order: 1 walks the column tiles of a row block in turn (W is 2 MB: it stays in L2)
     "HOPPER_CHUNK": 8,  # rows the epilogue warps take at a time (16: no faster, gluon-gemm-probe-h200-20261201T231628Z.json)
-    # the epilogue warps' chunk loop: False unrolls it (16 chunks: ~70% of the kernel's 6.8K SASS instructions,
-    # which every tile's epilogue runs through once), True keeps it a loop over views of hbuf (a small body)
-    "HOPPER_ROLLED": False,
     # Repeat calls of one problem (shapes, strides, dtypes, epilogue, pointer alignments) on the Hopper path launch
     # the kernel the first compiled straight through its launcher (see _HopperPlan)
     "HOPPER_LAUNCH_PLANS": True,
@@ -446,7 +441,7 @@ if gluon is not None:
     @gluon.jit
     def _hopper_epilogue(hbuf, hfull, hfree, r_ptr, y_ptr, M, N, stride_rm, stride_ym, scale, n_tiles, n_blocks_m,
                          N_BLOCKS_N: gl.constexpr, GROUP_M: gl.constexpr, CHUNK: gl.constexpr,
-                         HAS_RESIDUAL: gl.constexpr, ACTIVATION: gl.constexpr, ROLLED: gl.constexpr = False):
+                         HAS_RESIDUAL: gl.constexpr, ACTIVATION: gl.constexpr):
         # The epilogue warps: act(h) * scale, rounded, + residual, rounded, in CHUNK-row slices with 16-byte loads
         # and stores. Each slice's residual is loaded a slice ahead (the next tile's first before this tile's h is
         # in); each MMA warp group gets its half of hbuf back as soon as it has been read.
@@ -466,29 +461,7 @@ if gluon is not None:
             npm, npn = _hopper_tile(next_tile, n_blocks_m, N_BLOCKS_N, GROUP_M)
             cols = pn * BN + cols0
             mbarrier.wait(hfull, n_done & 1)
-            if ROLLED:  # the same steps as below, c a run-time index: one loop body instead of N_CHUNKS copies
-                if _NEW_REINTERPRET:
-                    chunks = hbuf.reinterpret(hbuf.dtype, [N_CHUNKS, CHUNK, BN], hbuf.layout)
-                else:
-                    chunks = hbuf._reinterpret(hbuf.dtype, [N_CHUNKS, CHUNK, BN], hbuf.layout)
-                for c in range(N_CHUNKS):
-                    rows = pm * BM + c * CHUNK + rows0
-                    mask = gl.expand_dims(rows < M, 1) & gl.expand_dims(cols < N, 0)
-                    r = r_next
-                    if c + 1 < N_CHUNKS:
-                        r_next = _hopper_residual(r_ptr, pm, pn, c + 1, HAS_RESIDUAL, M, N, stride_rm, BM, BN, CHUNK,
-                                                  layout)
-                    else:
-                        r_next = _hopper_residual(r_ptr, npm, npn, 0, (next_tile < n_tiles) & HAS_RESIDUAL, M, N,
-                                                  stride_rm, BM, BN, CHUNK, layout)
-                    h = chunks.index(c).load(layout).to(gl.float32)
-                    if c == N_CHUNKS // 2 - 1:  # the first MMA warp group's rows are read
-                        mbarrier.arrive(hfree.index(0))
-                    out = _hopper_activate(h, scale, ACTIVATION).to(hbuf.dtype)
-                    if HAS_RESIDUAL:
-                        out = (out.to(gl.float32) + r.to(gl.float32)).to(hbuf.dtype)
-                    gl.store(y_ptr + gl.expand_dims(rows * stride_ym, 1) + gl.expand_dims(cols, 0), out, mask=mask)
-            for c in gl.static_range(0 if ROLLED else N_CHUNKS):
+            for c in gl.static_range(N_CHUNKS):
                 rows = pm * BM + c * CHUNK + rows0
                 mask = gl.expand_dims(rows < M, 1) & gl.expand_dims(cols < N, 0)
                 r = r_next
@@ -513,7 +486,7 @@ if gluon is not None:
                                      n_blocks_m, K_STEPS: gl.constexpr, N_BLOCKS_N: gl.constexpr,
                                      STAGES: gl.constexpr, GROUP_M: gl.constexpr, CHUNK: gl.constexpr,
                                      HAS_BIAS: gl.constexpr, HAS_RESIDUAL: gl.constexpr, ACTIVATION: gl.constexpr,
-                                     IN_FLIGHT: gl.constexpr, ROLLED: gl.constexpr = False):
+                                     IN_FLIGHT: gl.constexpr):
         """Persistent, warp-specialised: two MMA warp groups (the default partition and a worker), two epilogue
         warps and a loader warp. 168 registers for the MMA groups (a 64x256 fp32 accumulator is 128), 152 for the
         third warp group, which the epilogue and loader warps share (setmaxnreg is per warp group): 3 x 128 threads
@@ -523,10 +496,7 @@ if gluon is not None:
         dtype: gl.constexpr = x_desc.dtype
         x_ring = gl.allocate_shared_memory(dtype, [STAGES] + x_desc.block_type.shape, x_desc.layout)
         w_ring = gl.allocate_shared_memory(dtype, [STAGES] + w_desc.block_type.shape, w_desc.layout)
-        if ROLLED:  # row-major, 16-byte vectors XOR-swizzled by row % 8: CHUNK-row views of it are the same bytes
-            hbuf = gl.allocate_shared_memory(dtype, [BM, BN], gl.SwizzledSharedLayout(8, 1, 8, order=[1, 0]))
-        else:
-            hbuf = gl.allocate_shared_memory(dtype, [BM, BN], gl.NVMMASharedLayout.get_default_for([BM, BN], dtype))
+        hbuf = gl.allocate_shared_memory(dtype, [BM, BN], gl.NVMMASharedLayout.get_default_for([BM, BN], dtype))
         ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
         empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
         hfull = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
@@ -544,7 +514,7 @@ if gluon is not None:
             (_hopper_mma, (x_ring, w_ring, ready, empty, hbuf, hfull, hfree, b_ptr, N, n_tiles, n_blocks_m, 1,
                            K_STEPS, N_BLOCKS_N, STAGES, GROUP_M, HAS_BIAS, IN_FLIGHT)),
             (_hopper_epilogue, (hbuf, hfull, hfree, r_ptr, y_ptr, M, N, stride_rm, stride_ym, scale, n_tiles,
-                                n_blocks_m, N_BLOCKS_N, GROUP_M, CHUNK, HAS_RESIDUAL, ACTIVATION, ROLLED)),
+                                n_blocks_m, N_BLOCKS_N, GROUP_M, CHUNK, HAS_RESIDUAL, ACTIVATION)),
             (_hopper_loader, (x_desc, w_desc, x_ring, w_ring, ready, empty, n_tiles, n_blocks_m, K_STEPS, N_BLOCKS_N,
                               STAGES, GROUP_M)),
         ], [4, 2, 1], [168, 152, 152])
@@ -596,7 +566,7 @@ def _int32_offsets(m: int, n: int, residual_row_stride: int) -> bool:
 
 _HOPPER_TILE = (128, 256)  # BM, BN of the Hopper kernel (two 64x256 wgmma accumulators a tile)
 _HOPPER_SMEM_BYTES = 227 * 1024  # the most shared memory one block may use on sm_90
-_HOPPER_KNOBS = ("HOPPER_STAGES", "HOPPER_BK", "HOPPER_IN_FLIGHT", "HOPPER_GROUP_M", "HOPPER_CHUNK", "HOPPER_ROLLED")
+_HOPPER_KNOBS = ("HOPPER_STAGES", "HOPPER_BK", "HOPPER_IN_FLIGHT", "HOPPER_GROUP_M", "HOPPER_CHUNK")
 # what a call's path and the Hopper kernel's compilation depend on besides the arguments
 _PLAN_TUNABLES = ("TALL_HOPPER_WS", "GELU_16BIT", *_HOPPER_KNOBS)
 _PLANS: dict = {}  # _HopperPlan by _call_key
@@ -610,7 +580,7 @@ def _hopper_launch(x2: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | 
     M, K = x2.shape
     N = weight.shape[0]
     BM, BN = _HOPPER_TILE
-    stages, bk, in_flight, group_m, chunk, rolled = (TUNABLES[name] for name in _HOPPER_KNOBS)
+    stages, bk, in_flight, group_m, chunk = (TUNABLES[name] for name in _HOPPER_KNOBS)
     ring_bytes = stages * (BM + BN) * bk * x2.element_size()
     if (bk not in (32, 64) or in_flight not in (0, 1) or chunk not in (8, 16) or stages < 2
             or ring_bytes + BM * BN * x2.element_size() > _HOPPER_SMEM_BYTES - 1024):
@@ -625,7 +595,7 @@ def _hopper_launch(x2: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | 
     r = r2 if r2 is not None else y  # never read without a residual
     constexprs = {"K_STEPS": _cdiv(K, bk), "N_BLOCKS_N": n_bn, "STAGES": stages, "GROUP_M": group_m,
                   "CHUNK": chunk, "HAS_BIAS": bias is not None, "HAS_RESIDUAL": r2 is not None,
-                  "ACTIVATION": activation, "IN_FLIGHT": in_flight, "ROLLED": bool(rolled)}
+                  "ACTIVATION": activation, "IN_FLIGHT": in_flight}
     kernel = _gemm_epilogue_hopper_kernel[(grid,)](
         x_desc, w_desc, bias if bias is not None else y, r, y, M, N, r.stride(0), y.stride(0), float(scale), n_tiles,
         n_bm, **constexprs, num_warps=4)

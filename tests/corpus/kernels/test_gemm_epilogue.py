@@ -211,12 +211,9 @@ def test_bad_epilogue_16bit_is_named():
 
 # (dtype, activation as the launcher hands it on, bias, residual, (ring slots, BK, wgmmas in flight)): the spec's
 # epilogue and its alternatives, at the default ring and at the other forms
-# ring: (stages, BK, IN_FLIGHT, ROLLED)
-HOPPER_COMPILE_CASES = [("bf16", "gelu_tanh_hw", True, True, (3, 64, 1, 0)),
-                        ("fp16", "relu", False, False, (3, 64, 1, 0)),
-                        ("bf16", "silu", False, True, (3, 64, 1, 0)), ("bf16", "gelu_tanh_hw", True, True, (3, 64, 0, 0)),
-                        ("bf16", "gelu_tanh_hw", True, True, (6, 32, 1, 0)),
-                        ("bf16", "gelu_tanh_hw", True, True, (3, 64, 0, 1)), ("fp16", "relu", False, False, (3, 64, 0, 1))]
+HOPPER_COMPILE_CASES = [("bf16", "gelu_tanh_hw", True, True, (3, 64, 1)), ("fp16", "relu", False, False, (3, 64, 1)),
+                        ("bf16", "silu", False, True, (3, 64, 1)), ("bf16", "gelu_tanh_hw", True, True, (3, 64, 0)),
+                        ("bf16", "gelu_tanh_hw", True, True, (6, 32, 1))]
 
 _COMPILE_FOR_SM90 = """
 import json, sys
@@ -230,7 +227,7 @@ from harness.spec import import_file
 
 path, dtype, activation = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
 has_bias, has_residual = sys.argv[4] == "1", sys.argv[5] == "1"
-stages, BK, in_flight, rolled = (int(v) for v in sys.argv[6:10])
+stages, BK, in_flight = (int(v) for v in sys.argv[6:9])
 kernel = import_file(path, "gemm_epilogue_hopper_compile")
 BM, BN = kernel._HOPPER_TILE
 elem = {"bf16": gl.bfloat16, "fp16": gl.float16}[dtype]
@@ -246,7 +243,7 @@ signature = {"x_desc": desc(BM), "w_desc": desc(BN), "b_ptr": f"*{dtype}", "r_pt
              "n_tiles": "i32", "n_blocks_m": "i32"}
 constants = {"K_STEPS": 2048 // BK, "N_BLOCKS_N": 2, "STAGES": stages, "GROUP_M": kernel.TUNABLES["HOPPER_GROUP_M"],
              "CHUNK": kernel.TUNABLES["HOPPER_CHUNK"], "HAS_BIAS": has_bias, "HAS_RESIDUAL": has_residual,
-             "ACTIVATION": activation, "IN_FLIGHT": in_flight, "ROLLED": bool(rolled)}
+             "ACTIVATION": activation, "IN_FLIGHT": in_flight}
 signature.update({name: "constexpr" for name in constants})
 names = kernel._gemm_epilogue_hopper_kernel.arg_names
 # 16-byte aligned pointers and row strides, as the GPU's tensors are (what lets the epilogue use 16-byte accesses)
@@ -259,7 +256,7 @@ ptx = compiled.asm["ptx"]
 counts = {key: ptx.count(key) for key in (
     "cp.async.bulk.tensor", "setmaxnreg", "wgmma.wait_group.sync.aligned 1", "tanh.approx.f32", "ld.global.v4",
     "st.global.v4")}
-print(json.dumps({**counts, "shared_bytes": compiled.metadata.shared, "ptx_lines": ptx.count("\\n")}))
+print(json.dumps({**counts, "shared_bytes": compiled.metadata.shared}))
 """
 
 
@@ -270,8 +267,7 @@ def test_hopper_kernel_compiles_for_sm90(dtype: str, activation: str, has_bias: 
     interpreter this suite runs in replaces every JIT function): TMA loads, register reallocation between the
     partitions, each MMA warp group's wgmma kept one in flight (or none: IN_FLIGHT 0), the epilogue's 16-byte
     residual loads and output stores (none without a residual), hardware tanh only where GELU asks for it, and
-    the shared memory the launcher's ring check counts (slots + the 64 KB hand-off buffer) within sm_90's, and with
-    ROLLED the epilogue's chunk loop kept a loop (one chunk's 16-byte stores in the code instead of sixteen)."""
+    the shared memory the launcher's ring check counts (slots + the 64 KB hand-off buffer) within sm_90's."""
     import json
     import os
     import subprocess
@@ -286,13 +282,12 @@ def test_hopper_kernel_compiles_for_sm90(dtype: str, activation: str, has_bias: 
     assert done.returncode == 0, done.stderr[-3000:]
     counts = json.loads(done.stdout.strip().splitlines()[-1])
     assert counts["cp.async.bulk.tensor"] >= 2 and counts["setmaxnreg"] >= 2
-    stages, bk, in_flight, rolled = ring
+    stages, bk, in_flight = ring
     assert counts["wgmma.wait_group.sync.aligned 1"] == 2 * in_flight  # one a MMA warp group
     ring_bytes = stages * (128 + 256) * bk * 2
     assert ring_bytes + 128 * 256 * 2 <= counts["shared_bytes"] <= 227 * 1024
     assert (counts["tanh.approx.f32"] > 0) == (activation == "gelu_tanh_hw")
     assert (counts["ld.global.v4"] > 0) == has_residual and counts["st.global.v4"] > 0
-    assert (counts["st.global.v4"] <= 8) == bool(rolled)  # 4 a chunk of 8 rows (2 warps, 8 values a thread a row)
 
 
 def test_hopper_kernel_keeps_to_int32_offsets():
@@ -425,28 +420,6 @@ def test_hopper_kernel_other_rings_match_float32(m: int, k: int, n: int, ring: t
     y = kernel.gemm_epilogue(x, w, b, r, 0.5, "gelu")
     torch.testing.assert_close(y.float(), torch.nn.functional.gelu(h) * 0.5 + r.float(), atol=3e-2, rtol=2e-2)
     torch.testing.assert_close(kernel.gemm_epilogue(x, w, b, r, 0.5, "gelu"), y, atol=0, rtol=0)
-
-
-@pytest.mark.gpu
-@needs_hopper
-# one tile a program (a partial row and column tile); 3-4 tiles a program; 516 tiles, the last row block partial
-@pytest.mark.parametrize("m, k, n", [(1000, 520, 120), (32768, 256, 512), (33000, 256, 512)])
-@pytest.mark.parametrize("with_residual", [True, False])
-def test_hopper_rolled_epilogue_gives_the_same_bits(m: int, k: int, n: int, with_residual: bool):
-    """HOPPER_ROLLED: the epilogue warps' chunk loop kept a loop over views of a row-major hand-off buffer: the same
-    outputs, bit for bit, as the unrolled loop over the NVMMA-swizzled one."""
-    kernel = import_file(FAMILY / "kernel.py", "test_gemm_hopper_rolled")
-    x, w, b, r = _gemm_inputs(m, k, n, torch.bfloat16)
-    r = r if with_residual else None
-    assert kernel._hopper_ok(x, w, b, r, False)
-    kernel.TUNABLES["HOPPER_ROLLED"] = False
-    unrolled = kernel.gemm_epilogue(x, w, b, r, 0.5, "gelu")
-    kernel.TUNABLES["HOPPER_ROLLED"] = True
-    rolled = kernel.gemm_epilogue(x, w, b, r, 0.5, "gelu")
-    h = (x.float() @ w.float().T + b.float()).to(torch.bfloat16).float()
-    expected = torch.nn.functional.gelu(h) * 0.5 + (r.float() if with_residual else 0.0)
-    torch.testing.assert_close(rolled.float(), expected, atol=3e-2, rtol=2e-2)
-    torch.testing.assert_close(rolled, unrolled, atol=0, rtol=0)
 
 
 class _CountingLaunches:
