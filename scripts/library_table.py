@@ -97,14 +97,14 @@ def copy_fractions(files: list[Path]) -> dict[str, float]:
     """spec -> the share of the copy limit that a device copy of its bytes reached at its size (the better of the
     even and the spec's own uneven copy), from copy_at_size files; a later file's row wins."""
     fractions: dict[str, float] = {}
-    for f in sorted(files, key=lambda f: json.loads(f.read_text()).get("date", "")):
-        for row in json.loads(f.read_text()).get("rows", []):
+    for payload in sorted((json.loads(f.read_text()) for f in files), key=lambda p: p.get("date", "")):
+        for row in payload.get("rows", []):
             fractions[row["spec"]] = row.get("best_fraction_of_limit", row["fraction_of_limit"])
     return fractions
 
 
-def _copy_note(spec: str, copy: dict[str, float]) -> str:
-    return f"; a copy of its bytes at this size: {copy[spec]:.0%}" if spec in copy else ""
+def _copy_phrase(spec: str, copy: dict[str, float]) -> str:
+    return f"a copy of its bytes at this size: {copy[spec]:.0%}" if spec in copy else ""
 
 
 def bar_summary(rows: list[dict], copy: dict[str, float] | None = None) -> str:
@@ -126,11 +126,11 @@ def bar_summary(rows: list[dict], copy: dict[str, float] | None = None) -> str:
          f"{len(mem) - len(short)} of {len(mem)} at >= {BANDWIDTH_BAR:.0%} of copy bandwidth."),
         "Under 85%: " + (", ".join(
             f"{r['spec']} {_floor_pct(r['fraction_of_limit'])}"
-            + (f" ({_copy_note(r['spec'], copy)[2:]})" if r["spec"] in copy else "")
+            + (f" ({_copy_phrase(r['spec'], copy)})" if r["spec"] in copy else "")
             for r in short) or "none") + ".",
         "Below torch.compile: " + (", ".join(
             f"{r['spec']} {r['speedup_vs_compile']:.3f}x (compile at {r['compile_fraction_of_limit']:.0%} of the limit"
-            f"{_copy_note(r['spec'], copy)})"
+            + (f"; {_copy_phrase(r['spec'], copy)}" if r["spec"] in copy else "") + ")"
             for r in behind) or "none") + ".",
     ]
     return "\n".join(lines)
