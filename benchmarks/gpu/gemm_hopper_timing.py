@@ -7,8 +7,7 @@ Usage (GPU box, repo root): python3 benchmarks/gpu/gemm_hopper_timing.py [--out 
 (--profile: cProfile of 200 enqueued calls of each of our two paths, the top functions by own time, first;
 --variants: more forms of the library kernel, each its own copy of the module with those TUNABLES, timed alongside;
 --sustain-s S: each form back to back for S seconds beside nvidia-smi's SM clock and power: whether the GPU's power cap
-slows a form's clock; --m: rows other than the spec's 32768, e.g. to see what share of the time the last round of
-tiles takes (132 programs hold 3.88 tiles each at 32768 rows); --forms: time only these forms)
+slows a form's clock; --m: rows other than the spec's 32768; --forms: time only these forms)
 
 Seen first in `benchmarks/results/vendor-h200-20261201T233633Z.json`: bench_vendor.py's three runs of the Hopper
 path took 0.1805, 0.1171 and 0.1486 ms (its plain-GEMM form 0.1063, 0.1579, 0.1076) while cuBLAS stayed at
@@ -21,6 +20,9 @@ Since (2026-12-02): the Hopper path's launch plans enqueue a call in 27.7 us aga
 (`gemm-hopper-timing-h200-20261202T014111Z.json`); --variants timed HOPPER_IN_FLIGHT, HOPPER_BK and an L2 prefetch
 (`-013328Z.json`, `-014111Z.json`, `-015403Z.json`); --sustain-s found every form at the 700 W power cap and our
 kernel at 190.6 thousand SM cycles a call against cuBLAS's 168.8 (`-014648Z.json`; docs/LIBRARY.md, session 16).
+Session 17: --m 65536 and 131072 put our kernel at 1.042x and 1.054x of cuBLAS against 0.921x at the spec's 32768
+rows (`gemm-hopper-timing-h200-m*-20261202T0418*.json`); --variants timed HOPPER_LAST and HOPPER_ROLLED, both removed
+(`-last-20261202T042445Z.json`, `-rolled-20261202T043504Z.json`; docs/LIBRARY.md, session 17).
 """
 
 from __future__ import annotations
