@@ -101,6 +101,14 @@ TUNABLES = {
     "HOPPER_IN_FLIGHT": 0,
     "HOPPER_GROUP_M": 1,  # tile order: 1 walks the column tiles of a row block in turn (W is 2 MB: it stays in L2)
     "HOPPER_CHUNK": 8,  # rows the epilogue warps take at a time (16: no faster, gluon-gemm-probe-h200-20261201T231628Z.json)
+    # Session 18 experiments (measured, then removed): HOPPER_PACE_NS, a sleep of the epilogue warps after each
+    # slice of every tile but a program's last (their loads and stores spread over the tile's main loop instead of
+    # in one burst); HOPPER_EPI_HINT "stream" (the residual loaded and y stored evict_first, in L1 and L2);
+    # HOPPER_DIAG_SKIP_LAST (timing only, WRONG outputs: a program's last tile gets no epilogue: what the tail that
+    # nothing overlaps costs)
+    "HOPPER_PACE_NS": 0,
+    "HOPPER_EPI_HINT": "",
+    "HOPPER_DIAG_SKIP_LAST": False,
     # Repeat calls of one problem (shapes, strides, dtypes, epilogue, pointer alignments) on the Hopper path launch
     # the kernel the first compiled straight through its launcher (see _HopperPlan)
     "HOPPER_LAUNCH_PLANS": True,
@@ -431,17 +439,21 @@ if gluon is not None:
 
     @gluon.jit
     def _hopper_residual(r_ptr, pm, pn, c, live, M, N, stride_rm, BM: gl.constexpr, BN: gl.constexpr,
-                         CHUNK: gl.constexpr, layout: gl.constexpr):
+                         CHUNK: gl.constexpr, layout: gl.constexpr, EPI_HINT: gl.constexpr = ""):
         """The residual's rows [CHUNK c, CHUNK c + CHUNK) of tile (pm, pn); zeros where not live (past the last tile)."""
         rows = pm * BM + c * CHUNK + gl.arange(0, CHUNK, layout=gl.SliceLayout(1, layout))
         cols = pn * BN + gl.arange(0, BN, layout=gl.SliceLayout(0, layout))
         mask = gl.expand_dims((rows < M) & live, 1) & gl.expand_dims(cols < N, 0)
-        return gl.load(r_ptr + gl.expand_dims(rows * stride_rm, 1) + gl.expand_dims(cols, 0), mask=mask, other=0.0)
+        ptrs = r_ptr + gl.expand_dims(rows * stride_rm, 1) + gl.expand_dims(cols, 0)
+        if EPI_HINT == "stream":
+            return gl.load(ptrs, mask=mask, other=0.0, eviction_policy="evict_first")
+        return gl.load(ptrs, mask=mask, other=0.0)
 
     @gluon.jit
     def _hopper_epilogue(hbuf, hfull, hfree, r_ptr, y_ptr, M, N, stride_rm, stride_ym, scale, n_tiles, n_blocks_m,
                          N_BLOCKS_N: gl.constexpr, GROUP_M: gl.constexpr, CHUNK: gl.constexpr,
-                         HAS_RESIDUAL: gl.constexpr, ACTIVATION: gl.constexpr):
+                         HAS_RESIDUAL: gl.constexpr, ACTIVATION: gl.constexpr, PACE_NS: gl.constexpr = 0,
+                         EPI_HINT: gl.constexpr = "", SKIP_LAST: gl.constexpr = False):
         # The epilogue warps: act(h) * scale, rounded, + residual, rounded, in CHUNK-row slices with 16-byte loads
         # and stores. Each slice's residual is loaded a slice ahead (the next tile's first before this tile's h is
         # in); each MMA warp group gets its half of hbuf back as soon as it has been read.
@@ -454,30 +466,43 @@ if gluon is not None:
         n_done = 0
         pm, pn = _hopper_tile(gl.program_id(0), n_blocks_m, N_BLOCKS_N, GROUP_M)
         r_next = _hopper_residual(r_ptr, pm, pn, 0, (gl.program_id(0) < n_tiles) & HAS_RESIDUAL, M, N, stride_rm,
-                                  BM, BN, CHUNK, layout)
+                                  BM, BN, CHUNK, layout, EPI_HINT)
+        # nanosleep's argument a thread: each thread sleeps once per row of the slice it holds
+        nap = gl.zeros_like(rows0) + PACE_NS * gl.num_warps() // CHUNK
         for tile in range(gl.program_id(0), n_tiles, gl.num_programs(0)):
             pm, pn = _hopper_tile(tile, n_blocks_m, N_BLOCKS_N, GROUP_M)
             next_tile = tile + gl.num_programs(0)
             npm, npn = _hopper_tile(next_tile, n_blocks_m, N_BLOCKS_N, GROUP_M)
             cols = pn * BN + cols0
             mbarrier.wait(hfull, n_done & 1)
-            for c in gl.static_range(N_CHUNKS):
-                rows = pm * BM + c * CHUNK + rows0
-                mask = gl.expand_dims(rows < M, 1) & gl.expand_dims(cols < N, 0)
-                r = r_next
-                if c + 1 < N_CHUNKS:
-                    r_next = _hopper_residual(r_ptr, pm, pn, c + 1, HAS_RESIDUAL, M, N, stride_rm, BM, BN, CHUNK,
-                                              layout)
-                else:
-                    r_next = _hopper_residual(r_ptr, npm, npn, 0, (next_tile < n_tiles) & HAS_RESIDUAL, M, N,
-                                              stride_rm, BM, BN, CHUNK, layout)
-                h = hbuf.slice(c * CHUNK, CHUNK).load(layout).to(gl.float32)
-                if c == N_CHUNKS // 2 - 1:  # the first MMA warp group's rows are read
-                    mbarrier.arrive(hfree.index(0))
-                out = _hopper_activate(h, scale, ACTIVATION).to(hbuf.dtype)
-                if HAS_RESIDUAL:  # (ptxas makes this one packed add, HADD2.BF16, a pair of outputs)
-                    out = (out.to(gl.float32) + r.to(gl.float32)).to(hbuf.dtype)
-                gl.store(y_ptr + gl.expand_dims(rows * stride_ym, 1) + gl.expand_dims(cols, 0), out, mask=mask)
+            if SKIP_LAST and next_tile >= n_tiles:  # timing only: the last tile's epilogue skipped (wrong output)
+                mbarrier.arrive(hfree.index(0))
+            else:
+                for c in gl.static_range(N_CHUNKS):
+                    rows = pm * BM + c * CHUNK + rows0
+                    mask = gl.expand_dims(rows < M, 1) & gl.expand_dims(cols < N, 0)
+                    r = r_next
+                    if c + 1 < N_CHUNKS:
+                        r_next = _hopper_residual(r_ptr, pm, pn, c + 1, HAS_RESIDUAL, M, N, stride_rm, BM, BN, CHUNK,
+                                                  layout, EPI_HINT)
+                    else:
+                        r_next = _hopper_residual(r_ptr, npm, npn, 0, (next_tile < n_tiles) & HAS_RESIDUAL, M, N,
+                                                  stride_rm, BM, BN, CHUNK, layout, EPI_HINT)
+                    h = hbuf.slice(c * CHUNK, CHUNK).load(layout).to(gl.float32)
+                    if c == N_CHUNKS // 2 - 1:  # the first MMA warp group's rows are read
+                        mbarrier.arrive(hfree.index(0))
+                    out = _hopper_activate(h, scale, ACTIVATION).to(hbuf.dtype)
+                    if HAS_RESIDUAL:  # (ptxas makes this one packed add, HADD2.BF16, a pair of outputs)
+                        out = (out.to(gl.float32) + r.to(gl.float32)).to(hbuf.dtype)
+                    y_ptrs = y_ptr + gl.expand_dims(rows * stride_ym, 1) + gl.expand_dims(cols, 0)
+                    if EPI_HINT == "stream":
+                        gl.store(y_ptrs, out, mask=mask, eviction_policy="evict_first")
+                    else:
+                        gl.store(y_ptrs, out, mask=mask)
+                    if PACE_NS > 0:  # noqa: SIM102  (a compile-time, then a run-time condition)
+                        if next_tile < n_tiles:  # the last tile's epilogue is the tail: never paced
+                            gl.inline_asm_elementwise("nanosleep.u32 $1; mov.u32 $0, 0;", "=r,r", [nap],
+                                                      dtype=gl.int32, is_pure=False, pack=1)
             mbarrier.arrive(hfree.index(1))
             n_done += 1  # noqa: SIM113  (Gluon loops take no enumerate)
 
@@ -486,7 +511,8 @@ if gluon is not None:
                                      n_blocks_m, K_STEPS: gl.constexpr, N_BLOCKS_N: gl.constexpr,
                                      STAGES: gl.constexpr, GROUP_M: gl.constexpr, CHUNK: gl.constexpr,
                                      HAS_BIAS: gl.constexpr, HAS_RESIDUAL: gl.constexpr, ACTIVATION: gl.constexpr,
-                                     IN_FLIGHT: gl.constexpr):
+                                     IN_FLIGHT: gl.constexpr, PACE_NS: gl.constexpr = 0, EPI_HINT: gl.constexpr = "",
+                                     SKIP_LAST: gl.constexpr = False):
         """Persistent, warp-specialised: two MMA warp groups (the default partition and a worker), two epilogue
         warps and a loader warp. 168 registers for the MMA groups (a 64x256 fp32 accumulator is 128), 152 for the
         third warp group, which the epilogue and loader warps share (setmaxnreg is per warp group): 3 x 128 threads
@@ -514,7 +540,8 @@ if gluon is not None:
             (_hopper_mma, (x_ring, w_ring, ready, empty, hbuf, hfull, hfree, b_ptr, N, n_tiles, n_blocks_m, 1,
                            K_STEPS, N_BLOCKS_N, STAGES, GROUP_M, HAS_BIAS, IN_FLIGHT)),
             (_hopper_epilogue, (hbuf, hfull, hfree, r_ptr, y_ptr, M, N, stride_rm, stride_ym, scale, n_tiles,
-                                n_blocks_m, N_BLOCKS_N, GROUP_M, CHUNK, HAS_RESIDUAL, ACTIVATION)),
+                                n_blocks_m, N_BLOCKS_N, GROUP_M, CHUNK, HAS_RESIDUAL, ACTIVATION, PACE_NS, EPI_HINT,
+                                SKIP_LAST)),
             (_hopper_loader, (x_desc, w_desc, x_ring, w_ring, ready, empty, n_tiles, n_blocks_m, K_STEPS, N_BLOCKS_N,
                               STAGES, GROUP_M)),
         ], [4, 2, 1], [168, 152, 152])
@@ -566,7 +593,8 @@ def _int32_offsets(m: int, n: int, residual_row_stride: int) -> bool:
 
 _HOPPER_TILE = (128, 256)  # BM, BN of the Hopper kernel (two 64x256 wgmma accumulators a tile)
 _HOPPER_SMEM_BYTES = 227 * 1024  # the most shared memory one block may use on sm_90
-_HOPPER_KNOBS = ("HOPPER_STAGES", "HOPPER_BK", "HOPPER_IN_FLIGHT", "HOPPER_GROUP_M", "HOPPER_CHUNK")
+_HOPPER_KNOBS = ("HOPPER_STAGES", "HOPPER_BK", "HOPPER_IN_FLIGHT", "HOPPER_GROUP_M", "HOPPER_CHUNK", "HOPPER_PACE_NS",
+                 "HOPPER_EPI_HINT", "HOPPER_DIAG_SKIP_LAST")
 # what a call's path and the Hopper kernel's compilation depend on besides the arguments
 _PLAN_TUNABLES = ("TALL_HOPPER_WS", "GELU_16BIT", *_HOPPER_KNOBS)
 _PLANS: dict = {}  # _HopperPlan by _call_key
@@ -580,8 +608,11 @@ def _hopper_launch(x2: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | 
     M, K = x2.shape
     N = weight.shape[0]
     BM, BN = _HOPPER_TILE
-    stages, bk, in_flight, group_m, chunk = (TUNABLES[name] for name in _HOPPER_KNOBS)
+    stages, bk, in_flight, group_m, chunk, pace_ns, hint, skip_last = (TUNABLES[name] for name in _HOPPER_KNOBS)
     ring_bytes = stages * (BM + BN) * bk * x2.element_size()
+    if not (isinstance(pace_ns, int) and 0 <= pace_ns < 2**20) or hint not in ("", "stream"):
+        raise ValueError(f"gemm_epilogue: TUNABLES HOPPER_PACE_NS={pace_ns!r}, HOPPER_EPI_HINT={hint!r}: PACE_NS "
+                         "must be an int in [0, 2**20), EPI_HINT '' or 'stream'")
     if (bk not in (32, 64) or in_flight not in (0, 1) or chunk not in (8, 16) or stages < 2
             or ring_bytes + BM * BN * x2.element_size() > _HOPPER_SMEM_BYTES - 1024):
         raise ValueError(f"gemm_epilogue: TUNABLES HOPPER_STAGES={stages}, HOPPER_BK={bk}, HOPPER_IN_FLIGHT="
@@ -595,7 +626,8 @@ def _hopper_launch(x2: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | 
     r = r2 if r2 is not None else y  # never read without a residual
     constexprs = {"K_STEPS": _cdiv(K, bk), "N_BLOCKS_N": n_bn, "STAGES": stages, "GROUP_M": group_m,
                   "CHUNK": chunk, "HAS_BIAS": bias is not None, "HAS_RESIDUAL": r2 is not None,
-                  "ACTIVATION": activation, "IN_FLIGHT": in_flight}
+                  "ACTIVATION": activation, "IN_FLIGHT": in_flight, "PACE_NS": pace_ns, "EPI_HINT": hint,
+                  "SKIP_LAST": bool(skip_last)}
     kernel = _gemm_epilogue_hopper_kernel[(grid,)](
         x_desc, w_desc, bias if bias is not None else y, r, y, M, N, r.stride(0), y.stride(0), float(scale), n_tiles,
         n_bm, **constexprs, num_warps=4)

@@ -243,7 +243,8 @@ signature = {"x_desc": desc(BM), "w_desc": desc(BN), "b_ptr": f"*{dtype}", "r_pt
              "n_tiles": "i32", "n_blocks_m": "i32"}
 constants = {"K_STEPS": 2048 // BK, "N_BLOCKS_N": 2, "STAGES": stages, "GROUP_M": kernel.TUNABLES["HOPPER_GROUP_M"],
              "CHUNK": kernel.TUNABLES["HOPPER_CHUNK"], "HAS_BIAS": has_bias, "HAS_RESIDUAL": has_residual,
-             "ACTIVATION": activation, "IN_FLIGHT": in_flight}
+             "ACTIVATION": activation, "IN_FLIGHT": in_flight, "PACE_NS": kernel.TUNABLES["HOPPER_PACE_NS"],
+             "EPI_HINT": kernel.TUNABLES["HOPPER_EPI_HINT"], "SKIP_LAST": kernel.TUNABLES["HOPPER_DIAG_SKIP_LAST"]}
 signature.update({name: "constexpr" for name in constants})
 names = kernel._gemm_epilogue_hopper_kernel.arg_names
 # 16-byte aligned pointers and row strides, as the GPU's tensors are (what lets the epilogue use 16-byte accesses)
@@ -352,7 +353,8 @@ def test_hopper_plan_launches_every_kernel_argument_in_order(monkeypatch):
     x, w, b = torch.randn(m, k), torch.randn(n, k), torch.randn(n)
     r, y = torch.randn(m, n), torch.empty(m, n)
     constexprs = {"K_STEPS": 1, "N_BLOCKS_N": 1, "STAGES": 3, "GROUP_M": 1, "CHUNK": 8, "HAS_BIAS": True,
-                  "HAS_RESIDUAL": True, "ACTIVATION": "gelu_tanh_hw", "IN_FLIGHT": 0}
+                  "HAS_RESIDUAL": True, "ACTIVATION": "gelu_tanh_hw", "IN_FLIGHT": 0, "PACE_NS": 0, "EPI_HINT": "",
+                  "SKIP_LAST": False}
     plan = kernel._HopperPlan(compiled, 16, {"n_tiles": 16, "n_blocks_m": 16, **constexprs}, x, r, y, (2, 1024, n))
     x_new, r_new = torch.randn(2, 1024, k), torch.randn(2, 1024, n)
     out = plan(x_new, w, b, r_new, 0.25)
