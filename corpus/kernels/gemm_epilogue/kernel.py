@@ -45,6 +45,8 @@ try:  # Gluon (triton >= 3.5) for the Hopper kernel; without it the Triton kerne
 
     # triton 3.6 names the TMA copy async_copy_global_to_shared; later versions async_load
     _tma_load = getattr(tma, "async_load", None) or tma.async_copy_global_to_shared
+    # a barrier of the warps of one partition: thread_barrier in triton 3.6, barrier later
+    _thread_barrier = getattr(gl, "thread_barrier", None) or gl.barrier
 except ImportError:  # pragma: no cover - older triton
     gluon = None
 
@@ -101,13 +103,14 @@ TUNABLES = {
     "HOPPER_IN_FLIGHT": 0,
     "HOPPER_GROUP_M": 1,  # tile order: 1 walks the column tiles of a row block in turn (W is 2 MB: it stays in L2)
     "HOPPER_CHUNK": 8,  # rows the epilogue warps take at a time (16: no faster, gluon-gemm-probe-h200-20261201T231628Z.json)
-    # Session 18 experiments (measured, then removed): HOPPER_PACE_NS, a sleep of the epilogue warps after each
-    # slice of every tile but a program's last (their loads and stores spread over the tile's main loop instead of
-    # in one burst); HOPPER_EPI_HINT "stream" (the residual loaded and y stored evict_first, in L1 and L2);
-    # HOPPER_DIAG_SKIP_LAST (timing only, WRONG outputs: a program's last tile gets no epilogue: what the tail that
-    # nothing overlaps costs)
-    "HOPPER_PACE_NS": 0,
-    "HOPPER_EPI_HINT": "",
+    # A program's last tile is the tail: nothing overlaps its epilogue, which two warps run in ~8.5 us of the tall
+    # spec's ~112 (timed by leaving it out, gemm-hopper-timing-h200-s18a-20261202T055333Z.json). HOPPER_TAIL_ROWS:
+    # rows of each MMA warp group's 64 that the epilogue warps take in that tile (0, 16, 32, 48 or 64); the group
+    # runs the rest itself from the hand-off buffer, its accumulator free by then. HOPPER_TAIL_L2: the epilogue warps
+    # prefetch the last tile's residual into L2 while its MMAs run. HOPPER_DIAG_SKIP_LAST: timing only, WRONG
+    # outputs (the last tile gets no epilogue at all: the bound on what the tail can give back).
+    "HOPPER_TAIL_ROWS": 64,
+    "HOPPER_TAIL_L2": False,
     "HOPPER_DIAG_SKIP_LAST": False,
     # Repeat calls of one problem (shapes, strides, dtypes, epilogue, pointer alignments) on the Hopper path launch
     # the kernel the first compiled straight through its launcher (see _HopperPlan)
@@ -390,11 +393,14 @@ if gluon is not None:
         return acc, step
 
     @gluon.jit
-    def _hopper_mma(x_ring, w_ring, ready, empty, hbuf, hfull, hfree, b_ptr, N, n_tiles, n_blocks_m,
-                    WG: gl.constexpr, K_STEPS: gl.constexpr, N_BLOCKS_N: gl.constexpr, STAGES: gl.constexpr,
-                    GROUP_M: gl.constexpr, HAS_BIAS: gl.constexpr, IN_FLIGHT: gl.constexpr = 1):
+    def _hopper_mma(x_ring, w_ring, ready, empty, hbuf, hfull, hfree, b_ptr, r_ptr, y_ptr, M, N, stride_rm,
+                    stride_ym, scale, n_tiles, n_blocks_m, WG: gl.constexpr, K_STEPS: gl.constexpr,
+                    N_BLOCKS_N: gl.constexpr, STAGES: gl.constexpr, GROUP_M: gl.constexpr, HAS_BIAS: gl.constexpr,
+                    HAS_RESIDUAL: gl.constexpr, ACTIVATION: gl.constexpr, IN_FLIGHT: gl.constexpr = 1,
+                    TAIL_ROWS: gl.constexpr = 64):
         # One MMA warp group: rows [64 WG, 64 WG + 64) of each tile; x W^T + b, rounded to 16 bits, goes to the
-        # epilogue warps through hbuf, and the group starts its next tile.
+        # epilogue warps through hbuf, and the group starts its next tile. In the program's last tile the group
+        # runs the epilogue of its rows past the first TAIL_ROWS itself.
         BM: gl.constexpr = hbuf.shape[0]
         BN: gl.constexpr = hbuf.shape[1]
         HALF: gl.constexpr = BM // 2
@@ -405,7 +411,7 @@ if gluon is not None:
         step = 0
         n_done = 0
         for tile in range(gl.program_id(0), n_tiles, gl.num_programs(0)):
-            _, pn = _hopper_tile(tile, n_blocks_m, N_BLOCKS_N, GROUP_M)
+            pm, pn = _hopper_tile(tile, n_blocks_m, N_BLOCKS_N, GROUP_M)
             acc = gl.zeros([HALF, BN], gl.float32, acc_layout)
             if HAS_BIAS:
                 cols = pn * BN + cols0
@@ -415,7 +421,61 @@ if gluon is not None:
             mbarrier.wait(hfree.index(WG), (n_done & 1) ^ 1)  # the epilogue warps have read this group's last rows
             mine.store(acc.to(hbuf.dtype))
             mbarrier.arrive(hfull)
+            if TAIL_ROWS < HALF:  # noqa: SIM102  (a compile-time, then a run-time condition)
+                if tile + gl.num_programs(0) >= n_tiles:  # the program's last tile
+                    _thread_barrier()  # the whole group's rows are in before any thread reads them back
+                    _hopper_tail_rows(mine, r_ptr, y_ptr, pm * BM + WG * HALF, pn * BN, M, N, stride_rm, stride_ym,
+                                      scale, TAIL_ROWS, HAS_RESIDUAL, ACTIVATION)
             n_done += 1  # noqa: SIM113  (Gluon loops take no enumerate)
+
+    @gluon.jit
+    def _hopper_tail_rows(rows_smem, r_ptr, y_ptr, row0, col0, M, N, stride_rm, stride_ym, scale, FIRST: gl.constexpr,
+                          HAS_RESIDUAL: gl.constexpr, ACTIVATION: gl.constexpr):
+        """The epilogue of an MMA warp group's rows [FIRST, 64) of its last tile (rows_smem: its 64 rows of x W^T + b
+        in 16 bits, at row0, col0 of the output), by its 4 warps in 16-row slices, each slice's residual loaded a slice
+        ahead."""
+        ROWS: gl.constexpr = rows_smem.shape[0]
+        BN: gl.constexpr = rows_smem.shape[1]
+        SLICE: gl.constexpr = 16
+        N_SLICES: gl.constexpr = (ROWS - FIRST) // SLICE
+        layout: gl.constexpr = gl.BlockedLayout([1, 8], [1, 32], [gl.num_warps(), 1], [1, 0])
+        rows0 = gl.arange(0, SLICE, layout=gl.SliceLayout(1, layout))
+        cols = col0 + gl.arange(0, BN, layout=gl.SliceLayout(0, layout))
+        r_next = _hopper_residual_rows(r_ptr, row0 + FIRST + rows0, cols, M, N, stride_rm, HAS_RESIDUAL)
+        for s in gl.static_range(N_SLICES):
+            r = r_next
+            if s + 1 < N_SLICES:
+                r_next = _hopper_residual_rows(r_ptr, row0 + FIRST + (s + 1) * SLICE + rows0, cols, M, N, stride_rm,
+                                               HAS_RESIDUAL)
+            _hopper_rows_out(rows_smem.slice(FIRST + s * SLICE, SLICE), r, y_ptr, row0 + FIRST + s * SLICE + rows0,
+                             cols, M, N, stride_ym, scale, HAS_RESIDUAL, ACTIVATION, layout)
+
+    @gluon.jit
+    def _hopper_residual_rows(r_ptr, rows, cols, M, N, stride_rm, HAS_RESIDUAL: gl.constexpr):
+        """The residual at rows x cols (zeros without a residual)."""
+        mask = gl.expand_dims((rows < M) & HAS_RESIDUAL, 1) & gl.expand_dims(cols < N, 0)
+        return gl.load(r_ptr + gl.expand_dims(rows * stride_rm, 1) + gl.expand_dims(cols, 0), mask=mask, other=0.0)
+
+    @gluon.jit
+    def _hopper_rows_out(h_smem, r, y_ptr, rows, cols, M, N, stride_ym, scale, HAS_RESIDUAL: gl.constexpr,
+                         ACTIVATION: gl.constexpr, layout: gl.constexpr):
+        """act(h) * scale, rounded, + residual, rounded, stored at rows x cols of the output."""
+        out = _hopper_activate(h_smem.load(layout).to(gl.float32), scale, ACTIVATION).to(h_smem.dtype)
+        if HAS_RESIDUAL:
+            out = (out.to(gl.float32) + r.to(gl.float32)).to(h_smem.dtype)
+        mask = gl.expand_dims(rows < M, 1) & gl.expand_dims(cols < N, 0)
+        gl.store(y_ptr + gl.expand_dims(rows * stride_ym, 1) + gl.expand_dims(cols, 0), out, mask=mask)
+
+    @gluon.jit
+    def _hopper_prefetch_l2(r_ptr, row0, col0, M, N, stride_rm, ROWS: gl.constexpr, BN: gl.constexpr):
+        """prefetch.global.L2 of the 128-byte lines of residual rows [row0, row0 + ROWS), columns [col0, col0 + BN)."""
+        LINE: gl.constexpr = 1024 // r_ptr.dtype.element_ty.primitive_bitwidth  # values a 128-byte line holds
+        layout: gl.constexpr = gl.BlockedLayout([1, 1], [32 // (BN // LINE), BN // LINE], [gl.num_warps(), 1], [1, 0])
+        rows = gl.minimum(row0 + gl.arange(0, ROWS, layout=gl.SliceLayout(1, layout)), M - 1)
+        cols = gl.minimum(col0 + gl.arange(0, BN // LINE, layout=gl.SliceLayout(0, layout)) * LINE, N - 1)
+        ptrs = r_ptr + gl.expand_dims(rows * stride_rm, 1) + gl.expand_dims(cols, 0)
+        gl.inline_asm_elementwise("prefetch.global.L2 [$1]; mov.u32 $0, 0;", "=r,l", [ptrs], dtype=gl.int32,
+                                  is_pure=False, pack=1)
 
     @gluon.jit
     def _hopper_activate(v, scale, ACTIVATION: gl.constexpr):
@@ -439,43 +499,53 @@ if gluon is not None:
 
     @gluon.jit
     def _hopper_residual(r_ptr, pm, pn, c, live, M, N, stride_rm, BM: gl.constexpr, BN: gl.constexpr,
-                         CHUNK: gl.constexpr, layout: gl.constexpr, EPI_HINT: gl.constexpr = ""):
+                         CHUNK: gl.constexpr, layout: gl.constexpr):
         """The residual's rows [CHUNK c, CHUNK c + CHUNK) of tile (pm, pn); zeros where not live (past the last tile)."""
         rows = pm * BM + c * CHUNK + gl.arange(0, CHUNK, layout=gl.SliceLayout(1, layout))
         cols = pn * BN + gl.arange(0, BN, layout=gl.SliceLayout(0, layout))
         mask = gl.expand_dims((rows < M) & live, 1) & gl.expand_dims(cols < N, 0)
-        ptrs = r_ptr + gl.expand_dims(rows * stride_rm, 1) + gl.expand_dims(cols, 0)
-        if EPI_HINT == "stream":
-            return gl.load(ptrs, mask=mask, other=0.0, eviction_policy="evict_first")
-        return gl.load(ptrs, mask=mask, other=0.0)
+        return gl.load(r_ptr + gl.expand_dims(rows * stride_rm, 1) + gl.expand_dims(cols, 0), mask=mask, other=0.0)
 
     @gluon.jit
     def _hopper_epilogue(hbuf, hfull, hfree, r_ptr, y_ptr, M, N, stride_rm, stride_ym, scale, n_tiles, n_blocks_m,
                          N_BLOCKS_N: gl.constexpr, GROUP_M: gl.constexpr, CHUNK: gl.constexpr,
-                         HAS_RESIDUAL: gl.constexpr, ACTIVATION: gl.constexpr, PACE_NS: gl.constexpr = 0,
-                         EPI_HINT: gl.constexpr = "", SKIP_LAST: gl.constexpr = False):
+                         HAS_RESIDUAL: gl.constexpr, ACTIVATION: gl.constexpr, TAIL_ROWS: gl.constexpr = 64,
+                         TAIL_L2: gl.constexpr = False, SKIP_LAST: gl.constexpr = False):
         # The epilogue warps: act(h) * scale, rounded, + residual, rounded, in CHUNK-row slices with 16-byte loads
         # and stores. Each slice's residual is loaded a slice ahead (the next tile's first before this tile's h is
-        # in); each MMA warp group gets its half of hbuf back as soon as it has been read.
+        # in); each MMA warp group gets its half of hbuf back as soon as it has been read. In the program's last
+        # tile only the first TAIL_ROWS rows of each group's half are theirs (the groups run the rest).
         BM: gl.constexpr = hbuf.shape[0]
         BN: gl.constexpr = hbuf.shape[1]
         N_CHUNKS: gl.constexpr = BM // CHUNK
+        HALF_CHUNKS: gl.constexpr = N_CHUNKS // 2
+        TAIL_CHUNKS: gl.constexpr = TAIL_ROWS // CHUNK  # of each half, in the last tile
         layout: gl.constexpr = gl.BlockedLayout([1, 8], [1, 32], [gl.num_warps(), 1], [1, 0])
         rows0 = gl.arange(0, CHUNK, layout=gl.SliceLayout(1, layout))
         cols0 = gl.arange(0, BN, layout=gl.SliceLayout(0, layout))
         n_done = 0
         pm, pn = _hopper_tile(gl.program_id(0), n_blocks_m, N_BLOCKS_N, GROUP_M)
         r_next = _hopper_residual(r_ptr, pm, pn, 0, (gl.program_id(0) < n_tiles) & HAS_RESIDUAL, M, N, stride_rm,
-                                  BM, BN, CHUNK, layout, EPI_HINT)
-        # nanosleep's argument a thread: each thread sleeps once per row of the slice it holds
-        nap = gl.zeros_like(rows0) + PACE_NS * gl.num_warps() // CHUNK
+                                  BM, BN, CHUNK, layout)
         for tile in range(gl.program_id(0), n_tiles, gl.num_programs(0)):
             pm, pn = _hopper_tile(tile, n_blocks_m, N_BLOCKS_N, GROUP_M)
             next_tile = tile + gl.num_programs(0)
             npm, npn = _hopper_tile(next_tile, n_blocks_m, N_BLOCKS_N, GROUP_M)
             cols = pn * BN + cols0
             mbarrier.wait(hfull, n_done & 1)
-            if SKIP_LAST and next_tile >= n_tiles:  # timing only: the last tile's epilogue skipped (wrong output)
+            if SKIP_LAST and next_tile >= n_tiles:  # timing only: the last tile's epilogue left out (wrong output)
+                mbarrier.arrive(hfree.index(0))
+            elif TAIL_ROWS < BM // 2 and next_tile >= n_tiles:  # the last tile: rows [0, TAIL_ROWS) of each half
+                for i in gl.static_range(2 * TAIL_CHUNKS):  # chunks [0, TAIL_CHUNKS) of each half, in order
+                    r = r_next  # (chunk 0's residual came with the tile before)
+                    if i + 1 < 2 * TAIL_CHUNKS:
+                        r_next = _hopper_residual(r_ptr, pm, pn, ((i + 1) // TAIL_CHUNKS) * HALF_CHUNKS
+                                                  + (i + 1) % TAIL_CHUNKS, HAS_RESIDUAL, M, N, stride_rm, BM, BN,
+                                                  CHUNK, layout)
+                    # (the chunk's first row written out: a name assigned here would be a run-time value)
+                    _hopper_rows_out(hbuf.slice(((i // TAIL_CHUNKS) * HALF_CHUNKS + i % TAIL_CHUNKS) * CHUNK, CHUNK), r,
+                                     y_ptr, pm * BM + ((i // TAIL_CHUNKS) * HALF_CHUNKS + i % TAIL_CHUNKS) * CHUNK
+                                     + rows0, cols, M, N, stride_ym, scale, HAS_RESIDUAL, ACTIVATION, layout)
                 mbarrier.arrive(hfree.index(0))
             else:
                 for c in gl.static_range(N_CHUNKS):
@@ -484,26 +554,21 @@ if gluon is not None:
                     r = r_next
                     if c + 1 < N_CHUNKS:
                         r_next = _hopper_residual(r_ptr, pm, pn, c + 1, HAS_RESIDUAL, M, N, stride_rm, BM, BN, CHUNK,
-                                                  layout, EPI_HINT)
+                                                  layout)
                     else:
                         r_next = _hopper_residual(r_ptr, npm, npn, 0, (next_tile < n_tiles) & HAS_RESIDUAL, M, N,
-                                                  stride_rm, BM, BN, CHUNK, layout, EPI_HINT)
+                                                  stride_rm, BM, BN, CHUNK, layout)
                     h = hbuf.slice(c * CHUNK, CHUNK).load(layout).to(gl.float32)
                     if c == N_CHUNKS // 2 - 1:  # the first MMA warp group's rows are read
                         mbarrier.arrive(hfree.index(0))
                     out = _hopper_activate(h, scale, ACTIVATION).to(hbuf.dtype)
                     if HAS_RESIDUAL:  # (ptxas makes this one packed add, HADD2.BF16, a pair of outputs)
                         out = (out.to(gl.float32) + r.to(gl.float32)).to(hbuf.dtype)
-                    y_ptrs = y_ptr + gl.expand_dims(rows * stride_ym, 1) + gl.expand_dims(cols, 0)
-                    if EPI_HINT == "stream":
-                        gl.store(y_ptrs, out, mask=mask, eviction_policy="evict_first")
-                    else:
-                        gl.store(y_ptrs, out, mask=mask)
-                    if PACE_NS > 0:  # noqa: SIM102  (a compile-time, then a run-time condition)
-                        if next_tile < n_tiles:  # the last tile's epilogue is the tail: never paced
-                            gl.inline_asm_elementwise("nanosleep.u32 $1; mov.u32 $0, 0;", "=r,r", [nap],
-                                                      dtype=gl.int32, is_pure=False, pack=1)
+                    gl.store(y_ptr + gl.expand_dims(rows * stride_ym, 1) + gl.expand_dims(cols, 0), out, mask=mask)
             mbarrier.arrive(hfree.index(1))
+            if TAIL_L2 and HAS_RESIDUAL:  # noqa: SIM102  (a compile-time, then a run-time condition)
+                if (next_tile < n_tiles) & (next_tile + gl.num_programs(0) >= n_tiles):  # the last tile's MMAs run
+                    _hopper_prefetch_l2(r_ptr, npm * BM, npn * BN, M, N, stride_rm, BM, BN)
             n_done += 1  # noqa: SIM113  (Gluon loops take no enumerate)
 
     @gluon.jit
@@ -511,8 +576,8 @@ if gluon is not None:
                                      n_blocks_m, K_STEPS: gl.constexpr, N_BLOCKS_N: gl.constexpr,
                                      STAGES: gl.constexpr, GROUP_M: gl.constexpr, CHUNK: gl.constexpr,
                                      HAS_BIAS: gl.constexpr, HAS_RESIDUAL: gl.constexpr, ACTIVATION: gl.constexpr,
-                                     IN_FLIGHT: gl.constexpr, PACE_NS: gl.constexpr = 0, EPI_HINT: gl.constexpr = "",
-                                     SKIP_LAST: gl.constexpr = False):
+                                     IN_FLIGHT: gl.constexpr, TAIL_ROWS: gl.constexpr = 64,
+                                     TAIL_L2: gl.constexpr = False, SKIP_LAST: gl.constexpr = False):
         """Persistent, warp-specialised: two MMA warp groups (the default partition and a worker), two epilogue
         warps and a loader warp. 168 registers for the MMA groups (a 64x256 fp32 accumulator is 128), 152 for the
         third warp group, which the epilogue and loader warps share (setmaxnreg is per warp group): 3 x 128 threads
@@ -535,12 +600,14 @@ if gluon is not None:
             mbarrier.init(hfree.index(i), count=1)
         fence_async_shared()
         gl.warp_specialize([
-            (_hopper_mma, (x_ring, w_ring, ready, empty, hbuf, hfull, hfree, b_ptr, N, n_tiles, n_blocks_m, 0,
-                           K_STEPS, N_BLOCKS_N, STAGES, GROUP_M, HAS_BIAS, IN_FLIGHT)),
-            (_hopper_mma, (x_ring, w_ring, ready, empty, hbuf, hfull, hfree, b_ptr, N, n_tiles, n_blocks_m, 1,
-                           K_STEPS, N_BLOCKS_N, STAGES, GROUP_M, HAS_BIAS, IN_FLIGHT)),
+            (_hopper_mma, (x_ring, w_ring, ready, empty, hbuf, hfull, hfree, b_ptr, r_ptr, y_ptr, M, N, stride_rm,
+                           stride_ym, scale, n_tiles, n_blocks_m, 0, K_STEPS, N_BLOCKS_N, STAGES, GROUP_M, HAS_BIAS,
+                           HAS_RESIDUAL, ACTIVATION, IN_FLIGHT, TAIL_ROWS)),
+            (_hopper_mma, (x_ring, w_ring, ready, empty, hbuf, hfull, hfree, b_ptr, r_ptr, y_ptr, M, N, stride_rm,
+                           stride_ym, scale, n_tiles, n_blocks_m, 1, K_STEPS, N_BLOCKS_N, STAGES, GROUP_M, HAS_BIAS,
+                           HAS_RESIDUAL, ACTIVATION, IN_FLIGHT, TAIL_ROWS)),
             (_hopper_epilogue, (hbuf, hfull, hfree, r_ptr, y_ptr, M, N, stride_rm, stride_ym, scale, n_tiles,
-                                n_blocks_m, N_BLOCKS_N, GROUP_M, CHUNK, HAS_RESIDUAL, ACTIVATION, PACE_NS, EPI_HINT,
+                                n_blocks_m, N_BLOCKS_N, GROUP_M, CHUNK, HAS_RESIDUAL, ACTIVATION, TAIL_ROWS, TAIL_L2,
                                 SKIP_LAST)),
             (_hopper_loader, (x_desc, w_desc, x_ring, w_ring, ready, empty, n_tiles, n_blocks_m, K_STEPS, N_BLOCKS_N,
                               STAGES, GROUP_M)),
@@ -593,8 +660,8 @@ def _int32_offsets(m: int, n: int, residual_row_stride: int) -> bool:
 
 _HOPPER_TILE = (128, 256)  # BM, BN of the Hopper kernel (two 64x256 wgmma accumulators a tile)
 _HOPPER_SMEM_BYTES = 227 * 1024  # the most shared memory one block may use on sm_90
-_HOPPER_KNOBS = ("HOPPER_STAGES", "HOPPER_BK", "HOPPER_IN_FLIGHT", "HOPPER_GROUP_M", "HOPPER_CHUNK", "HOPPER_PACE_NS",
-                 "HOPPER_EPI_HINT", "HOPPER_DIAG_SKIP_LAST")
+_HOPPER_KNOBS = ("HOPPER_STAGES", "HOPPER_BK", "HOPPER_IN_FLIGHT", "HOPPER_GROUP_M", "HOPPER_CHUNK", "HOPPER_TAIL_ROWS",
+                 "HOPPER_TAIL_L2", "HOPPER_DIAG_SKIP_LAST")
 # what a call's path and the Hopper kernel's compilation depend on besides the arguments
 _PLAN_TUNABLES = ("TALL_HOPPER_WS", "GELU_16BIT", *_HOPPER_KNOBS)
 _PLANS: dict = {}  # _HopperPlan by _call_key
@@ -608,11 +675,11 @@ def _hopper_launch(x2: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | 
     M, K = x2.shape
     N = weight.shape[0]
     BM, BN = _HOPPER_TILE
-    stages, bk, in_flight, group_m, chunk, pace_ns, hint, skip_last = (TUNABLES[name] for name in _HOPPER_KNOBS)
+    stages, bk, in_flight, group_m, chunk, tail_rows, tail_l2, skip_last = (TUNABLES[n] for n in _HOPPER_KNOBS)
     ring_bytes = stages * (BM + BN) * bk * x2.element_size()
-    if not (isinstance(pace_ns, int) and 0 <= pace_ns < 2**20) or hint not in ("", "stream"):
-        raise ValueError(f"gemm_epilogue: TUNABLES HOPPER_PACE_NS={pace_ns!r}, HOPPER_EPI_HINT={hint!r}: PACE_NS "
-                         "must be an int in [0, 2**20), EPI_HINT '' or 'stream'")
+    if tail_rows not in (0, 16, 32, 48, 64) or tail_rows % chunk:
+        raise ValueError(f"gemm_epilogue: TUNABLES HOPPER_TAIL_ROWS={tail_rows!r}: must be 0, 16, 32, 48 or 64 and a "
+                         f"multiple of HOPPER_CHUNK={chunk}")
     if (bk not in (32, 64) or in_flight not in (0, 1) or chunk not in (8, 16) or stages < 2
             or ring_bytes + BM * BN * x2.element_size() > _HOPPER_SMEM_BYTES - 1024):
         raise ValueError(f"gemm_epilogue: TUNABLES HOPPER_STAGES={stages}, HOPPER_BK={bk}, HOPPER_IN_FLIGHT="
@@ -626,7 +693,7 @@ def _hopper_launch(x2: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | 
     r = r2 if r2 is not None else y  # never read without a residual
     constexprs = {"K_STEPS": _cdiv(K, bk), "N_BLOCKS_N": n_bn, "STAGES": stages, "GROUP_M": group_m,
                   "CHUNK": chunk, "HAS_BIAS": bias is not None, "HAS_RESIDUAL": r2 is not None,
-                  "ACTIVATION": activation, "IN_FLIGHT": in_flight, "PACE_NS": pace_ns, "EPI_HINT": hint,
+                  "ACTIVATION": activation, "IN_FLIGHT": in_flight, "TAIL_ROWS": tail_rows, "TAIL_L2": bool(tail_l2),
                   "SKIP_LAST": bool(skip_last)}
     kernel = _gemm_epilogue_hopper_kernel[(grid,)](
         x_desc, w_desc, bias if bias is not None else y, r, y, M, N, r.stride(0), y.stride(0), float(scale), n_tiles,
