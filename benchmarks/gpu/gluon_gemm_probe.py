@@ -407,10 +407,13 @@ def _gemm_ws_epi_kernel(a_desc, b_desc, r_ptr, y_ptr, bias_ptr, M, N, stride_rm,
         mbarrier.init(hfree.index(i), count=1)
     fence_async_shared()
     gl.warp_specialize([
-        (_mma_group, (a_bufs, b_bufs, ready, empty, hbuf, hfull, hfree, bias_ptr, N, n_tiles, n_blocks_m, 0, K_STEPS,
-                      N_BLOCKS_N, STAGES, GROUP_M, True)),
-        (_mma_group, (a_bufs, b_bufs, ready, empty, hbuf, hfull, hfree, bias_ptr, N, n_tiles, n_blocks_m, 1, K_STEPS,
-                      N_BLOCKS_N, STAGES, GROUP_M, True)),
+        # (the library's last-tile share, TAIL_ROWS, left at 64: every tile's epilogue is _epi_worker's here)
+        (_mma_group, (a_bufs, b_bufs, ready, empty, hbuf, hfull, hfree, bias_ptr, r_ptr, y_ptr, M, N, stride_rm,
+                      stride_ym, scale, n_tiles, n_blocks_m, 0, K_STEPS, N_BLOCKS_N, STAGES, GROUP_M, True, True,
+                      "none", 1, 64)),
+        (_mma_group, (a_bufs, b_bufs, ready, empty, hbuf, hfull, hfree, bias_ptr, r_ptr, y_ptr, M, N, stride_rm,
+                      stride_ym, scale, n_tiles, n_blocks_m, 1, K_STEPS, N_BLOCKS_N, STAGES, GROUP_M, True, True,
+                      "none", 1, 64)),
         (_epi_worker, (hbuf, hfull, hfree, r_ptr, y_ptr, M, N, stride_rm, stride_ym, scale, n_tiles, n_blocks_m,
                        N_BLOCKS_N, GROUP_M, CHUNK, AHEAD, SKIP, PART)),
         (_ws_loader, (a_desc, b_desc, a_bufs, b_bufs, ready, empty, n_tiles, n_blocks_m, K_STEPS, N_BLOCKS_N,

@@ -47,6 +47,8 @@ try:  # Gluon (triton >= 3.5) for the Hopper kernel; without it the Triton kerne
     _tma_load = getattr(tma, "async_load", None) or tma.async_copy_global_to_shared
     # a barrier of the warps of one partition: thread_barrier in triton 3.6, barrier later
     _thread_barrier = getattr(gl, "thread_barrier", None) or gl.barrier
+    # a shared-memory view as another shape: reinterpret after triton 3.6, _reinterpret in it
+    _NEW_REINTERPRET = gl.constexpr(hasattr(gl.shared_memory_descriptor, "reinterpret"))
 except ImportError:  # pragma: no cover - older triton
     gluon = None
 
@@ -103,15 +105,19 @@ TUNABLES = {
     "HOPPER_IN_FLIGHT": 0,
     "HOPPER_GROUP_M": 1,  # tile order: 1 walks the column tiles of a row block in turn (W is 2 MB: it stays in L2)
     "HOPPER_CHUNK": 8,  # rows the epilogue warps take at a time (16: no faster, gluon-gemm-probe-h200-20261201T231628Z.json)
-    # A program's last tile is the tail: nothing overlaps its epilogue, which two warps run in ~8.5 us of the tall
-    # spec's ~112 (timed by leaving it out, gemm-hopper-timing-h200-s18a-20261202T055333Z.json). HOPPER_TAIL_ROWS:
-    # rows of each MMA warp group's 64 that the epilogue warps take in that tile (0, 16, 32, 48 or 64); the group
-    # runs the rest itself from the hand-off buffer, its accumulator free by then. HOPPER_TAIL_L2: the epilogue warps
-    # prefetch the last tile's residual into L2 while its MMAs run. HOPPER_DIAG_SKIP_LAST: timing only, WRONG
-    # outputs (the last tile gets no epilogue at all: the bound on what the tail can give back).
-    "HOPPER_TAIL_ROWS": 64,
-    "HOPPER_TAIL_L2": False,
-    "HOPPER_DIAG_SKIP_LAST": False,
+    # A program's last tile is the tail: nothing overlaps its epilogue, which the two epilogue warps ran in ~8.5 us
+    # of the tall spec's ~112 (timed by leaving it out: gemm-hopper-timing-h200-s18a-20261202T055333Z.json).
+    # HOPPER_ROLLED: the epilogue warps' chunk loop kept a loop (one body, hot in the instruction cache) over
+    # CHUNK-row views of a row-major hand-off buffer, instead of unrolled over its NVMMA layout (6832 SASS
+    # instructions a kernel against 2000; alone no faster). HOPPER_TAIL_ROWS (with ROLLED): rows of each MMA warp group's 64
+    # that the epilogue warps take in the last tile (0, 16, 32, 48 or 64); the group runs the rest itself, a loop
+    # over 16-row views, its accumulator free by then. Code that runs once a program is cold in the instruction cache
+    # (unrolled, the same split was 0.1165-0.1386 ms against 0.1116: -s18b-20261202T060216Z.json); rolled, the
+    # groups' whole last tile (TAIL_ROWS 0) took the tall spec from 0.1129 to 0.1069 ms, as fast as leaving that
+    # epilogue out (0.1074), 16/32/48 rows 0.1090/0.1107/0.1129 (-s18c-20261202T061133Z.json; bits identical, GPU
+    # tests).
+    "HOPPER_ROLLED": True,
+    "HOPPER_TAIL_ROWS": 0,
     # Repeat calls of one problem (shapes, strides, dtypes, epilogue, pointer alignments) on the Hopper path launch
     # the kernel the first compiled straight through its launcher (see _HopperPlan)
     "HOPPER_LAUNCH_PLANS": True,
@@ -424,58 +430,44 @@ if gluon is not None:
             if TAIL_ROWS < HALF:  # noqa: SIM102  (a compile-time, then a run-time condition)
                 if tile + gl.num_programs(0) >= n_tiles:  # the program's last tile
                     _thread_barrier()  # the whole group's rows are in before any thread reads them back
-                    _hopper_tail_rows(mine, r_ptr, y_ptr, pm * BM + WG * HALF, pn * BN, M, N, stride_rm, stride_ym,
-                                      scale, TAIL_ROWS, HAS_RESIDUAL, ACTIVATION)
+                    _hopper_tail_rows(hbuf, r_ptr, y_ptr, pm, pn, M, N, stride_rm, stride_ym, scale,
+                                      WG * HALF + TAIL_ROWS, (WG + 1) * HALF, HAS_RESIDUAL, ACTIVATION)
             n_done += 1  # noqa: SIM113  (Gluon loops take no enumerate)
 
     @gluon.jit
-    def _hopper_tail_rows(rows_smem, r_ptr, y_ptr, row0, col0, M, N, stride_rm, stride_ym, scale, FIRST: gl.constexpr,
-                          HAS_RESIDUAL: gl.constexpr, ACTIVATION: gl.constexpr):
-        """The epilogue of an MMA warp group's rows [FIRST, 64) of its last tile (rows_smem: its 64 rows of x W^T + b
-        in 16 bits, at row0, col0 of the output), by its 4 warps in 16-row slices, each slice's residual loaded a slice
-        ahead."""
-        ROWS: gl.constexpr = rows_smem.shape[0]
-        BN: gl.constexpr = rows_smem.shape[1]
+    def _hopper_tail_rows(hbuf, r_ptr, y_ptr, pm, pn, M, N, stride_rm, stride_ym, scale, FIRST: gl.constexpr,
+                          END: gl.constexpr, HAS_RESIDUAL: gl.constexpr, ACTIVATION: gl.constexpr):
+        """The epilogue of rows [FIRST, END) of tile (pm, pn) from the row-major hand-off buffer, by this partition's
+        warps: a loop over 16-row views (one body: code that runs once a program is cold in the instruction cache,
+        and unrolled it ran slower than the epilogue warps alone), each view's residual loaded a view ahead."""
+        BM: gl.constexpr = hbuf.shape[0]
+        BN: gl.constexpr = hbuf.shape[1]
         SLICE: gl.constexpr = 16
-        N_SLICES: gl.constexpr = (ROWS - FIRST) // SLICE
+        if _NEW_REINTERPRET:
+            views = hbuf.reinterpret(hbuf.dtype, [BM // SLICE, SLICE, BN], hbuf.layout)
+        else:
+            views = hbuf._reinterpret(hbuf.dtype, [BM // SLICE, SLICE, BN], hbuf.layout)
         layout: gl.constexpr = gl.BlockedLayout([1, 8], [1, 32], [gl.num_warps(), 1], [1, 0])
         rows0 = gl.arange(0, SLICE, layout=gl.SliceLayout(1, layout))
-        cols = col0 + gl.arange(0, BN, layout=gl.SliceLayout(0, layout))
-        r_next = _hopper_residual_rows(r_ptr, row0 + FIRST + rows0, cols, M, N, stride_rm, HAS_RESIDUAL)
-        for s in gl.static_range(N_SLICES):
+        cols = pn * BN + gl.arange(0, BN, layout=gl.SliceLayout(0, layout))
+        r_next = _hopper_residual(r_ptr, pm, pn, FIRST // SLICE, HAS_RESIDUAL, M, N, stride_rm, BM, BN, SLICE, layout)
+        for v in range(FIRST // SLICE, END // SLICE):
             r = r_next
-            if s + 1 < N_SLICES:
-                r_next = _hopper_residual_rows(r_ptr, row0 + FIRST + (s + 1) * SLICE + rows0, cols, M, N, stride_rm,
-                                               HAS_RESIDUAL)
-            _hopper_rows_out(rows_smem.slice(FIRST + s * SLICE, SLICE), r, y_ptr, row0 + FIRST + s * SLICE + rows0,
-                             cols, M, N, stride_ym, scale, HAS_RESIDUAL, ACTIVATION, layout)
-
-    @gluon.jit
-    def _hopper_residual_rows(r_ptr, rows, cols, M, N, stride_rm, HAS_RESIDUAL: gl.constexpr):
-        """The residual at rows x cols (zeros without a residual)."""
-        mask = gl.expand_dims((rows < M) & HAS_RESIDUAL, 1) & gl.expand_dims(cols < N, 0)
-        return gl.load(r_ptr + gl.expand_dims(rows * stride_rm, 1) + gl.expand_dims(cols, 0), mask=mask, other=0.0)
+            if v + 1 < END // SLICE:
+                r_next = _hopper_residual(r_ptr, pm, pn, v + 1, HAS_RESIDUAL, M, N, stride_rm, BM, BN, SLICE, layout)
+            rows = pm * BM + v * SLICE + rows0
+            _hopper_rows_out(views.index(v), r, y_ptr, rows, cols, M, N, stride_ym, scale, HAS_RESIDUAL, ACTIVATION,
+                             layout)
 
     @gluon.jit
     def _hopper_rows_out(h_smem, r, y_ptr, rows, cols, M, N, stride_ym, scale, HAS_RESIDUAL: gl.constexpr,
                          ACTIVATION: gl.constexpr, layout: gl.constexpr):
         """act(h) * scale, rounded, + residual, rounded, stored at rows x cols of the output."""
         out = _hopper_activate(h_smem.load(layout).to(gl.float32), scale, ACTIVATION).to(h_smem.dtype)
-        if HAS_RESIDUAL:
+        if HAS_RESIDUAL:  # (ptxas makes this one packed add, HADD2.BF16, a pair of outputs)
             out = (out.to(gl.float32) + r.to(gl.float32)).to(h_smem.dtype)
         mask = gl.expand_dims(rows < M, 1) & gl.expand_dims(cols < N, 0)
         gl.store(y_ptr + gl.expand_dims(rows * stride_ym, 1) + gl.expand_dims(cols, 0), out, mask=mask)
-
-    @gluon.jit
-    def _hopper_prefetch_l2(r_ptr, row0, col0, M, N, stride_rm, ROWS: gl.constexpr, BN: gl.constexpr):
-        """prefetch.global.L2 of the 128-byte lines of residual rows [row0, row0 + ROWS), columns [col0, col0 + BN)."""
-        LINE: gl.constexpr = 1024 // r_ptr.dtype.element_ty.primitive_bitwidth  # values a 128-byte line holds
-        layout: gl.constexpr = gl.BlockedLayout([1, 1], [32 // (BN // LINE), BN // LINE], [gl.num_warps(), 1], [1, 0])
-        rows = gl.minimum(row0 + gl.arange(0, ROWS, layout=gl.SliceLayout(1, layout)), M - 1)
-        cols = gl.minimum(col0 + gl.arange(0, BN // LINE, layout=gl.SliceLayout(0, layout)) * LINE, N - 1)
-        ptrs = r_ptr + gl.expand_dims(rows * stride_rm, 1) + gl.expand_dims(cols, 0)
-        gl.inline_asm_elementwise("prefetch.global.L2 [$1]; mov.u32 $0, 0;", "=r,l", [ptrs], dtype=gl.int32,
-                                  is_pure=False, pack=1)
 
     @gluon.jit
     def _hopper_activate(v, scale, ACTIVATION: gl.constexpr):
@@ -509,12 +501,13 @@ if gluon is not None:
     @gluon.jit
     def _hopper_epilogue(hbuf, hfull, hfree, r_ptr, y_ptr, M, N, stride_rm, stride_ym, scale, n_tiles, n_blocks_m,
                          N_BLOCKS_N: gl.constexpr, GROUP_M: gl.constexpr, CHUNK: gl.constexpr,
-                         HAS_RESIDUAL: gl.constexpr, ACTIVATION: gl.constexpr, TAIL_ROWS: gl.constexpr = 64,
-                         TAIL_L2: gl.constexpr = False, SKIP_LAST: gl.constexpr = False):
+                         HAS_RESIDUAL: gl.constexpr, ACTIVATION: gl.constexpr, ROLLED: gl.constexpr = False,
+                         TAIL_ROWS: gl.constexpr = 64):
         # The epilogue warps: act(h) * scale, rounded, + residual, rounded, in CHUNK-row slices with 16-byte loads
         # and stores. Each slice's residual is loaded a slice ahead (the next tile's first before this tile's h is
-        # in); each MMA warp group gets its half of hbuf back as soon as it has been read. In the program's last
-        # tile only the first TAIL_ROWS rows of each group's half are theirs (the groups run the rest).
+        # in); each MMA warp group gets its half of hbuf back as soon as it has been read. ROLLED: one loop body for
+        # every tile; in the program's last tile it takes only the first TAIL_ROWS rows of each group's half (the
+        # groups run the rest).
         BM: gl.constexpr = hbuf.shape[0]
         BN: gl.constexpr = hbuf.shape[1]
         N_CHUNKS: gl.constexpr = BM // CHUNK
@@ -533,20 +526,30 @@ if gluon is not None:
             npm, npn = _hopper_tile(next_tile, n_blocks_m, N_BLOCKS_N, GROUP_M)
             cols = pn * BN + cols0
             mbarrier.wait(hfull, n_done & 1)
-            if SKIP_LAST and next_tile >= n_tiles:  # timing only: the last tile's epilogue left out (wrong output)
-                mbarrier.arrive(hfree.index(0))
-            elif TAIL_ROWS < BM // 2 and next_tile >= n_tiles:  # the last tile: rows [0, TAIL_ROWS) of each half
-                for i in gl.static_range(2 * TAIL_CHUNKS):  # chunks [0, TAIL_CHUNKS) of each half, in order
-                    r = r_next  # (chunk 0's residual came with the tile before)
-                    if i + 1 < 2 * TAIL_CHUNKS:
-                        r_next = _hopper_residual(r_ptr, pm, pn, ((i + 1) // TAIL_CHUNKS) * HALF_CHUNKS
-                                                  + (i + 1) % TAIL_CHUNKS, HAS_RESIDUAL, M, N, stride_rm, BM, BN,
-                                                  CHUNK, layout)
-                    # (the chunk's first row written out: a name assigned here would be a run-time value)
-                    _hopper_rows_out(hbuf.slice(((i // TAIL_CHUNKS) * HALF_CHUNKS + i % TAIL_CHUNKS) * CHUNK, CHUNK), r,
-                                     y_ptr, pm * BM + ((i // TAIL_CHUNKS) * HALF_CHUNKS + i % TAIL_CHUNKS) * CHUNK
-                                     + rows0, cols, M, N, stride_ym, scale, HAS_RESIDUAL, ACTIVATION, layout)
-                mbarrier.arrive(hfree.index(0))
+            if ROLLED:  # one body, c a run-time index
+                if _NEW_REINTERPRET:
+                    chunks = hbuf.reinterpret(hbuf.dtype, [N_CHUNKS, CHUNK, BN], hbuf.layout)
+                else:
+                    chunks = hbuf._reinterpret(hbuf.dtype, [N_CHUNKS, CHUNK, BN], hbuf.layout)
+                per_half = HALF_CHUNKS  # chunks of each group's half taken here
+                if TAIL_ROWS < BM // 2:  # noqa: SIM102  (a compile-time, then a run-time condition)
+                    if next_tile >= n_tiles:
+                        per_half = TAIL_CHUNKS
+                for j in range(2 * per_half):
+                    c = (j // per_half) * HALF_CHUNKS + j % per_half
+                    rows = pm * BM + c * CHUNK + rows0
+                    r = r_next
+                    if j + 1 < 2 * per_half:
+                        r_next = _hopper_residual(r_ptr, pm, pn, ((j + 1) // per_half) * HALF_CHUNKS
+                                                  + (j + 1) % per_half, HAS_RESIDUAL, M, N, stride_rm, BM, BN, CHUNK,
+                                                  layout)
+                    else:
+                        r_next = _hopper_residual(r_ptr, npm, npn, 0, (next_tile < n_tiles) & HAS_RESIDUAL, M, N,
+                                                  stride_rm, BM, BN, CHUNK, layout)
+                    _hopper_rows_out(chunks.index(c), r, y_ptr, rows, cols, M, N, stride_ym, scale, HAS_RESIDUAL,
+                                     ACTIVATION, layout)
+                    if j == per_half - 1:  # the first MMA warp group's rows here are read
+                        mbarrier.arrive(hfree.index(0))
             else:
                 for c in gl.static_range(N_CHUNKS):
                     rows = pm * BM + c * CHUNK + rows0
@@ -566,9 +569,6 @@ if gluon is not None:
                         out = (out.to(gl.float32) + r.to(gl.float32)).to(hbuf.dtype)
                     gl.store(y_ptr + gl.expand_dims(rows * stride_ym, 1) + gl.expand_dims(cols, 0), out, mask=mask)
             mbarrier.arrive(hfree.index(1))
-            if TAIL_L2 and HAS_RESIDUAL:  # noqa: SIM102  (a compile-time, then a run-time condition)
-                if (next_tile < n_tiles) & (next_tile + gl.num_programs(0) >= n_tiles):  # the last tile's MMAs run
-                    _hopper_prefetch_l2(r_ptr, npm * BM, npn * BN, M, N, stride_rm, BM, BN)
             n_done += 1  # noqa: SIM113  (Gluon loops take no enumerate)
 
     @gluon.jit
@@ -576,10 +576,11 @@ if gluon is not None:
                                      n_blocks_m, K_STEPS: gl.constexpr, N_BLOCKS_N: gl.constexpr,
                                      STAGES: gl.constexpr, GROUP_M: gl.constexpr, CHUNK: gl.constexpr,
                                      HAS_BIAS: gl.constexpr, HAS_RESIDUAL: gl.constexpr, ACTIVATION: gl.constexpr,
-                                     IN_FLIGHT: gl.constexpr, TAIL_ROWS: gl.constexpr = 64,
-                                     TAIL_L2: gl.constexpr = False, SKIP_LAST: gl.constexpr = False):
+                                     IN_FLIGHT: gl.constexpr, ROLLED: gl.constexpr = False,
+                                     TAIL_ROWS: gl.constexpr = 64):
         """Persistent, warp-specialised: two MMA warp groups (the default partition and a worker), two epilogue
-        warps and a loader warp. 168 registers for the MMA groups (a 64x256 fp32 accumulator is 128), 152 for the
+        warps and a loader warp; a program's last tile, which nothing overlaps, the MMA warp groups finish
+        themselves (all but TAIL_ROWS of their rows). 168 registers for the MMA groups (a 64x256 fp32 accumulator is 128), 152 for the
         third warp group, which the epilogue and loader warps share (setmaxnreg is per warp group): 3 x 128 threads
         x 168 fill the 64K registers. 16 warps would cap every thread at 128."""
         BM: gl.constexpr = x_desc.block_type.shape[0]
@@ -587,7 +588,10 @@ if gluon is not None:
         dtype: gl.constexpr = x_desc.dtype
         x_ring = gl.allocate_shared_memory(dtype, [STAGES] + x_desc.block_type.shape, x_desc.layout)
         w_ring = gl.allocate_shared_memory(dtype, [STAGES] + w_desc.block_type.shape, w_desc.layout)
-        hbuf = gl.allocate_shared_memory(dtype, [BM, BN], gl.NVMMASharedLayout.get_default_for([BM, BN], dtype))
+        if ROLLED:  # row-major, 16-byte vectors XOR-swizzled by row % 8: row views of it are the same bytes
+            hbuf = gl.allocate_shared_memory(dtype, [BM, BN], gl.SwizzledSharedLayout(8, 1, 8, order=[1, 0]))
+        else:
+            hbuf = gl.allocate_shared_memory(dtype, [BM, BN], gl.NVMMASharedLayout.get_default_for([BM, BN], dtype))
         ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
         empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
         hfull = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
@@ -607,8 +611,7 @@ if gluon is not None:
                            stride_ym, scale, n_tiles, n_blocks_m, 1, K_STEPS, N_BLOCKS_N, STAGES, GROUP_M, HAS_BIAS,
                            HAS_RESIDUAL, ACTIVATION, IN_FLIGHT, TAIL_ROWS)),
             (_hopper_epilogue, (hbuf, hfull, hfree, r_ptr, y_ptr, M, N, stride_rm, stride_ym, scale, n_tiles,
-                                n_blocks_m, N_BLOCKS_N, GROUP_M, CHUNK, HAS_RESIDUAL, ACTIVATION, TAIL_ROWS, TAIL_L2,
-                                SKIP_LAST)),
+                                n_blocks_m, N_BLOCKS_N, GROUP_M, CHUNK, HAS_RESIDUAL, ACTIVATION, ROLLED, TAIL_ROWS)),
             (_hopper_loader, (x_desc, w_desc, x_ring, w_ring, ready, empty, n_tiles, n_blocks_m, K_STEPS, N_BLOCKS_N,
                               STAGES, GROUP_M)),
         ], [4, 2, 1], [168, 152, 152])
@@ -660,8 +663,8 @@ def _int32_offsets(m: int, n: int, residual_row_stride: int) -> bool:
 
 _HOPPER_TILE = (128, 256)  # BM, BN of the Hopper kernel (two 64x256 wgmma accumulators a tile)
 _HOPPER_SMEM_BYTES = 227 * 1024  # the most shared memory one block may use on sm_90
-_HOPPER_KNOBS = ("HOPPER_STAGES", "HOPPER_BK", "HOPPER_IN_FLIGHT", "HOPPER_GROUP_M", "HOPPER_CHUNK", "HOPPER_TAIL_ROWS",
-                 "HOPPER_TAIL_L2", "HOPPER_DIAG_SKIP_LAST")
+_HOPPER_KNOBS = ("HOPPER_STAGES", "HOPPER_BK", "HOPPER_IN_FLIGHT", "HOPPER_GROUP_M", "HOPPER_CHUNK", "HOPPER_ROLLED",
+                 "HOPPER_TAIL_ROWS")
 # what a call's path and the Hopper kernel's compilation depend on besides the arguments
 _PLAN_TUNABLES = ("TALL_HOPPER_WS", "GELU_16BIT", *_HOPPER_KNOBS)
 _PLANS: dict = {}  # _HopperPlan by _call_key
@@ -675,11 +678,11 @@ def _hopper_launch(x2: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | 
     M, K = x2.shape
     N = weight.shape[0]
     BM, BN = _HOPPER_TILE
-    stages, bk, in_flight, group_m, chunk, tail_rows, tail_l2, skip_last = (TUNABLES[n] for n in _HOPPER_KNOBS)
+    stages, bk, in_flight, group_m, chunk, rolled, tail_rows = (TUNABLES[name] for name in _HOPPER_KNOBS)
     ring_bytes = stages * (BM + BN) * bk * x2.element_size()
-    if tail_rows not in (0, 16, 32, 48, 64) or tail_rows % chunk:
-        raise ValueError(f"gemm_epilogue: TUNABLES HOPPER_TAIL_ROWS={tail_rows!r}: must be 0, 16, 32, 48 or 64 and a "
-                         f"multiple of HOPPER_CHUNK={chunk}")
+    if tail_rows not in (0, 16, 32, 48, 64) or tail_rows % chunk or (tail_rows < 64 and not rolled):
+        raise ValueError(f"gemm_epilogue: TUNABLES HOPPER_TAIL_ROWS={tail_rows!r}: must be 0, 16, 32, 48 or 64, a "
+                         f"multiple of HOPPER_CHUNK={chunk}, and under 64 only with HOPPER_ROLLED (now {rolled!r})")
     if (bk not in (32, 64) or in_flight not in (0, 1) or chunk not in (8, 16) or stages < 2
             or ring_bytes + BM * BN * x2.element_size() > _HOPPER_SMEM_BYTES - 1024):
         raise ValueError(f"gemm_epilogue: TUNABLES HOPPER_STAGES={stages}, HOPPER_BK={bk}, HOPPER_IN_FLIGHT="
@@ -693,8 +696,7 @@ def _hopper_launch(x2: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | 
     r = r2 if r2 is not None else y  # never read without a residual
     constexprs = {"K_STEPS": _cdiv(K, bk), "N_BLOCKS_N": n_bn, "STAGES": stages, "GROUP_M": group_m,
                   "CHUNK": chunk, "HAS_BIAS": bias is not None, "HAS_RESIDUAL": r2 is not None,
-                  "ACTIVATION": activation, "IN_FLIGHT": in_flight, "TAIL_ROWS": tail_rows, "TAIL_L2": bool(tail_l2),
-                  "SKIP_LAST": bool(skip_last)}
+                  "ACTIVATION": activation, "IN_FLIGHT": in_flight, "ROLLED": bool(rolled), "TAIL_ROWS": tail_rows}
     kernel = _gemm_epilogue_hopper_kernel[(grid,)](
         x_desc, w_desc, bias if bias is not None else y, r, y, M, N, r.stride(0), y.stride(0), float(scale), n_tiles,
         n_bm, **constexprs, num_warps=4)

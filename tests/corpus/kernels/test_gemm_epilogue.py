@@ -215,8 +215,9 @@ def test_bad_epilogue_16bit_is_named():
 HOPPER_COMPILE_CASES = [("bf16", "gelu_tanh_hw", True, True, (3, 64, 1), {}), ("fp16", "relu", False, False, (3, 64, 1), {}),
                         ("bf16", "silu", False, True, (3, 64, 1), {}), ("bf16", "gelu_tanh_hw", True, True, (3, 64, 0), {}),
                         ("bf16", "gelu_tanh_hw", True, True, (6, 32, 1), {}),
-                        ("bf16", "gelu_tanh_hw", True, True, (3, 64, 0), {"TAIL_ROWS": 16, "TAIL_L2": True}),
-                        ("fp16", "relu", False, False, (3, 64, 0), {"TAIL_ROWS": 0})]
+                        ("bf16", "gelu_tanh_hw", True, True, (3, 64, 0), {"ROLLED": False, "TAIL_ROWS": 64}),
+                        ("bf16", "gelu_tanh_hw", True, True, (3, 64, 0), {"ROLLED": True, "TAIL_ROWS": 16}),
+                        ("fp16", "relu", False, False, (3, 64, 0), {"ROLLED": True, "TAIL_ROWS": 0})]
 
 _COMPILE_FOR_SM90 = """
 import json, sys
@@ -246,8 +247,8 @@ signature = {"x_desc": desc(BM), "w_desc": desc(BN), "b_ptr": f"*{dtype}", "r_pt
              "n_tiles": "i32", "n_blocks_m": "i32"}
 constants = {"K_STEPS": 2048 // BK, "N_BLOCKS_N": 2, "STAGES": stages, "GROUP_M": kernel.TUNABLES["HOPPER_GROUP_M"],
              "CHUNK": kernel.TUNABLES["HOPPER_CHUNK"], "HAS_BIAS": has_bias, "HAS_RESIDUAL": has_residual,
-             "ACTIVATION": activation, "IN_FLIGHT": in_flight, "TAIL_ROWS": kernel.TUNABLES["HOPPER_TAIL_ROWS"],
-             "TAIL_L2": kernel.TUNABLES["HOPPER_TAIL_L2"], "SKIP_LAST": False, **json.loads(sys.argv[9])}
+             "ACTIVATION": activation, "IN_FLIGHT": in_flight, "ROLLED": kernel.TUNABLES["HOPPER_ROLLED"],
+             "TAIL_ROWS": kernel.TUNABLES["HOPPER_TAIL_ROWS"], **json.loads(sys.argv[9])}
 signature.update({name: "constexpr" for name in constants})
 names = kernel._gemm_epilogue_hopper_kernel.arg_names
 # 16-byte aligned pointers and row strides, as the GPU's tensors are (what lets the epilogue use 16-byte accesses)
@@ -259,7 +260,7 @@ compiled = triton.compile(source, target=GPUTarget("cuda", 90, 32), options={"nu
 ptx = compiled.asm["ptx"]
 counts = {key: ptx.count(key) for key in (
     "cp.async.bulk.tensor", "setmaxnreg", "wgmma.wait_group.sync.aligned 1", "tanh.approx.f32", "ld.global.v4",
-    "st.global.v4", "prefetch.global.L2")}
+    "st.global.v4")}
 print(json.dumps({**counts, "shared_bytes": compiled.metadata.shared}))
 """
 
@@ -292,7 +293,6 @@ def test_hopper_kernel_compiles_for_sm90(dtype: str, activation: str, has_bias: 
     assert ring_bytes + 128 * 256 * 2 <= counts["shared_bytes"] <= 227 * 1024
     assert (counts["tanh.approx.f32"] > 0) == (activation == "gelu_tanh_hw")
     assert (counts["ld.global.v4"] > 0) == has_residual and counts["st.global.v4"] > 0
-    assert (counts["prefetch.global.L2"] > 0) == (tail.get("TAIL_L2", False) and has_residual)
 
 
 def test_hopper_kernel_keeps_to_int32_offsets():
@@ -314,8 +314,9 @@ def test_hopper_ring_knobs_outside_their_ranges_are_named():
         with pytest.raises(ValueError, match="HOPPER_STAGES=.*HOPPER_BK=.*HOPPER_IN_FLIGHT="):
             kernel._hopper_launch(x, w, None, None, y, 1.0, "none")
     kernel.TUNABLES.update({"HOPPER_STAGES": 3, "HOPPER_BK": 64, "HOPPER_IN_FLIGHT": 1})
-    for bad in ({"HOPPER_TAIL_ROWS": 8}, {"HOPPER_TAIL_ROWS": 80}, {"HOPPER_TAIL_ROWS": 16, "HOPPER_CHUNK": 32}):
-        kernel.TUNABLES.update({"HOPPER_TAIL_ROWS": 64, "HOPPER_CHUNK": 8, **bad})
+    for bad in ({"HOPPER_TAIL_ROWS": 8}, {"HOPPER_TAIL_ROWS": 80}, {"HOPPER_TAIL_ROWS": 16, "HOPPER_CHUNK": 32},
+                {"HOPPER_TAIL_ROWS": 16, "HOPPER_ROLLED": False}):
+        kernel.TUNABLES.update({"HOPPER_TAIL_ROWS": 64, "HOPPER_CHUNK": 8, "HOPPER_ROLLED": True, **bad})
         with pytest.raises(ValueError, match="HOPPER_TAIL_ROWS="):
             kernel._hopper_launch(x, w, None, None, y, 1.0, "none")
 
@@ -362,8 +363,7 @@ def test_hopper_plan_launches_every_kernel_argument_in_order(monkeypatch):
     x, w, b = torch.randn(m, k), torch.randn(n, k), torch.randn(n)
     r, y = torch.randn(m, n), torch.empty(m, n)
     constexprs = {"K_STEPS": 1, "N_BLOCKS_N": 1, "STAGES": 3, "GROUP_M": 1, "CHUNK": 8, "HAS_BIAS": True,
-                  "HAS_RESIDUAL": True, "ACTIVATION": "gelu_tanh_hw", "IN_FLIGHT": 0, "TAIL_ROWS": 16, "TAIL_L2": False,
-                  "SKIP_LAST": False}
+                  "HAS_RESIDUAL": True, "ACTIVATION": "gelu_tanh_hw", "IN_FLIGHT": 0, "ROLLED": True, "TAIL_ROWS": 16}
     plan = kernel._HopperPlan(compiled, 16, {"n_tiles": 16, "n_blocks_m": 16, **constexprs}, x, r, y, (2, 1024, n))
     x_new, r_new = torch.randn(2, 1024, k), torch.randn(2, 1024, n)
     out = plan(x_new, w, b, r_new, 0.25)
@@ -435,21 +435,23 @@ def test_hopper_kernel_other_rings_match_float32(m: int, k: int, n: int, ring: t
 
 @pytest.mark.gpu
 @needs_hopper
-@pytest.mark.parametrize("tail_rows, tail_l2", [(0, False), (16, True), (32, False), (48, False)], ids=str)
+@pytest.mark.parametrize("tail_rows", [64, 0, 16, 32, 48])
 @pytest.mark.parametrize("activation, with_residual", [("gelu", True), ("none", False)])
 # partial tiles; one tile a program (its first tile is its last); 3-4 tiles a program
 @pytest.mark.parametrize("m, k, n", [(1000, 520, 120), (2048, 256, 256), (32768, 256, 512)])
 def test_hopper_tail_shared_with_the_mma_groups_gives_the_same_bits(m: int, k: int, n: int, activation: str,
-                                                                  with_residual: bool, tail_rows: int, tail_l2: bool):
-    """A program's last tile with its epilogue split between the epilogue warps and the MMA warp groups (or the
-    groups' alone) computes each output as the epilogue warps do: the same bits as the default, and float32's
+                                                                  with_residual: bool, tail_rows: int):
+    """The rolled epilogue (a loop over row views of a row-major hand-off buffer), with a program's last tile's
+    epilogue split between the epilogue warps and the MMA warp groups (or the groups' alone, the default; 64: not
+    split), computes each output as the unrolled epilogue over the NVMMA buffer does: the same bits, and float32's
     values within the tolerance."""
     kernel = import_file(FAMILY / "kernel.py", "test_gemm_hopper_tail")
     x, w, b, r = _gemm_inputs(m, k, n, torch.bfloat16)
     r = r if with_residual else None
     assert kernel._hopper_ok(x, w, b, r, False)
+    kernel.TUNABLES.update({"HOPPER_ROLLED": False, "HOPPER_TAIL_ROWS": 64})
     expected = kernel.gemm_epilogue(x, w, b, r, 0.5, activation)
-    kernel.TUNABLES.update({"HOPPER_TAIL_ROWS": tail_rows, "HOPPER_TAIL_L2": tail_l2})
+    kernel.TUNABLES.update({"HOPPER_ROLLED": True, "HOPPER_TAIL_ROWS": tail_rows})
     y = kernel.gemm_epilogue(x, w, b, r, 0.5, activation)
     torch.testing.assert_close(y, expected, atol=0, rtol=0)
     h = (x.float() @ w.float().T + b.float()).to(torch.bfloat16).float()
