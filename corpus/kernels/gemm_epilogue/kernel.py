@@ -109,13 +109,13 @@ TUNABLES = {
     # of the tall spec's ~112 (timed by leaving it out: gemm-hopper-timing-h200-s18a-20261202T055333Z.json).
     # HOPPER_ROLLED: the epilogue warps' chunk loop kept a loop (one body, hot in the instruction cache) over
     # CHUNK-row views of a row-major hand-off buffer, instead of unrolled over its NVMMA layout (6832 SASS
-    # instructions a kernel against 2000; alone no faster). HOPPER_TAIL_ROWS (with ROLLED): rows of each MMA warp group's 64
-    # that the epilogue warps take in the last tile (0, 16, 32, 48 or 64); the group runs the rest itself, a loop
-    # over 16-row views, its accumulator free by then. Code that runs once a program is cold in the instruction cache
-    # (unrolled, the same split was 0.1165-0.1386 ms against 0.1116: -s18b-20261202T060216Z.json); rolled, the
-    # groups' whole last tile (TAIL_ROWS 0) took the tall spec from 0.1129 to 0.1069 ms, as fast as leaving that
-    # epilogue out (0.1074), 16/32/48 rows 0.1090/0.1107/0.1129 (-s18c-20261202T061133Z.json; bits identical, GPU
-    # tests).
+    # instructions a kernel against 2000; alone no faster). HOPPER_TAIL_ROWS (with ROLLED): rows of each MMA warp
+    # group's 64 that the epilogue warps take in the last tile (0, 16, 32, 48 or 64); the group runs the rest
+    # itself, a loop over 16-row views, its accumulator free by then. Code that runs once a program is cold in the
+    # instruction cache (unrolled, the same split was 0.1165-0.1386 ms against 0.1116:
+    # -s18b-20261202T060216Z.json); rolled, the groups' whole last tile (TAIL_ROWS 0) took the tall spec from 0.1129
+    # to 0.1069 ms, as fast as leaving that epilogue out (0.1074), 16/32/48 rows 0.1090/0.1107/0.1129
+    # (-s18c-20261202T061133Z.json; bits identical, GPU tests).
     "HOPPER_ROLLED": True,
     "HOPPER_TAIL_ROWS": 0,
     # Repeat calls of one problem (shapes, strides, dtypes, epilogue, pointer alignments) on the Hopper path launch
@@ -549,7 +549,7 @@ if gluon is not None:
                     _hopper_rows_out(chunks.index(c), r, y_ptr, rows, cols, M, N, stride_ym, scale, HAS_RESIDUAL,
                                      ACTIVATION, layout)
                     if j == per_half - 1:  # the first MMA warp group's rows here are read
-                        mbarrier.arrive(hfree.index(0))
+                        mbarrier.arrive(hfree.index(0))  # (TAIL_ROWS 0: not in the last tile, where none waits)
             else:
                 for c in gl.static_range(N_CHUNKS):
                     rows = pm * BM + c * CHUNK + rows0
@@ -580,8 +580,8 @@ if gluon is not None:
                                      TAIL_ROWS: gl.constexpr = 64):
         """Persistent, warp-specialised: two MMA warp groups (the default partition and a worker), two epilogue
         warps and a loader warp; a program's last tile, which nothing overlaps, the MMA warp groups finish
-        themselves (all but TAIL_ROWS of their rows). 168 registers for the MMA groups (a 64x256 fp32 accumulator is 128), 152 for the
-        third warp group, which the epilogue and loader warps share (setmaxnreg is per warp group): 3 x 128 threads
+        themselves (all but TAIL_ROWS of their rows). 168 registers for the MMA groups (a 64x256 fp32 accumulator is
+        128), 152 for the third warp group, which the epilogue and loader warps share (setmaxnreg is per warp group): 3 x 128 threads
         x 168 fill the 64K registers. 16 warps would cap every thread at 128."""
         BM: gl.constexpr = x_desc.block_type.shape[0]
         BN: gl.constexpr = w_desc.block_type.shape[0]
