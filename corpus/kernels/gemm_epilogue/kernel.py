@@ -443,10 +443,7 @@ if gluon is not None:
         BM: gl.constexpr = hbuf.shape[0]
         BN: gl.constexpr = hbuf.shape[1]
         SLICE: gl.constexpr = 16
-        if _NEW_REINTERPRET:
-            views = hbuf.reinterpret(hbuf.dtype, [BM // SLICE, SLICE, BN], hbuf.layout)
-        else:
-            views = hbuf._reinterpret(hbuf.dtype, [BM // SLICE, SLICE, BN], hbuf.layout)
+        views = _hopper_row_views(hbuf, SLICE)
         layout: gl.constexpr = gl.BlockedLayout([1, 8], [1, 32], [gl.num_warps(), 1], [1, 0])
         rows0 = gl.arange(0, SLICE, layout=gl.SliceLayout(1, layout))
         cols = pn * BN + gl.arange(0, BN, layout=gl.SliceLayout(0, layout))
@@ -456,16 +453,27 @@ if gluon is not None:
             if v + 1 < END // SLICE:
                 r_next = _hopper_residual(r_ptr, pm, pn, v + 1, HAS_RESIDUAL, M, N, stride_rm, BM, BN, SLICE, layout)
             rows = pm * BM + v * SLICE + rows0
-            _hopper_rows_out(views.index(v), r, y_ptr, rows, cols, M, N, stride_ym, scale, HAS_RESIDUAL, ACTIVATION,
-                             layout)
+            _hopper_rows_out(views.index(v).load(layout), r, y_ptr, rows, cols, M, N, stride_ym, scale, HAS_RESIDUAL,
+                             ACTIVATION)
 
     @gluon.jit
-    def _hopper_rows_out(h_smem, r, y_ptr, rows, cols, M, N, stride_ym, scale, HAS_RESIDUAL: gl.constexpr,
-                         ACTIVATION: gl.constexpr, layout: gl.constexpr):
-        """act(h) * scale, rounded, + residual, rounded, stored at rows x cols of the output."""
-        out = _hopper_activate(h_smem.load(layout).to(gl.float32), scale, ACTIVATION).to(h_smem.dtype)
+    def _hopper_row_views(hbuf, ROWS: gl.constexpr):
+        """The row-major hand-off buffer as [BM // ROWS, ROWS, BN]: ROWS-row views indexed at run time."""
+        shape: gl.constexpr = [hbuf.shape[0] // ROWS, ROWS, hbuf.shape[1]]
+        if _NEW_REINTERPRET:  # (an if/else: the frontend would compile a return after an early one too)
+            views = hbuf.reinterpret(hbuf.dtype, shape, hbuf.layout)
+        else:
+            views = hbuf._reinterpret(hbuf.dtype, shape, hbuf.layout)
+        return views
+
+    @gluon.jit
+    def _hopper_rows_out(h, r, y_ptr, rows, cols, M, N, stride_ym, scale, HAS_RESIDUAL: gl.constexpr,
+                         ACTIVATION: gl.constexpr):
+        """act(h) * scale, rounded, + residual, rounded, stored at rows x cols of the output (h: x W^T + b in 16
+        bits, as the hand-off buffer holds it)."""
+        out = _hopper_activate(h.to(gl.float32), scale, ACTIVATION).to(h.dtype)
         if HAS_RESIDUAL:  # (ptxas makes this one packed add, HADD2.BF16, a pair of outputs)
-            out = (out.to(gl.float32) + r.to(gl.float32)).to(h_smem.dtype)
+            out = (out.to(gl.float32) + r.to(gl.float32)).to(h.dtype)
         mask = gl.expand_dims(rows < M, 1) & gl.expand_dims(cols < N, 0)
         gl.store(y_ptr + gl.expand_dims(rows * stride_ym, 1) + gl.expand_dims(cols, 0), out, mask=mask)
 
@@ -527,33 +535,29 @@ if gluon is not None:
             cols = pn * BN + cols0
             mbarrier.wait(hfull, n_done & 1)
             if ROLLED:  # one body, c a run-time index
-                if _NEW_REINTERPRET:
-                    chunks = hbuf.reinterpret(hbuf.dtype, [N_CHUNKS, CHUNK, BN], hbuf.layout)
-                else:
-                    chunks = hbuf._reinterpret(hbuf.dtype, [N_CHUNKS, CHUNK, BN], hbuf.layout)
+                chunks = _hopper_row_views(hbuf, CHUNK)
                 per_half = HALF_CHUNKS  # chunks of each group's half taken here
                 if TAIL_ROWS < BM // 2:  # noqa: SIM102  (a compile-time, then a run-time condition)
                     if next_tile >= n_tiles:
                         per_half = TAIL_CHUNKS
-                for j in range(2 * per_half):
+                for j in range(2 * per_half):  # chunks [0, per_half) of each half, in order
                     c = (j // per_half) * HALF_CHUNKS + j % per_half
                     rows = pm * BM + c * CHUNK + rows0
                     r = r_next
                     if j + 1 < 2 * per_half:
-                        r_next = _hopper_residual(r_ptr, pm, pn, ((j + 1) // per_half) * HALF_CHUNKS
-                                                  + (j + 1) % per_half, HAS_RESIDUAL, M, N, stride_rm, BM, BN, CHUNK,
+                        c_next = ((j + 1) // per_half) * HALF_CHUNKS + (j + 1) % per_half
+                        r_next = _hopper_residual(r_ptr, pm, pn, c_next, HAS_RESIDUAL, M, N, stride_rm, BM, BN, CHUNK,
                                                   layout)
                     else:
                         r_next = _hopper_residual(r_ptr, npm, npn, 0, (next_tile < n_tiles) & HAS_RESIDUAL, M, N,
                                                   stride_rm, BM, BN, CHUNK, layout)
-                    _hopper_rows_out(chunks.index(c), r, y_ptr, rows, cols, M, N, stride_ym, scale, HAS_RESIDUAL,
-                                     ACTIVATION, layout)
+                    _hopper_rows_out(chunks.index(c).load(layout), r, y_ptr, rows, cols, M, N, stride_ym, scale,
+                                     HAS_RESIDUAL, ACTIVATION)
                     if j == per_half - 1:  # the first MMA warp group's rows here are read
                         mbarrier.arrive(hfree.index(0))  # (TAIL_ROWS 0: not in the last tile, where none waits)
             else:
                 for c in gl.static_range(N_CHUNKS):
                     rows = pm * BM + c * CHUNK + rows0
-                    mask = gl.expand_dims(rows < M, 1) & gl.expand_dims(cols < N, 0)
                     r = r_next
                     if c + 1 < N_CHUNKS:
                         r_next = _hopper_residual(r_ptr, pm, pn, c + 1, HAS_RESIDUAL, M, N, stride_rm, BM, BN, CHUNK,
@@ -561,13 +565,10 @@ if gluon is not None:
                     else:
                         r_next = _hopper_residual(r_ptr, npm, npn, 0, (next_tile < n_tiles) & HAS_RESIDUAL, M, N,
                                                   stride_rm, BM, BN, CHUNK, layout)
-                    h = hbuf.slice(c * CHUNK, CHUNK).load(layout).to(gl.float32)
+                    h = hbuf.slice(c * CHUNK, CHUNK).load(layout)
                     if c == N_CHUNKS // 2 - 1:  # the first MMA warp group's rows are read
                         mbarrier.arrive(hfree.index(0))
-                    out = _hopper_activate(h, scale, ACTIVATION).to(hbuf.dtype)
-                    if HAS_RESIDUAL:  # (ptxas makes this one packed add, HADD2.BF16, a pair of outputs)
-                        out = (out.to(gl.float32) + r.to(gl.float32)).to(hbuf.dtype)
-                    gl.store(y_ptr + gl.expand_dims(rows * stride_ym, 1) + gl.expand_dims(cols, 0), out, mask=mask)
+                    _hopper_rows_out(h, r, y_ptr, rows, cols, M, N, stride_ym, scale, HAS_RESIDUAL, ACTIVATION)
             mbarrier.arrive(hfree.index(1))
             n_done += 1  # noqa: SIM113  (Gluon loops take no enumerate)
 
