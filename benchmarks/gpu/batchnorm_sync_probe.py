@@ -28,7 +28,8 @@ KERNEL = REPO / "corpus/kernels/batchnorm/kernel.py"
 SHAPES = {"bf16": ((256, 128, 64, 64), torch.bfloat16), "fp32": ((64, 256, 56, 56), torch.float32)}
 EDITS = {  # variant: [(text in kernel.py, replacement)]; each text must occur exactly once
     "default": [],
-    "nowait": [("    while (missing > 0) & (spins < max_spin):", "    while (missing > 0) & (spins < 0):"),
+    # "\n    " anchors a text to the Triton helpers' indentation (the Gluon ring kernel's copies sit one level deeper)
+    "nowait": [("\n    while (missing > 0) & (spins < max_spin):", "\n    while (missing > 0) & (spins < 0):"),
                ("    return _stats_or_read(missing == 0, k, s, q,", "    return _stats_or_read(True, k, s, q,")],
     "nopoll": [(("            mean, var = _stream_channel_stats(x_ptr, slot_ptr, tag, c_a, n_shares, words_per_share, "
                  "n_batch,\n                                              n_channels, hw, count, max_spin, PER_CHANNEL, "
@@ -48,7 +49,9 @@ def edited_kernel(variant: str, tmp: Path):
         text = text.replace(old, new)
     path = tmp / f"batchnorm_{variant}.py"
     path.write_text(text)
-    return import_file(path, f"batchnorm_sync_probe_{variant}")
+    module = import_file(path, f"batchnorm_sync_probe_{variant}")
+    module.TUNABLES["STRATEGY"] = "streamed"  # the kernel these edits are for ("auto" takes "ring" on sm_90 now)
+    return module
 
 
 def batchnorm_inputs(shape: tuple, dtype: torch.dtype) -> tuple:

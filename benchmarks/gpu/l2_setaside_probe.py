@@ -56,6 +56,7 @@ def main(argv: list[str]) -> int:
     from harness.spec import import_file
 
     kernel = import_file(REPO / "corpus/kernels/batchnorm/kernel.py", "l2_probe_batchnorm")
+    kernel.TUNABLES["STRATEGY"] = "streamed"  # the kernel this probe was written for ("auto" takes "ring" on sm_90)
     kernel.TUNABLES.update(json.loads(args.tunables))
     lib = _driver()
     torch.cuda.init()
