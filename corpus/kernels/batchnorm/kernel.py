@@ -171,8 +171,11 @@ TUNABLES = {
     # (fp32 0.1164 against 0.1176 ms: sweep-20261201T044106Z.json)
     "STREAM_ONE_TREE": True,
     # streamed: the L2 eviction policies of the tile read from DRAM, of its re-read by the apply and of y's store
-    # ("" = normal): the read kept (evict_last) for the re-read LAG steps later, the re-read and y let go first
-    "STREAM_EVICT": ["evict_last", "evict_first", "evict_first"],
+    # ("" = normal): the read kept (evict_last) for the re-read LAG steps later, the re-read and y let go first;
+    # every other choice is slower (bf16 0.1563-0.1885 ms against 0.1495, fp32 0.1188-0.1494 against 0.1155:
+    # sweep-20261202T075423Z.json)
+    # (three comma-separated names; a list of three also does, as sweep grids give them)
+    "STREAM_EVICT": "evict_last,evict_first,evict_first",
     # "ring" (a CUDA GPU with Gluon): "streamed" with each program's tiles held in a shared-memory ring between
     # their statistics and their apply, so L2 carries x once and y once. Tiles of RING_TILE values (power of 2, a
     # block of one plane, at most the plane's next power of 2), shares of RING_SHARE_BYTES of x a program and step
@@ -937,7 +940,8 @@ def _batchnorm_streamed_kernel(
             x_r, x_a = x_r_next, x_a_next
             x_r_next, x_a_next = x_r_far, x_a_far
             x_r_far, x_a_far = _stream_loads(xu_ptr, _stream_unit(t + 2, g, SHARE), lag_tiles, n_units, n_batch,
-                                             n_channels, hw_u, PER_CHANNEL, SEGS, TILE, PLANES, LANES, UNMASKED, EVICT_R, EVICT_A)
+                                             n_channels, hw_u, PER_CHANNEL, SEGS, TILE, PLANES, LANES, UNMASKED,
+                                             EVICT_R, EVICT_A)
         elif AHEAD == 1:
             x_r, x_a = x_r_next, x_a_next
             x_r_next, x_a_next = _stream_loads(xu_ptr, u_next, lag_tiles, n_units, n_batch, n_channels, hw_u,
@@ -1318,7 +1322,7 @@ def _batch_norm_streamed(x, weight, bias, running_mean, running_var, num_batches
     layout = ("streamed", n_units, per_channel, share)
     ticket, slots, epoch = _slot_words(x.device, n_programs, n_shares * words, layout)
     lanes = min(t["STREAM_LANES"] or _STREAM_LANE_BYTES // x.element_size(), tile)  # powers of 2: divides the tile
-    evict = tuple(t["STREAM_EVICT"])
+    evict = tuple(t["STREAM_EVICT"].split(",") if isinstance(t["STREAM_EVICT"], str) else t["STREAM_EVICT"])
     if len(evict) != 3 or any(p not in _EVICT_POLICIES for p in evict):
         raise ValueError(f"batchnorm: TUNABLES['STREAM_EVICT'] = {t['STREAM_EVICT']!r}, expected three of "
                          f"{_EVICT_POLICIES} (read, re-read, store)")
@@ -1465,7 +1469,8 @@ def _ring_key(x, weight, bias, running_mean, running_var, num_batches_tracked) -
 
 
 def _launch_hooks_idle() -> bool:
-    """Whether no triton launch hook is set (profilers set them): a plan, which calls no hooks, is only taken then."""
+    """Whether no triton launch hook is set (profilers set them; triton 3.6's are empty HookChains by default):
+    a plan, which calls no hooks, is only taken then."""
     runtime = getattr(getattr(triton, "knobs", None), "runtime", None)
     if runtime is None:
         return False

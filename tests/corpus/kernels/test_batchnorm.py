@@ -62,13 +62,16 @@ def _model_pair(k, channels: int = 5) -> tuple:
     {"STRATEGY": "streamed", "STREAM_BYTES": 20971520, "STREAM_TILE": 64, "STREAM_AHEAD": True, "STREAM_STAGES": 1,
      "STREAM_PROGRAMS_PER_SM": 1, "num_warps_streamed": 2},
     {"STRATEGY": "streamed", "STREAM_BYTES": 64, "STREAM_TILE": 16, "STREAM_PLANES": 4, "num_warps_streamed": 2},
-    {"STRATEGY": "streamed", "STREAM_BYTES": 64, "STREAM_TILE": 16, "STREAM_EVICT": ["", "evict_last", ""],
+    {"STRATEGY": "streamed", "STREAM_BYTES": 64, "STREAM_TILE": 16, "STREAM_EVICT": ",evict_last,",
+     "num_warps_streamed": 2},
+    {"STRATEGY": "streamed", "STREAM_BYTES": 64, "STREAM_TILE": 16, "STREAM_EVICT": ["evict_first", "", "evict_last"],
      "num_warps_streamed": 2},
 ], ids=["default", "coop_prefetch", "coop_tagged_prefetch_early", "coop_last_prefetch", "coop_last_one_chunk",
         "staged_partial_last_stage", "staged_lag2_many_programs", "staged_shares_span_channels",
         "staged_prefetch_partial_last_stage", "staged_prefetch_early_heads_span_channels",
         "streamed_tiles_cut_planes_lag_raised", "streamed_ahead_shares_span_channels",
-        "streamed_planes_ragged_shares_cut_channels", "streamed_other_eviction_policies"])
+        "streamed_planes_ragged_shares_cut_channels", "streamed_other_eviction_policies",
+        "streamed_eviction_policies_as_a_list"])
 def test_running_stats_follow_batchnorm2d(overrides: dict, monkeypatch):
     """9x7 planes: the coop chunks cut planes (runs of 64, 63 valid) and the last chunk is partial."""
     k = kernel()
@@ -166,7 +169,7 @@ def test_auto_strategy_picks_by_size(dtype, min_bytes, expected, monkeypatch):
 
 
 @pytest.mark.parametrize("evict", [("evict_last", "evict_first"), ("evict_last", "evict_first", "keep"),
-                                   "evict_last"])
+                                   "evict_last", "evict_last,evict_first,evict_first,"])
 def test_bad_stream_evict_is_named(evict, monkeypatch):
     k = kernel()
     monkeypatch.setitem(k.TUNABLES, "STRATEGY", "streamed")
@@ -185,6 +188,13 @@ def test_word_helpers_are_layernorm_pair_helpers():
     assert set(ours) == set(theirs) == set(_SHARED_PAIR_HELPERS)
     for name in _SHARED_PAIR_HELPERS:
         assert ours[name] == theirs[name], f"copy layernorm/kernel.py's {name} into batchnorm/kernel.py"
+
+
+def test_launch_hook_check_is_gemm_epilogues():
+    # the ring path's launch plans take gemm_epilogue's check that no launch hook (a profiler's) would be skipped;
+    # each kernel file is one self-contained candidate, so this test keeps the two copies equal
+    ours, theirs = (function_sources(f, ("_launch_hooks_idle",)) for f in (FAMILY, "gemm_epilogue"))
+    assert ours and ours == theirs, "copy gemm_epilogue/kernel.py's _launch_hooks_idle into batchnorm/kernel.py"
 
 
 # ---- STRATEGY "ring" (Gluon: runs on a CUDA GPU only; here its launch arithmetic and its sm_90 compile) ----
@@ -283,7 +293,8 @@ usage = subprocess.run([str(Path(triton.__file__).parent / "backends/nvidia/bin/
                        capture_output=True, text=True, check=True).stdout
 regs, local = re.search(r"REG:(\\d+) STACK:\\d+ SHARED:\\d+ LOCAL:(\\d+)", usage).groups()
 print(json.dumps({"ld.shared.v4": ptx.count("ld.shared.v4"), "st.shared.v4": ptx.count("st.shared.v4"),
-                  "ld.global.v4": len(re.findall(r"ld\\.global\\S*\\.v4", ptx)), "shared_bytes": compiled.metadata.shared,
+                  "ld.global.v4": len(re.findall(r"ld\\.global\\S*\\.v4", ptx)),
+                  "shared_bytes": compiled.metadata.shared,
                   "registers": int(regs), "local_bytes": int(local), **p}))
 """
 
@@ -301,8 +312,9 @@ def test_ring_kernel_compiles_for_sm90(dtype: str, shape: str):
 
     repo = Path(__file__).resolve().parents[3]
     env = {**os.environ, "TRITON_INTERPRET": "0", "PYTHONPATH": str(repo)}
-    done = subprocess.run([sys.executable, "-c", _COMPILE_RING_FOR_SM90, str(repo / "corpus/kernels/batchnorm/kernel.py"),
-                           dtype, shape], check=False, capture_output=True, text=True, env=env, cwd=repo, timeout=300)
+    kernel_file = str(repo / "corpus/kernels/batchnorm/kernel.py")
+    done = subprocess.run([sys.executable, "-c", _COMPILE_RING_FOR_SM90, kernel_file, dtype, shape], check=False,
+                          capture_output=True, text=True, env=env, cwd=repo, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     got = json.loads(done.stdout.strip().splitlines()[-1])
     esize = {"bf16": 2, "fp16": 2, "fp32": 4}[dtype]
