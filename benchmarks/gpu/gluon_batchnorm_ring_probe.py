@@ -25,6 +25,7 @@ Usage (GPU box, repo root):
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 from pathlib import Path
@@ -55,17 +56,13 @@ def ring_batch_norm(x, weight, bias, running_mean, running_var, num_batches_trac
         lib.TUNABLES.update(saved)
 
 
-_LIBRARY: list = []
-
-
+@functools.cache
 def _library():
     """corpus/kernels/batchnorm/kernel.py, loaded once."""
-    if not _LIBRARY:
-        sys.path.insert(0, str(REPO))
-        from harness.spec import import_file
+    sys.path.insert(0, str(REPO))
+    from harness.spec import import_file
 
-        _LIBRARY.append(import_file(REPO / "corpus/kernels/batchnorm/kernel.py", "gluon_bn_ring_probe_lib"))
-    return _LIBRARY[0]
+    return import_file(REPO / "corpus/kernels/batchnorm/kernel.py", "gluon_bn_ring_probe_lib")
 
 
 _CASES = [

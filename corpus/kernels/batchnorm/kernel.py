@@ -210,6 +210,7 @@ _SHARED_BYTES_PER_SM = 227 * 1024  # H100/H200: what one SM's resident programs 
 _EVICT_POLICIES = ("", "evict_first", "evict_last")  # what tl.load / tl.store take ("" = normal)
 _RING_SCRATCH_BYTES = 1024  # "ring": shared memory a program takes beside its ring (reduction scratch)
 _CAPABILITY: dict = {}  # device -> (major, minor)
+_SM_COUNT: dict = {}  # device -> SMs
 
 
 @triton.jit
@@ -1156,9 +1157,11 @@ if gluon is not None:
 
 
 def _num_sms(device: torch.device) -> int:
-    if device.type == "cuda":
-        return torch.cuda.get_device_properties(device).multi_processor_count
-    return 4  # the CPU interpreter: a small grid
+    if device.type != "cuda":
+        return 4  # the CPU interpreter: a small grid
+    if device not in _SM_COUNT:  # a device query each call costs host time on every launch
+        _SM_COUNT[device] = torch.cuda.get_device_properties(device).multi_processor_count
+    return _SM_COUNT[device]
 
 
 def _run_length(hw: int, chunk: int) -> int:
@@ -1394,8 +1397,10 @@ def _ring_layout(n: int, c: int, hw: int, esize: int, n_sms: int) -> tuple[dict 
             "gw": max(triton.next_power_of_2(triton.cdiv(per_channel, share) + 1), 32 * num_warps)}, ""
 
 
-def _batch_norm_ring(x, weight, bias, running_mean, running_var, num_batches_tracked, momentum, eps, key=None):
-    p, why = _ring_plan(x)
+def _batch_norm_ring(x, weight, bias, running_mean, running_var, num_batches_tracked, momentum, eps, key=None,
+                     launch=None):
+    """launch: _ring_plan(x)'s, where the caller has it already."""
+    p, why = (launch, "") if launch is not None else _ring_plan(x)
     if p is None:
         raise ValueError(f"batchnorm: STRATEGY 'ring' for x of shape {tuple(x.shape)} ({x.dtype}, {x.device}): {why}")
     layout = ("ring", p["n_units"], p["per_channel"], p["share"])
@@ -1478,12 +1483,11 @@ def _launch_hooks_idle() -> bool:
                for hook in (runtime.launch_enter_hook, runtime.launch_exit_hook))
 
 
-def _auto_ring(x: torch.Tensor) -> bool:
-    """"auto" takes "ring" where it was measured (sm_90: the H200) and its launch fits."""
-    if gluon is None or not x.is_cuda or _capability(x.device)[0] != 9:
-        return False
-    plan, _ = _ring_plan(x)
-    return plan is not None and plan["hw"] >= 0.75 * plan["segs"] * plan["tile"]
+def _auto_ring(x: torch.Tensor, launch: dict | None) -> bool:
+    """"auto" takes "ring" where it was measured (sm_90: the H200) and its launch (_ring_plan's, None where it does
+    not fit) fills at least 3/4 of each tile with the planes."""
+    return (launch is not None and _capability(x.device)[0] == 9
+            and launch["hw"] >= 0.75 * launch["segs"] * launch["tile"])
 
 
 def batch_norm_train(x, weight, bias, running_mean, running_var, num_batches_tracked, momentum: float,
@@ -1507,10 +1511,13 @@ def batch_norm_train(x, weight, bias, running_mean, running_var, num_batches_tra
             if y is not None:
                 return y
     strategy = t["STRATEGY"]
+    launch = None
     if strategy == "auto":
-        strategy = ("ring" if _auto_ring(x) else "streamed") if large else "two_kernel"
+        launch = _ring_plan(x)[0] if large else None
+        strategy = ("ring" if _auto_ring(x, launch) else "streamed") if large else "two_kernel"
     if strategy == "ring":
-        return _batch_norm_ring(x, weight, bias, running_mean, running_var, num_batches_tracked, momentum, eps, key)
+        return _batch_norm_ring(x, weight, bias, running_mean, running_var, num_batches_tracked, momentum, eps, key,
+                                launch)
     if strategy == "coop":
         return _batch_norm_coop(x, weight, bias, running_mean, running_var, num_batches_tracked, momentum, eps)
     if strategy == "staged":

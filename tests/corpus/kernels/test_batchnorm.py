@@ -191,10 +191,12 @@ def test_word_helpers_are_layernorm_pair_helpers():
 
 
 def test_launch_hook_check_is_gemm_epilogues():
-    # the ring path's launch plans take gemm_epilogue's check that no launch hook (a profiler's) would be skipped;
+    # the ring path's launch plans take gemm_epilogue's check that no launch hook (a profiler's) would be skipped,
+    # and its cached device capability;
     # each kernel file is one self-contained candidate, so this test keeps the two copies equal
-    ours, theirs = (function_sources(f, ("_launch_hooks_idle",)) for f in (FAMILY, "gemm_epilogue"))
-    assert ours and ours == theirs, "copy gemm_epilogue/kernel.py's _launch_hooks_idle into batchnorm/kernel.py"
+    names = ("_launch_hooks_idle", "_capability")
+    ours, theirs = (function_sources(f, names) for f in (FAMILY, "gemm_epilogue"))
+    assert set(ours) == set(names) and ours == theirs, f"copy gemm_epilogue/kernel.py's {names} into batchnorm/kernel.py"
 
 
 # ---- STRATEGY "ring" (Gluon: runs on a CUDA GPU only; here its launch arithmetic and its sm_90 compile) ----
@@ -244,7 +246,7 @@ def test_auto_takes_ring_where_it_fits(monkeypatch):
     k = kernel()
     monkeypatch.setitem(k.TUNABLES, "STRATEGY", "auto")
     monkeypatch.setattr(k, "_AUTO_STREAMED_MIN_BYTES", 1024)
-    monkeypatch.setattr(k, "_auto_ring", lambda x: True)
+    monkeypatch.setattr(k, "_auto_ring", lambda x, launch: True)
 
     def ring(*args):
         raise _Taken("ring")
@@ -361,8 +363,10 @@ def test_ring_polls_run_out_to_x_on_gpu(monkeypatch):
 def test_auto_takes_ring_for_the_specs_on_sm90():
     k = kernel()
     for shape, dtype in [((256, 128, 64, 64), torch.bfloat16), ((64, 256, 56, 56), torch.float32)]:
-        assert k._auto_ring(torch.empty(shape, dtype=dtype, device="cuda"))
-    assert not k._auto_ring(torch.empty((64, 64, 7, 7), dtype=torch.float32, device="cuda"))  # tiles 10% filled
+        x = torch.empty(shape, dtype=dtype, device="cuda")
+        assert k._auto_ring(x, k._ring_plan(x)[0])
+    x = torch.empty((64, 64, 7, 7), dtype=torch.float32, device="cuda")
+    assert not k._auto_ring(x, k._ring_plan(x)[0])  # tiles 10% filled
 
 
 @pytest.mark.gpu
