@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 import pytest
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
-sys.path.insert(0, str(HERE))  # fake_anthropic.py, kernels.py, agent_helpers.py
 
-from agent_helpers import FAST_EVAL, SPEC, client_settings
+from tests.agent_client.agent_helpers import FAST_EVAL, SPEC, client_settings
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -63,7 +61,7 @@ def kb(store):
 
 @pytest.fixture
 def fake_server():
-    from fake_anthropic import FakeModelServer
+    from tests.agent_client.fake_anthropic import FakeModelServer
 
     servers = []
 
@@ -89,11 +87,11 @@ def tuned_session(kb, tmp_path_factory):
     """
     import io
 
-    from fake_anthropic import FakeModelServer, Reply, text_with_code
-    from kernels import compile_error, good, wrong
     from rich.console import Console
 
     from agent_client.runner import new_config, run_session
+    from tests.agent_client.candidate_sources import compile_error, good, wrong
+    from tests.agent_client.fake_anthropic import FakeModelServer, Reply, text_with_code
 
     script = [
         Reply(status=429),

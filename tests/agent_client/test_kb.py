@@ -3,19 +3,16 @@
 from __future__ import annotations
 
 import io
-import sys
 
 import pytest
-from agent_helpers import REPO, SPEC, client_settings
-from fake_anthropic import FakeModelServer, Reply
 from rich.console import Console
 
 from agent_client.kb import HttpKB, KnowledgeBase, LocalKB, UnknownAcceleratorError
 from agent_client.runner import new_config, run_session
 from kb_server.schemas import KernelRecord
-
-sys.path.insert(0, str(REPO / "tests" / "kb_server"))
-from serverproc import start_server
+from tests.agent_client.agent_helpers import REPO, SPEC, client_settings
+from tests.agent_client.fake_anthropic import FakeModelServer, Reply
+from tests.kb_server.serverproc import start_server
 
 
 def test_local_kb_speaks_the_protocol(kb):

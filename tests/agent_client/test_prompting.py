@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from agent_helpers import SPEC
 
 from agent_client.prompting import PromptBuilder, bottleneck_queries, estimate_tokens
 from agent_client.session.records import Node, fitness
+from tests.agent_client.agent_helpers import SPEC
 
 
 def evaluated(node_id: str, verdict: dict, code: str = "class ModelNew: pass\n") -> Node:

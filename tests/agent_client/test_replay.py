@@ -5,13 +5,13 @@ from __future__ import annotations
 import io
 
 import pytest
-from agent_helpers import FAST_EVAL, SPEC
 from rich.console import Console
 
 from agent_client.providers import ProviderError, get_provider
 from agent_client.providers.base import ProposalRequest
 from agent_client.runner import new_config, run_session
 from agent_client.session.store import SessionStore
+from tests.agent_client.agent_helpers import FAST_EVAL, SPEC
 
 
 def test_replay_returns_the_recorded_proposals_per_step(tuned_session):
@@ -47,7 +47,7 @@ def test_replay_session_reproduces_the_first_steps(tuned_session, kb):
 
 
 def test_replay_names_a_missing_recording(tmp_path):
-    from agent_helpers import client_settings
+    from tests.agent_client.agent_helpers import client_settings
 
     with pytest.raises(ProviderError, match="no recorded session 'ghost'"):
         get_provider("replay", client_settings(tmp_path), source="ghost")

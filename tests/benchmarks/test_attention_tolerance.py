@@ -7,7 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import torch
-from hopper_probe import load_probe
+
+from tests.benchmarks.hopper_probe import load_probe
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 import torch
-from hopper_probe import load_probe
+
+from tests.benchmarks.hopper_probe import load_probe
 
 
 def _run(kernel, x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, monkeypatch) -> torch.Tensor:

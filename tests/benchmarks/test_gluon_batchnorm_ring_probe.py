@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 import torch
-from hopper_probe import HOPPER_ONLY, load_probe
+
+from tests.benchmarks.hopper_probe import HOPPER_ONLY, load_probe
 
 pytestmark = HOPPER_ONLY
 

@@ -7,7 +7,8 @@ import json
 from pathlib import Path
 
 import torch
-from hopper_probe import load_probe
+
+from tests.benchmarks.hopper_probe import load_probe
 
 
 def test_record_names_command_device_versions_method(tmp_path: Path, monkeypatch):

@@ -9,9 +9,9 @@ import os
 import time
 
 import pytest
-from harness_helpers import SPECS, candidate
 
 from harness import EvalConfig, Status, WorkerPool, evaluate
+from tests.harness.harness_helpers import SPECS, candidate
 
 SOFTMAX, NEAR_ZERO, LOOSE, LINEAR = (SPECS / f"{n}.py" for n in ("tiny_softmax", "near_zero", "fp32_loose",
                                                                  "scaled_linear"))

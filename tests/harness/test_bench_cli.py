@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 
 import typer
-from harness_helpers import CANDIDATES, SPECS
 from typer.testing import CliRunner
 
 from harness.cli import bench
+from tests.harness.harness_helpers import CANDIDATES, SPECS
 
 app = typer.Typer()
 app.command()(bench)

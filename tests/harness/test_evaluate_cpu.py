@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from harness_helpers import SPECS, candidate
 
 from harness import EvalConfig, Status, Verdict, WorkerPool, evaluate, profile_spec
+from tests.harness.harness_helpers import SPECS, candidate
 
 
 @pytest.fixture(scope="module")

@@ -9,11 +9,11 @@ import statistics
 
 import pytest
 import torch
-from harness_helpers import REPO, SPECS, candidate
 
 from benchmarks.bench_library import H200_COPY_BANDWIDTH_GBPS, H200_PEAK_TFLOPS
 from harness import EvalConfig, Status, WorkerPool, evaluate
 from harness.peaks import parse_peak_tflops
+from tests.harness.harness_helpers import REPO, SPECS, candidate
 
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 import torch
-from harness_helpers import REPO, SPECS
 
 from harness.compare import degenerate_reasons
 from harness.config import tolerance_for
 from harness.spec import SpecError, build_model, load_spec, make_inputs
+from tests.harness.harness_helpers import REPO, SPECS
 
 EXAMPLES = sorted((REPO / "examples" / "specs").glob("*.py"))
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from harness_helpers import candidate
 
 from harness.backends import get_backend
 from harness.static_checks import run_static_checks
+from tests.harness.harness_helpers import candidate
 
 TRITON = get_backend("triton")
 

@@ -3,17 +3,14 @@ uploads. The live-server cases (uvicorn, concurrency, SIGKILL, schemathesis) are
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
 
-sys.path.insert(0, str(Path(__file__).parent))
-import kbdata
-
 from kb_server.api.settings import ServerSettings
 from kb_server.main import create_app
+from tests.kb_server import kbdata
 
 FIXTURES = Path(__file__).parent / "fixtures"
 KEY = "test-key"

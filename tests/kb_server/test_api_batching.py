@@ -7,7 +7,6 @@ import threading
 
 import numpy as np
 import pytest
-from kbdata import seed
 
 from kb_server.api.batching import BatchingEmbedder, SearchBatcher
 from kb_server.config import KBSettings
@@ -15,6 +14,7 @@ from kb_server.embeddings import Embedder
 from kb_server.schemas import SearchFilters
 from kb_server.search import SearchRequest
 from kb_server.store import Store
+from tests.kb_server.kbdata import seed
 
 
 def test_concurrent_queries_are_batched_and_equal_to_single_encodes():

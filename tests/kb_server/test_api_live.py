@@ -17,10 +17,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-from serverproc import FIXTURE_CORPUS, start_server
-
 from kb_server.client import KBClient
+from tests.kb_server.serverproc import FIXTURE_CORPUS, start_server
 
 pytestmark = pytest.mark.slow  # starts server processes: tens of seconds on 2 busy cores
 KEY = "live-key"

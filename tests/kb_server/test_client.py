@@ -4,20 +4,14 @@ policy against small stdlib HTTP servers that fail on purpose (5xx/429 retried, 
 from __future__ import annotations
 
 import json
-import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import ClassVar
 
 import httpx
 import pytest
 import uvicorn
-
-sys.path.insert(0, str(Path(__file__).parent))
-import kbdata
-from serverproc import FIXTURE_CORPUS, free_port
 
 from kb_server.api.models import DocumentCreated
 from kb_server.api.settings import ServerSettings
@@ -27,6 +21,8 @@ from kb_server.facts import AcceleratorFacts
 from kb_server.main import create_app
 from kb_server.prompt import PromptBundle
 from kb_server.schemas import Hit, KernelRecord
+from tests.kb_server import kbdata
+from tests.kb_server.serverproc import FIXTURE_CORPUS, free_port
 
 KEY = "client-key"
 

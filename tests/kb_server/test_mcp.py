@@ -8,11 +8,10 @@ from pathlib import Path
 
 import anyio
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parent))
-import kbdata
 from mcp import ClientSession, StdioServerParameters, stdio_client
-from serverproc import FIXTURE_CORPUS, REPO
+
+from tests.kb_server import kbdata
+from tests.kb_server.serverproc import FIXTURE_CORPUS, REPO
 
 pytestmark = pytest.mark.slow  # starts server processes: tens of seconds on 2 busy cores
 TOOLS = {"search", "accelerator_facts", "fact_lookup", "build_prompt", "kernels", "search_kernels", "get_kernel"}

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-import kbdata
-
 from kb_server.api.settings import ServerSettings
 from kb_server.prompt import PromptError, build_prompt, estimate_tokens, spec_ops
+from tests.kb_server import kbdata
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SECTIONS = ["hardware_facts", "passages", "example_kernels", "rules", "task"]

@@ -5,13 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from agent_helpers import SPEC, client_settings
-from fake_anthropic import Reply, text_with_code
-from kernels import good
 
 from agent_client.prompting import PromptBuilder
 from agent_client.providers import ProviderError, get_provider
 from agent_client.providers.base import ProposalRequest
+from tests.agent_client.agent_helpers import SPEC, client_settings
+from tests.agent_client.candidate_sources import good
+from tests.agent_client.fake_anthropic import Reply, text_with_code
 
 
 def request_for(kb, n: int = 1) -> ProposalRequest:

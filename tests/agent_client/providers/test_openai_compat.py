@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from agent_helpers import SPEC, client_settings
-from fake_anthropic import Reply, text_with_code
-from kernels import good
 
 from agent_client.providers import ProviderError, get_provider
 from agent_client.providers.base import ProposalRequest
+from tests.agent_client.agent_helpers import SPEC, client_settings
+from tests.agent_client.candidate_sources import good
+from tests.agent_client.fake_anthropic import Reply, text_with_code
 
 
 def test_openai_needs_a_base_url(tmp_path):

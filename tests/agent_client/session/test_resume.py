@@ -12,12 +12,12 @@ import sys
 import time
 from collections import Counter
 
-from agent_helpers import FAST_EVAL, REPO, SPEC, client_settings
-from fake_anthropic import FakeModelServer, text_with_code
-from kernels import compile_error, wrong
 from rich.console import Console
 
 from agent_client.runner import resume_session
+from tests.agent_client.agent_helpers import FAST_EVAL, REPO, SPEC, client_settings
+from tests.agent_client.candidate_sources import compile_error, wrong
+from tests.agent_client.fake_anthropic import FakeModelServer, text_with_code
 
 
 def evaluations(db) -> int:

@@ -5,12 +5,12 @@ from __future__ import annotations
 import io
 from collections import Counter
 
-from agent_helpers import SPEC, client_settings
-from fake_anthropic import FakeModelServer, Reply
 from rich.console import Console
 
 from agent_client.runner import new_config, run_session
 from agent_client.session.store import SessionStore
+from tests.agent_client.agent_helpers import SPEC, client_settings
+from tests.agent_client.fake_anthropic import FakeModelServer, Reply
 
 
 def test_session_runs_the_loop(tuned_session):

@@ -5,13 +5,13 @@ from __future__ import annotations
 import io
 
 import pytest
-from agent_helpers import FAST_EVAL, SPEC, client_settings
-from fake_anthropic import FakeModelServer, Reply, text_with_code
-from kernels import good
 from rich.console import Console
 
 from agent_client.providers import get_provider
 from agent_client.runner import new_config, run_session
+from tests.agent_client.agent_helpers import FAST_EVAL, SPEC, client_settings
+from tests.agent_client.candidate_sources import good
+from tests.agent_client.fake_anthropic import FakeModelServer, Reply, text_with_code
 
 
 def session(tmp_path, kb, script, session_id, **fields):

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
-from library_check import CPU_CONFIG, tiny_copy, tunables_literal
 
 from harness import Status, evaluate
 from harness.spec import import_file
+from tests.corpus.kernels.library_check import CPU_CONFIG, tiny_copy, tunables_literal
 
 FAMILY = Path(__file__).resolve().parents[3] / "corpus" / "kernels" / "attention"
 SPECS = sorted((FAMILY / "specs").glob("*.py"))

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 import torch
-from library_check import (
+
+from tests.corpus.kernels.library_check import (
     family_kernel,
     family_tests,
     function_sources,

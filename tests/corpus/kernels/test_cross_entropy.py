@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import pytest
 import torch
-from library_check import KERNELS, family_kernel, family_tests
+
+from tests.corpus.kernels.library_check import KERNELS, family_kernel, family_tests
 
 FAMILY = "cross_entropy"
 

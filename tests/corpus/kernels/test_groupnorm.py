@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import pytest
 import torch
-from library_check import (
+
+from tests.corpus.kernels.library_check import (
     family_kernel,
     family_tests,
     function_sources,

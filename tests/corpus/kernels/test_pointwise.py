@@ -16,9 +16,9 @@ import pytest
 import torch
 import triton
 import triton.language as tl
-from library_check import KERNELS, family_kernel, family_tests
 
 from harness.spec import import_file
+from tests.corpus.kernels.library_check import KERNELS, family_kernel, family_tests
 
 FAMILY = "pointwise"
 

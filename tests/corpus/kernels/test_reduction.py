@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 import torch
-from library_check import KERNELS, family_kernel, family_tests
+
+from tests.corpus.kernels.library_check import KERNELS, family_kernel, family_tests
 
 FAMILY = "reduction"
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import pytest
 import torch
-from library_check import KERNELS, family_tests
 
 from harness.spec import import_file
+from tests.corpus.kernels.library_check import KERNELS, family_tests
 
 FAMILY = "softmax"
 

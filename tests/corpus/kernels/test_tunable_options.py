@@ -9,9 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from library_check import evaluate_tiny_with, family_specs
 
 from harness import Status
+from tests.corpus.kernels.library_check import evaluate_tiny_with, family_specs
 
 # pool2d: stride-1 windows take LAYOUT_STRIDE1 ("groups"); "" makes them follow LAYOUT, so a row tests the layout it names
 ONE_LAYOUT = {"LAYOUT_STRIDE1": ""}

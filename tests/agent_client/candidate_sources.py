@@ -1,6 +1,6 @@
 """Test helper (not a test module): candidate sources for specs/scaled_relu.py, good and broken.
 
-Usage: from kernels import good, wrong, compile_error
+Usage: from tests.agent_client.candidate_sources import good, wrong, compile_error
 """
 
 from __future__ import annotations
