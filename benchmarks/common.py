@@ -58,8 +58,8 @@ def quantiles_ms(samples_s: Sequence[float]) -> dict:
             "p99_ms": round(pick(0.99), 3), "mean_ms": round(statistics.fmean(ms), 3)}
 
 
-def write_results(name: str, payload: dict, packages: Iterable[str] = ()) -> Path:
-    """Write one results file and return its path."""
+def write_results(name: str, payload: dict, packages: Iterable[str] = (), path: Path | None = None) -> Path:
+    """Write one results file and return its path (`path`: rewrite that file, for runs saved as they go)."""
     now = dt.datetime.now(dt.UTC)
     record = {
         "name": name,
@@ -70,6 +70,6 @@ def write_results(name: str, payload: dict, packages: Iterable[str] = ()) -> Pat
         **payload,
     }
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
-    path = RESULTS_DIR / f"{name}-{now.strftime('%Y%m%dT%H%M%SZ')}.json"
+    path = path or RESULTS_DIR / f"{name}-{now.strftime('%Y%m%dT%H%M%SZ')}.json"
     path.write_text(json.dumps(record, indent=2) + "\n")
     return path

@@ -32,6 +32,7 @@ class ScaledSpec:
     factor: float  # 1.0 = unchanged
     changes: dict[str, tuple] = field(default_factory=dict)  # constant name -> (old, new)
     input_elements: int = 0  # elements of the default inputs at this factor
+    flops: int = 0  # floating-point operations of one forward at this factor (FlopCounterMode)
 
 
 def _size_constants(tree: ast.Module) -> list[tuple[ast.Assign | ast.AnnAssign, list[str]]]:
@@ -120,37 +121,41 @@ def _rewrite(source: str, factor: float) -> tuple[str, dict[str, tuple]]:
     return "".join(lines), changes
 
 
-def _input_elements(source: str, name: str) -> int:
-    """Build the spec's model and inputs on the meta device, run forward, count input elements."""
+def _measure(source: str, name: str) -> tuple[int, int]:
+    """Build the spec's model and inputs on the meta device, run forward: (input elements, FLOPs)."""
     import torch
+    from torch.utils.flop_counter import FlopCounterMode
 
     namespace: dict = {"__name__": f"_kkb_scaled_{abs(hash(name))}"}
     exec(compile(source, name, "exec"), namespace)  # the spec is trusted reference code
     with torch.device("meta"):
         model = namespace["Model"](*namespace["get_init_inputs"]())
         inputs = list(namespace["get_inputs"]())
-        with torch.no_grad():
+        counter = FlopCounterMode(display=False)
+        with torch.no_grad(), counter:
             model(*inputs)
-    return sum(t.numel() for t in inputs if isinstance(t, torch.Tensor))
+    return sum(t.numel() for t in inputs if isinstance(t, torch.Tensor)), int(counter.get_total_flops())
 
 
-def scale_spec_source(source: str, max_input_elements: int = 1 << 18, name: str = "<spec>") -> ScaledSpec:
-    """The spec with its size constants scaled so its default inputs hold <= max_input_elements."""
+def scale_spec_source(source: str, max_input_elements: int = 1 << 18, name: str = "<spec>",
+                      max_flops: int | None = None) -> ScaledSpec:
+    """The spec with its size constants scaled so its default inputs hold <= max_input_elements (and one
+    forward costs <= max_flops, when given: convolutions and matmuls cost more than their inputs say)."""
     factor, last_error, smallest = 1.0, None, None
     while factor >= 2.0 ** -16:
         text, changes = _rewrite(source, factor)
         if factor < 1 and changes == (smallest.changes if smallest else None):
             break  # every scalable constant is at its floor
         try:
-            elements = _input_elements(text, name)
+            elements, flops = _measure(text, name)
         except Exception as exc:  # a shape rule broken at this factor: try the next one
             last_error = exc
             factor /= 2
             continue
-        scaled = ScaledSpec(text, factor, changes, elements)
-        if elements <= max_input_elements:
+        scaled = ScaledSpec(text, factor, changes, elements, flops)
+        if elements <= max_input_elements and (max_flops is None or flops <= max_flops):
             return scaled
-        if smallest is None or elements < smallest.input_elements:
+        if smallest is None or (elements, flops) < (smallest.input_elements, smallest.flops):
             smallest = scaled
         factor /= 2
     if smallest is not None:  # sizes written inside get_inputs() stay: the smallest that runs

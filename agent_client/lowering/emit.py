@@ -1,0 +1,121 @@
+"""A whole candidate from plans: the spec's module (for Model and its helpers), kernels, launches, ModelNew.
+
+Usage: source = candidate_source(spec_source, {shapes: plan}, note)
+
+The candidate keeps the spec's code as the user wrote it, less its input functions, so `ModelNew`
+subclasses `Model` and builds the same parameters under the same seed whatever the constructor does
+(`super(Model, self)`, submodules, registered buffers, helper classes). Its forward is generated: it picks
+the plan traced for the input shapes it is given, allocates the stored values and launches the kernels.
+Parameters and buffers are read through their attribute paths at every call, so `.to()` and weight
+updates are seen. Launch parameters live in the module-level TUNABLES dict, which the search rewrites.
+"""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+
+import torch
+
+from agent_client.lowering.prelude import PRELUDE
+from agent_client.lowering.schedule import Plan
+
+_DROP = {"get_inputs", "get_init_inputs", "get_variants", "get_flops", "VARIANTS", "ATOL", "RTOL", "TOLERANCE",
+         "DTYPE"}
+
+
+def spec_body(spec_source: str) -> str:
+    """The spec's code less its input functions and harness conventions."""
+    tree = ast.parse(spec_source)
+    lines = spec_source.splitlines(keepends=True)
+    drop = []
+    for node in tree.body:
+        names = []
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names = [node.name]
+        elif isinstance(node, ast.Assign):
+            names = [t.id for t in node.targets if isinstance(t, ast.Name)]
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names = [node.target.id]
+        if names and all(n in _DROP for n in names):
+            start = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+            drop.append((start, node.end_lineno))
+    for start, end in sorted(drop, reverse=True):
+        del lines[start - 1:end]
+    return "".join(lines).rstrip() + "\n"
+
+
+def _attr_path(path: str) -> str:
+    out = "self"
+    for part in path.split("."):
+        out += f"[{part}]" if part.isdigit() else f".{part}"
+    return out
+
+
+def _dtype(name: str) -> str:
+    return f"torch.{name}"
+
+
+def _plan_function(pid: int, plan: Plan, graph) -> str:
+    body = ["T = TUNABLES"]
+    params = []
+    for i in range(graph.n_forward_inputs):
+        params.append(f"in{i}" if i not in graph.scalar_inputs else f"_arg{i}")
+    device = None
+    for node, buf in plan.buffers.items():
+        gi = graph.inputs.get(getattr(node, "name", None)) if hasattr(node, "op") and node.op == "placeholder" \
+            else None
+        if gi is None:
+            continue
+        if gi.kind != "input":
+            body.append(f"{buf.name} = {_attr_path(str(gi.ref))}")
+        if device is None or gi.kind == "input":
+            device = device if (device and device.startswith("in")) else buf.name
+    body.append(f"dev = {device}.device" if device else "dev = torch.device('cuda')")
+    for node in plan.allocations:
+        buf = plan.buffers[node]
+        body.append(f"{buf.name} = torch.empty({tuple(buf.meta.shape)!r}, device=dev, "
+                    f"dtype={_dtype(buf.meta.dtype)})")
+    for k in plan.kernels:
+        kwargs = ", ".join(f"{key}={expr}" for key, expr in k.constexprs.items())
+        body.append(f"{k.name}[{k.grid}]({', '.join(k.args)}{', ' if kwargs else ''}{kwargs})")
+    for path, node in plan.mutations:
+        body.append(f"{_attr_path(path)}.copy_({plan.buffers[node].name})")
+    results = []
+    for o in plan.outputs:
+        results.append(plan.buffers[o].name if isinstance(o, torch.fx.Node) else repr(o))
+    if graph.output_tuple:
+        body.append(f"return ({', '.join(results)}{',' if len(results) == 1 else ''})")
+    else:
+        body.append(f"return {results[0]}")
+    head = f"def _plan{pid}(self, {', '.join(params)}):" if params else f"def _plan{pid}(self):"
+    return head + "\n" + textwrap.indent("\n".join(body), "    ") + "\n"
+
+
+def candidate_source(spec_source: str, plans: list[tuple[tuple, Plan, object]], note: str) -> str:
+    """plans: (input shapes key, plan, graph) per traced variant; the first is the default."""
+    tunables: dict = {}
+    kernels, functions, keys = [], [], []
+    for pid, (key, plan, graph) in enumerate(plans):
+        for k in plan.kernels:
+            kernels.append(f"# {k.note}\n{k.source}")
+            tunables.update(k.tunables)
+        functions.append(_plan_function(pid, plan, graph))
+        keys.append(f"    {key!r}: _plan{pid},")
+    header = textwrap.indent(note.strip(), "# ") + "\n"
+    return (
+        f"{header}import torch\nimport triton\nimport triton.language as tl\n\n"
+        "# ---- the reference module, as written (ModelNew builds the same parameters) ----\n"
+        f"{spec_body(spec_source)}\n"
+        "# ---- generated kernels ----\n"
+        f"TUNABLES = {tunables!r}\n"
+        f"{PRELUDE}\n\n" + "\n\n".join(kernels) + "\n\n" + "\n\n".join(functions) + "\n\n"
+        "_PLANS = {\n" + "\n".join(keys) + "\n}\n\n\n"
+        "class ModelNew(Model):\n"
+        "    def forward(self, *args):\n"
+        "        key = tuple(tuple(a.shape) for a in args if isinstance(a, torch.Tensor))\n"
+        "        plan = _PLANS.get(key)\n"
+        "        if plan is None:\n"
+        "            raise RuntimeError(f'ModelNew was generated for input shapes {list(_PLANS)}, not {key}')\n"
+        "        return plan(self, *args)\n"
+    )

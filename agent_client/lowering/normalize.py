@@ -1,0 +1,105 @@
+"""Rewrite a traced op graph into the small canonical set the lowering emits.
+
+Usage: normalize(graph)   # in place, before scheduling
+
+- mean -> sum * (1 / n); var (prims) -> two sums around the mean, so every reduction is one of
+  sum, prod, amax, amin, argmax, argmin, any, all over a list of dims;
+- max.dim / min.dim (values, indices) -> amax / argmax (one reduction per result);
+- reductions over no dims (`x.sum()`) -> over every dim.
+New nodes get their meta by running the op on meta tensors.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+
+import torch
+import torch.fx
+
+aten, prims = torch.ops.aten, torch.ops.prims
+
+
+def _meta_val(target, args, kwargs):
+    def conv(a):
+        if isinstance(a, torch.fx.Node):
+            v = a.meta["val"]
+            return torch.empty_strided(v.shape, v.stride(), dtype=v.dtype, device="meta")
+        if isinstance(a, (list, tuple)):
+            return type(a)(conv(x) for x in a)
+        return a
+    return target(*conv(args), **{k: conv(v) for k, v in kwargs.items()})
+
+
+def _add(graph: torch.fx.Graph, target, args, kwargs=None) -> torch.fx.Node:
+    node = graph.call_function(target, tuple(args), kwargs or {})
+    node.meta["val"] = _meta_val(target, args, kwargs or {})
+    return node
+
+
+def reduce_dims(node: torch.fx.Node, dims) -> list[int]:
+    rank = node.meta["val"].dim()
+    if dims is None or (isinstance(dims, (list, tuple)) and len(dims) == 0):
+        return list(range(rank))
+    if isinstance(dims, int):
+        dims = [dims]
+    return sorted({d % rank if rank else 0 for d in dims})
+
+
+def _replace(graph, old, new):
+    old.replace_all_uses_with(new)
+    graph.erase_node(old)
+
+
+def normalize(gm: torch.fx.GraphModule) -> None:
+    graph = gm.graph
+    out_node = next(n for n in graph.nodes if n.op == "output")
+    results = list(out_node.args[0])
+    for i, r in enumerate(results):  # a returned input (or a value returned twice) gets a copy of its own
+        if isinstance(r, torch.fx.Node) and (r.op == "placeholder" or r in results[:i]):
+            with graph.inserting_before(out_node):
+                results[i] = _add(graph, aten.clone.default, [r])
+    out_node.args = (tuple(results),)
+    for node in list(graph.nodes):
+        if node.op != "call_function":
+            continue
+        t = node.target
+        with graph.inserting_before(node):
+            if t in (aten.mean.dim, aten.mean.default):
+                x = node.args[0]
+                dims = reduce_dims(x, node.args[1] if len(node.args) > 1 else node.kwargs.get("dim"))
+                keep = node.args[2] if len(node.args) > 2 else node.kwargs.get("keepdim", False)
+                n = math.prod(x.meta["val"].shape[d] for d in dims)
+                s = _add(graph, aten.sum.dim_IntList, [x, dims, keep], {"dtype": node.meta["val"].dtype})
+                _replace(graph, node, _add(graph, aten.mul.Tensor, [s, 1.0 / max(n, 1)]))
+            elif t is prims.var.default:
+                x, dims, correction = node.args[0], list(node.args[1]), node.args[2]
+                dims = reduce_dims(x, dims)
+                shape = list(x.meta["val"].shape)
+                n = math.prod(shape[d] for d in dims)
+                kept = [i for i in range(len(shape)) if i not in dims]
+                s = _add(graph, prims.sum.default, [x, dims])
+                mean = _add(graph, aten.mul.Tensor, [s, 1.0 / max(n, 1)])
+                mean_b = _add(graph, prims.broadcast_in_dim.default, [mean, shape, kept])
+                diff = _add(graph, aten.sub.Tensor, [x, mean_b])
+                sq = _add(graph, aten.mul.Tensor, [diff, diff])
+                ss = _add(graph, prims.sum.default, [sq, dims])
+                _replace(graph, node, _add(graph, aten.mul.Tensor, [ss, 1.0 / max(n - correction, 1)]))
+            elif t in (aten.max.dim, aten.min.dim):
+                x, dim = node.args[0], node.args[1]
+                keep = node.args[2] if len(node.args) > 2 else node.kwargs.get("keepdim", False)
+                values = _add(graph, aten.amax.default if t is aten.max.dim else aten.amin.default,
+                              [x, [dim], keep])
+                index = _add(graph, aten.argmax.default if t is aten.max.dim else aten.argmin.default,
+                             [x, dim, keep])
+                for user in list(node.users):
+                    if user.target is operator.getitem:
+                        _replace(graph, user, values if user.args[1] == 0 else index)
+                if not node.users:
+                    graph.erase_node(node)
+            elif t in (aten.max.default, aten.min.default):
+                x = node.args[0]
+                red = aten.amax.default if t is aten.max.default else aten.amin.default
+                _replace(graph, node, _add(graph, red, [x, list(range(x.meta["val"].dim())), False]))
+    graph.eliminate_dead_code()
+    gm.recompile()

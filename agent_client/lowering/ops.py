@@ -1,0 +1,328 @@
+"""What each ATen op is to the lowering, and the Triton expression of every pointwise op.
+
+Usage: kind_of(node) -> "view" | "pointwise" | "reduction" | "scan" | "template" | "window" | "indirect" | ...
+       POINTWISE[packet](ctx, node, args) -> (code, ctype)
+
+Values inside a kernel are computed in fp32 for every floating dtype (fp16/bf16 are upcast on load and
+rounded once on store), int64/int32 for integers and int1 for booleans: the "ctype" of a value.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+
+import torch
+
+aten, prims = torch.ops.aten, torch.ops.prims
+
+CTYPE = {"float16": "f32", "bfloat16": "f32", "float32": "f32", "float64": "f64", "int64": "i64",
+         "int32": "i32", "int16": "i32", "int8": "i32", "uint8": "i32", "bool": "i1"}
+TL_TYPE = {"f32": "tl.float32", "f64": "tl.float64", "i64": "tl.int64", "i32": "tl.int32", "i1": "tl.int1"}
+
+
+def ctype_of(dtype) -> str:
+    name = str(dtype).removeprefix("torch.")
+    if name not in CTYPE:
+        raise KeyError(name)
+    return CTYPE[name]
+
+
+def packet(node) -> object:
+    return getattr(node.target, "overloadpacket", node.target)
+
+
+VIEWS = {aten.view, aten._unsafe_view, aten.reshape, prims.reshape, aten.permute, aten.expand,
+         prims.broadcast_in_dim, aten.unsqueeze, aten.squeeze, prims.squeeze, aten.slice, aten.select,
+         aten.alias, aten.clone, aten.lift_fresh_copy, aten.detach, prims.rev, aten.flip, aten.t,
+         aten.transpose, aten.cat, aten.constant_pad_nd, prims.collapse_view, prims.split_dim, prims.view_of,
+         aten.expand_copy, aten.view_copy, aten.permute_copy, aten.squeeze_copy, aten.unsqueeze_copy}
+REDUCTIONS = {aten.sum, prims.sum, aten.amax, aten.amin, prims.amax, prims.amin, aten.argmax, aten.argmin,
+              aten.any, aten.all, aten.prod, prims.prod}
+SCANS = {aten.cumsum, aten.cumprod}
+TEMPLATES = {aten.mm, aten.bmm, aten.addmm, aten.convolution}
+WINDOWS = {aten.max_pool2d_with_indices, aten.max_pool3d_with_indices, aten.avg_pool2d, aten.avg_pool3d,
+           aten._adaptive_avg_pool2d, aten._adaptive_avg_pool3d, aten.adaptive_max_pool2d,
+           aten.max_pool1d_with_indices}
+INDIRECT = {aten.gather, aten.index, aten.index_select, aten.embedding}
+RANDOM = {aten.bernoulli, aten.rand, aten.randn, aten.rand_like, aten.randn_like, aten.randint,
+          aten.native_dropout, aten.normal, aten.uniform, aten.multinomial, aten.randperm, aten.exponential}
+
+
+def kind_of(node) -> str:
+    if node.op == "placeholder":
+        return "input"
+    if node.op != "call_function":
+        return node.op
+    if node.target is operator.getitem:
+        return "getitem"
+    p = packet(node)
+    if p in VIEWS:
+        return "view"
+    if p in REDUCTIONS:
+        return "reduction"
+    if p in SCANS:
+        return "scan"
+    if p in TEMPLATES:
+        return "template"
+    if p in WINDOWS:
+        return "window"
+    if p in INDIRECT:
+        return "indirect"
+    if p in RANDOM:
+        return "random"
+    if p in POINTWISE:
+        return "pointwise"
+    return "unsupported"
+
+
+# ---- pointwise ops -----------------------------------------------------------------------------------
+# An emitter gets the context (for casts and helpers), the node, and its argument values: (code, ctype)
+# pairs for tensors, Python values for the rest. It returns (code, ctype).
+
+def _lit(v) -> str:
+    if isinstance(v, bool):
+        return "1" if v else "0"
+    if isinstance(v, float):
+        if math.isinf(v):
+            return 'float("inf")' if v > 0 else 'float("-inf")'
+        if math.isnan(v):
+            return 'float("nan")'
+        return repr(v)
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, (torch.dtype,)) or v is None:
+        raise TypeError(v)
+    return repr(v)
+
+
+def is_val(a) -> bool:
+    return isinstance(a, tuple) and len(a) == 2 and isinstance(a[0], str) and a[1] in TL_TYPE
+
+
+def code(ctx, a, ctype: str) -> str:
+    """`a` (a value or a Python scalar) as Triton source of compute type `ctype`."""
+    if is_val(a):
+        return ctx.cast(a[0], a[1], ctype)
+    if ctype in ("f32", "f64") and isinstance(a, (int, float)) and not isinstance(a, bool):
+        return _lit(float(a))
+    return _lit(a)
+
+
+def _out(node) -> str:
+    return ctype_of(node.meta["val"].dtype)
+
+
+def _promoted(args) -> str:
+    kinds = [a[1] for a in args if is_val(a)]
+    if "f64" in kinds:
+        return "f64"
+    if "f32" in kinds or any(isinstance(a, float) for a in args if not is_val(a)):
+        return "f32"
+    if "i64" in kinds:
+        return "i64"
+    if "i32" in kinds:
+        return "i32"
+    return "i1" if kinds else "f32"
+
+
+def _binary(fmt):
+    def emit(ctx, node, args):
+        t = _out(node)
+        a, b = code(ctx, args[0], t), code(ctx, args[1], t)
+        return fmt.format(a=a, b=b), t
+    return emit
+
+
+def _unary(fmt, float_only=True):
+    def emit(ctx, node, args):
+        t = _out(node)
+        return fmt.format(x=code(ctx, args[0], t)), t
+    return emit
+
+
+def _compare(op):
+    def emit(ctx, node, args):
+        t = _promoted(args[:2])
+        return f"({code(ctx, args[0], t)} {op} {code(ctx, args[1], t)})", "i1"
+    return emit
+
+
+def _add(ctx, node, args):
+    t = _out(node)
+    alpha = node.kwargs.get("alpha", args[2] if len(args) > 2 else 1)
+    b = code(ctx, args[1], t)
+    if alpha != 1:
+        b = f"{_lit(alpha)} * {b}"
+    return f"({code(ctx, args[0], t)} + {b})", t
+
+
+def _sub(ctx, node, args):
+    t = _out(node)
+    alpha = node.kwargs.get("alpha", args[2] if len(args) > 2 else 1)
+    b = code(ctx, args[1], t)
+    if alpha != 1:
+        b = f"{_lit(alpha)} * {b}"
+    return f"({code(ctx, args[0], t)} - {b})", t
+
+
+def _div(ctx, node, args):
+    t = _out(node)
+    mode = node.kwargs.get("rounding_mode")
+    if mode is None and t in ("i64", "i32"):  # prims.div on integers truncates
+        mode = "trunc"
+    if mode is None:
+        return f"({code(ctx, args[0], t)} / {code(ctx, args[1], t)})", t
+    q = f"({code(ctx, args[0], 'f32')} / {code(ctx, args[1], 'f32')})"
+    q = f"tl.floor({q})" if mode == "floor" else f"_kkb_trunc({q})"
+    return ctx.cast(q, "f32", t), t
+
+
+def _where(ctx, node, args):
+    t = _out(node)
+    c = code(ctx, args[0], "i1")
+    return f"tl.where({c}, {code(ctx, args[1], t)}, {code(ctx, args[2], t)})", t
+
+
+def _clamp(ctx, node, args):
+    t = _out(node)
+    x = code(ctx, args[0], t)
+    lo = args[1] if len(args) > 1 else node.kwargs.get("min")
+    hi = args[2] if len(args) > 2 else node.kwargs.get("max")
+    if lo is not None:
+        x = f"tl.maximum({x}, {code(ctx, lo, t)})"
+    if hi is not None:
+        x = f"tl.minimum({x}, {code(ctx, hi, t)})"
+    return x, t
+
+
+def _pow(ctx, node, args):
+    t = _out(node)
+    base, exp = args[0], args[1]
+    if not is_val(exp):
+        x = code(ctx, base, t)
+        simple = {2: "{x} * {x}", 3: "{x} * {x} * {x}", 4: "({x} * {x}) * ({x} * {x})", 1: "{x}",
+                  0.5: "tl.sqrt({x})", -1: "1.0 / {x}", -0.5: "tl.rsqrt({x})", -2: "1.0 / ({x} * {x})"}
+        if exp in simple:
+            v = ctx.bind(x, t)
+            return "(" + simple[exp].format(x=v) + ")", t
+        if exp == 0:
+            return code(ctx, 1.0, t), t
+        return f"_kkb_pow({x}, {_lit(float(exp))})", t
+    return f"_kkb_pow({code(ctx, base, t)}, {code(ctx, exp, t)})", t
+
+
+def _convert(ctx, node, args):
+    target = str(node.meta["val"].dtype).removeprefix("torch.")
+    src = args[0]
+    t = ctype_of(target)
+    if not is_val(src):
+        return code(ctx, src, t), t
+    x, s = src
+    if target in ("bfloat16", "float16") and s in ("f32", "f64"):
+        tl_t = "tl.bfloat16" if target == "bfloat16" else "tl.float16"
+        return f"{x}.to({tl_t}).to(tl.float32)", t  # round as the reference does, compute on in fp32
+    if t == "i1":
+        return f"({x} != 0)", t
+    return ctx.cast(x, s, t), t
+
+
+def _full(ctx, node, args):
+    value = args[1] if node.target is not aten.scalar_tensor.default else args[0]
+    if packet(node) in (aten.zeros, aten.zeros_like, aten.new_zeros):
+        value = 0
+    if packet(node) in (aten.ones, aten.ones_like, aten.new_ones):
+        value = 1
+    t = _out(node)
+    return code(ctx, value, t), t
+
+
+def _identity(ctx, node, args):
+    t = _out(node)
+    return code(ctx, args[0], t), t
+
+
+def _gelu(ctx, node, args):
+    x = ctx.bind(code(ctx, args[0], "f32"), "f32")
+    if node.kwargs.get("approximate", args[1] if len(args) > 1 else "none") == "tanh":
+        return f"(0.5 * {x} * (1.0 + _kkb_tanh(0.7978845608028654 * ({x} + 0.044715 * {x} * {x} * {x}))))", "f32"
+    return f"(0.5 * {x} * (1.0 + tl.erf({x} * 0.7071067811865476)))", "f32"
+
+
+def _lift(fmt):
+    def emit(ctx, node, args):
+        t = _out(node)
+        x = ctx.bind(code(ctx, args[0], t), t)
+        return fmt.format(x=x), t
+    return emit
+
+
+def _logical(op):
+    def emit(ctx, node, args):
+        return f"({code(ctx, args[0], 'i1')} {op} {code(ctx, args[1], 'i1')})", "i1"
+    return emit
+
+
+POINTWISE = {
+    aten.add: _add, prims.add: _add, aten.sub: _sub, prims.sub: _sub,
+    aten.rsub: lambda c, n, a: _sub(c, n, [a[1], a[0]] + list(a[2:])),
+    aten.mul: _binary("({a} * {b})"), prims.mul: _binary("({a} * {b})"),
+    aten.div: _div, prims.div: _div, aten.true_divide: _div,
+    aten.maximum: _binary("tl.maximum({a}, {b})"), prims.maximum: _binary("tl.maximum({a}, {b})"),
+    aten.minimum: _binary("tl.minimum({a}, {b})"), prims.minimum: _binary("tl.minimum({a}, {b})"),
+    aten.fmax: _binary("tl.maximum({a}, {b})"), aten.fmin: _binary("tl.minimum({a}, {b})"),
+    aten.remainder: _binary("_kkb_remainder({a}, {b})"), aten.fmod: _binary("_kkb_fmod({a}, {b})"),
+    aten.atan2: _binary("_kkb_atan2({a}, {b})"),
+    aten.pow: _pow, prims.pow: _pow,
+    aten.where: _where, prims.where: _where,
+    aten.clamp: _clamp, aten.clamp_min: lambda c, n, a: _clamp(c, n, [a[0], a[1], None]),
+    aten.clamp_max: lambda c, n, a: _clamp(c, n, [a[0], None, a[1]]),
+    aten.neg: _unary("(-{x})"), prims.neg: _unary("(-{x})"),
+    aten.abs: _unary("tl.abs({x})"), prims.abs: _unary("tl.abs({x})"),
+    aten.exp: _unary("tl.exp({x})"), prims.exp: _unary("tl.exp({x})"),
+    aten.exp2: _unary("tl.exp2({x})"), prims.exp2: _unary("tl.exp2({x})"),
+    aten.log: _unary("tl.log({x})"), prims.log: _unary("tl.log({x})"),
+    aten.log2: _unary("tl.log2({x})"), prims.log2: _unary("tl.log2({x})"),
+    aten.log10: _unary("(tl.log({x}) * 0.4342944819032518)"),
+    aten.log1p: _unary("_kkb_log1p({x})"), prims.log1p: _unary("_kkb_log1p({x})"),
+    aten.expm1: _unary("_kkb_expm1({x})"), prims.expm1: _unary("_kkb_expm1({x})"),
+    aten.sqrt: _unary("tl.sqrt({x})"), prims.sqrt: _unary("tl.sqrt({x})"),
+    aten.rsqrt: _unary("tl.rsqrt({x})"), prims.rsqrt: _unary("tl.rsqrt({x})"),
+    aten.sin: _unary("tl.sin({x})"), prims.sin: _unary("tl.sin({x})"),
+    aten.cos: _unary("tl.cos({x})"), prims.cos: _unary("tl.cos({x})"),
+    aten.tan: _lift("(tl.sin({x}) / tl.cos({x}))"),
+    aten.tanh: _unary("_kkb_tanh({x})"), prims.tanh: _unary("_kkb_tanh({x})"),
+    aten.sigmoid: _unary("tl.sigmoid({x})"),
+    aten.erf: _unary("tl.erf({x})"), prims.erf: _unary("tl.erf({x})"),
+    aten.erfc: _unary("(1.0 - tl.erf({x}))"),
+    aten.relu: _lift("tl.where({x} > 0, {x}, 0.0)"),
+    aten.gelu: _gelu,
+    aten.sign: _lift("tl.where({x} > 0, 1.0, tl.where({x} < 0, -1.0, 0.0))"),
+    aten.sgn: _lift("tl.where({x} > 0, 1.0, tl.where({x} < 0, -1.0, 0.0))"),
+    prims.sign: _lift("tl.where({x} > 0, 1.0, tl.where({x} < 0, -1.0, 0.0))"),
+    aten.floor: _unary("tl.floor({x})"), prims.floor: _unary("tl.floor({x})"),
+    aten.ceil: _unary("tl.ceil({x})"), prims.ceil: _unary("tl.ceil({x})"),
+    aten.trunc: _unary("_kkb_trunc({x})"), prims.trunc: _unary("_kkb_trunc({x})"),
+    aten.round: _unary("_kkb_round({x})"), prims.round: _unary("_kkb_round({x})"),
+    aten.reciprocal: _unary("(1.0 / {x})"), prims.reciprocal: _unary("(1.0 / {x})"),
+    aten.square: _lift("({x} * {x})"),
+    aten.eq: _compare("=="), prims.eq: _compare("=="), aten.ne: _compare("!="), prims.ne: _compare("!="),
+    aten.lt: _compare("<"), prims.lt: _compare("<"), aten.le: _compare("<="), prims.le: _compare("<="),
+    aten.gt: _compare(">"), prims.gt: _compare(">"), aten.ge: _compare(">="), prims.ge: _compare(">="),
+    aten.logical_and: _logical("&"), aten.logical_or: _logical("|"), aten.logical_xor: _logical("^"),
+    aten.bitwise_and: _logical("&"), aten.bitwise_or: _logical("|"), aten.bitwise_xor: _logical("^"),
+    aten.logical_not: lambda c, n, a: (f"({code(c, a[0], 'i1')} == 0)", "i1"),
+    aten.bitwise_not: lambda c, n, a: (f"({code(c, a[0], 'i1')} == 0)", "i1"),
+    aten.isnan: lambda c, n, a: (f"({code(c, a[0], 'f32')} != {code(c, a[0], 'f32')})", "i1"),
+    aten.isinf: lambda c, n, a: (f"(tl.abs({code(c, a[0], 'f32')}) == float(\"inf\"))", "i1"),
+    aten.isfinite: lambda c, n, a: (f"(tl.abs({code(c, a[0], 'f32')}) < float(\"inf\"))", "i1"),
+    aten._to_copy: _convert, prims.convert_element_type: _convert,
+    aten.full: _full, aten.full_like: _full, aten.scalar_tensor: _full, aten.zeros: _full,
+    aten.zeros_like: _full, aten.ones: _full, aten.ones_like: _full, aten.new_zeros: _full,
+    aten.new_ones: _full, aten.new_full: _full,
+    aten.copy: lambda c, n, a: _identity(c, n, [a[1]]),
+    aten.arange: None,  # handled by the writer (a function of the index)
+    prims.iota: None,
+    aten.nan_to_num: lambda c, n, a: _identity(c, n, a),
+    aten.positive: _identity,
+}

@@ -1,0 +1,70 @@
+"""Triton helpers every generated candidate carries (math the interpreter and the GPU both run).
+
+Usage: source = PRELUDE  (pasted once into a candidate, before its kernels)
+
+Only tl.math primitives are used (exp, log, sqrt, floor...): the CPU interpreter has no libdevice, and
+the same candidate source must run there and on a GPU. The forms keep fp32 accuracy: tanh from exp(-2|x|)
+(no overflow at either end), log1p and expm1 with the rounding of 1 + x and exp(x) corrected.
+"""
+
+PRELUDE = '''
+@triton.jit
+def _kkb_tanh(x):
+    e = tl.exp(-2.0 * tl.abs(x))
+    t = (1.0 - e) / (1.0 + e)
+    return tl.where(x < 0, -t, t)
+
+
+@triton.jit
+def _kkb_log1p(x):
+    u = 1.0 + x
+    d = u - 1.0
+    return tl.where(d == 0.0, x, tl.log(u) * (x / tl.where(d == 0.0, 1.0, d)))
+
+
+@triton.jit
+def _kkb_expm1(x):
+    u = tl.exp(x)
+    lu = tl.log(u)
+    small = u * 0.0 + tl.where(tl.abs(x) < 0.5, 1.0, 0.0)
+    corrected = (u - 1.0) * (x / tl.where(lu == 0.0, 1.0, lu))
+    return tl.where(u == 1.0, x, tl.where(small > 0, corrected, u - 1.0))
+
+
+@triton.jit
+def _kkb_trunc(x):
+    return tl.where(x < 0, tl.ceil(x), tl.floor(x))
+
+
+@triton.jit
+def _kkb_round(x):
+    r = tl.floor(x + 0.5)
+    tie = (r - x) == 0.5
+    odd = (r - 2.0 * tl.floor(r * 0.5)) != 0.0
+    return tl.where(tie & odd, r - 1.0, r)
+
+
+@triton.jit
+def _kkb_pow(x, y):
+    r = tl.exp2(y * tl.log2(tl.abs(x)))
+    yi = tl.floor(y)
+    odd = (yi == y) & ((yi - 2.0 * tl.floor(yi * 0.5)) == 1.0)
+    r = tl.where((x < 0) & odd, -r, r)
+    r = tl.where((x < 0) & (yi != y), float("nan"), r)
+    return tl.where(x == 0, tl.where(y > 0, 0.0, tl.where(y == 0, 1.0, float("inf"))), r)
+
+
+@triton.jit
+def _kkb_remainder(a, b):
+    return a - b * tl.floor(a / b)
+
+
+@triton.jit
+def _kkb_fmod(a, b):
+    return a - b * _kkb_trunc(a / b)
+
+
+@triton.jit
+def _kkb_mul(a, b):
+    return a * b
+'''

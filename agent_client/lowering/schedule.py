@@ -1,0 +1,264 @@
+"""Partition an op graph into kernels: what is stored, which kernel computes it, in which order.
+
+Usage: plan = schedule(graph, target="cuda"); plan.kernels (in launch order), plan.buffers, plan.allocations
+
+Every reduction, scan, matmul and convolution (a "home" value) is computed by a kernel of its own kind;
+reductions over the same elements and dims share one kernel. Everything else is inlined into the kernels
+that read it. A value the graph returns (or writes back into a buffer) is stored by the kernel that can
+compute it: the last home kernel it reads from (a matmul's or convolution's epilogue, a reduction's
+per-row or per-element output), else a pointwise kernel of its own. Fusion is optimistic: when a kernel
+needs a home value at indices it does not hold (a transpose of a matmul's result, a pooling window over
+a convolution's output, a row of another reduction), the writer raises FusionError and the schedule is
+rebuilt with that value stored by its kernel and read back by a later one.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import torch
+
+from agent_client.lowering import kernels as K
+from agent_client.lowering import ops
+from agent_client.lowering.index import contiguous_strides
+from agent_client.lowering.writer import Buffer, FusionError, LoweringError, shape
+from agent_client.opgraph.graph import OpGraph, TensorMeta
+
+_HOME_KINDS = ("reduction", "scan", "template")
+
+
+@dataclass
+class Plan:
+    kernels: list[K.Kernel]
+    buffers: dict  # fx node -> Buffer (graph inputs and every stored value)
+    allocations: list  # fx nodes whose buffers the forward allocates, in order
+    outputs: list  # fx nodes (or Python values) returned, in order
+    mutations: list  # (attribute path, fx node) written back after the kernels
+    rebuilds: int = 0  # schedules rebuilt after a FusionError
+
+
+@dataclass
+class _Group:
+    kind: str  # "pointwise" | "reduction" | "scan" | "gemm" | "conv"
+    anchors: list  # the reductions / the scan / the matmul or convolution it computes
+    outputs: list = field(default_factory=list)  # what it stores
+    key: tuple = ()  # reductions: (input shape, dims)
+
+
+def _meta(node) -> TensorMeta:
+    v = node.meta["val"]
+    shp = tuple(int(s) for s in v.shape)
+    return TensorMeta(shp, str(v.dtype).removeprefix("torch."), contiguous_strides(shp))
+
+
+def inputs_of(node) -> list:
+    out = []
+    for a in list(node.args) + list(node.kwargs.values()):
+        if isinstance(a, torch.fx.Node):
+            out.append(a)
+        elif isinstance(a, (list, tuple)):
+            out += [x for x in a if isinstance(x, torch.fx.Node)]
+    return out
+
+
+def _is_home(node) -> bool:
+    return ops.kind_of(node) in _HOME_KINDS
+
+
+def _reads(roots, stored: set) -> set:
+    """Stored values, homes and graph inputs that computing `roots` inline touches (roots excluded)."""
+    found, seen, stack = set(), set(), []
+    for r in roots:
+        stack += inputs_of(r)
+    while stack:
+        a = stack.pop()
+        if a in seen:
+            continue
+        seen.add(a)
+        if a in stored or a.op == "placeholder" or _is_home(a):
+            found.add(a)
+        else:
+            stack += inputs_of(a)
+    return found
+
+
+class _Rebuild(Exception):
+    pass
+
+
+class _Scheduler:
+    def __init__(self, graph: OpGraph):
+        self.graph = graph
+        self.nodes = [n for n in graph.gm.graph.nodes if n.op == "call_function"]
+        self.order = {n: i for i, n in enumerate(self.nodes)}
+        self.pinned: set = set()  # homes that must be stored
+        self.detached: set = set()  # (node, anchor): node may not share a kernel with anchor
+        for n in self.nodes:
+            kind = ops.kind_of(n)
+            if kind == "random":
+                raise LoweringError(f"{n.target} draws random numbers (node {n.name}): a stochastic "
+                                    "reference cannot be matched by any candidate")
+            if kind == "unsupported":
+                raise LoweringError(f"no lowering for {n.target} (node {n.name})")
+
+    def needed(self) -> list:
+        out = [o for o in self.graph.outputs if isinstance(o, torch.fx.Node)]
+        out += [v for _, v in self.graph.mutations]
+        return list(dict.fromkeys(out))
+
+    def groups(self) -> list[_Group]:
+        needed = self.needed()
+        groups: list[_Group] = []
+        home_of: dict = {}
+        for n in self.nodes:
+            kind = ops.kind_of(n)
+            if kind == "template":
+                g = _Group("conv" if ops.packet(n) is ops.aten.convolution else "gemm", [n])
+            elif kind == "scan":
+                g = _Group("scan", [n])
+            elif kind == "reduction":
+                _, x, dims, _ = K.reduce_info(n)
+                key = (shape(x), tuple(dims))
+                g = next((q for q in groups if q.kind == "reduction" and q.key == key
+                          and not any((n, a) in self.detached for a in q.anchors)), None)
+                if g is not None:
+                    g.anchors.append(n)
+                    home_of[n] = g
+                    continue
+                g = _Group("reduction", [n], key=key)
+            else:
+                continue
+            groups.append(g)
+            home_of[n] = g
+        stored = set(needed) | self.pinned
+        for n in needed:
+            if n in home_of:
+                home_of[n].outputs.append(n)
+                continue
+            target = None
+            for h in sorted(self._homes_read(n, stored), key=self.order.get, reverse=True):
+                if (n, h) not in self.detached and self._fits(n, home_of[h]):
+                    target = home_of[h]
+                    break
+            if target is None:
+                groups.append(_Group("pointwise", [], [n]))
+            else:
+                target.outputs.append(n)
+        # a home read by any other kernel is stored by its own
+        for _ in range(len(groups) + 1):
+            stored = {o for g in groups for o in g.outputs}
+            changed = False
+            for g in groups:
+                roots = g.outputs + g.anchors
+                for h in _reads(roots, stored):
+                    if h in home_of and home_of[h] is not g and h not in home_of[h].outputs:
+                        home_of[h].outputs.append(h)
+                        changed = True
+            for h in self.pinned:
+                if h in home_of and h not in home_of[h].outputs:
+                    home_of[h].outputs.append(h)
+                    changed = True
+            if not changed:
+                break
+        return self._ordered(groups)
+
+    def _homes_read(self, node, stored) -> list:
+        out, stack, seen = [], inputs_of(node), set()
+        while stack:
+            a = stack.pop()
+            if a in seen:
+                continue
+            seen.add(a)
+            if _is_home(a):
+                out.append(a)
+            elif a not in stored and a.op != "placeholder":
+                stack += inputs_of(a)
+        return out
+
+    def _fits(self, node, g: _Group) -> bool:
+        numel = math.prod(shape(node))
+        if g.kind == "reduction":
+            full = math.prod(g.key[0])
+            rows = full // max(1, math.prod(g.key[0][d] for d in g.key[1]))
+            return numel in (full, rows)
+        return numel == math.prod(shape(g.anchors[0]))
+
+    def _ordered(self, groups) -> list[_Group]:
+        produced = {o: g for g in groups for o in g.outputs}
+        stored = set(produced)
+        deps = {}
+        for g in groups:
+            reads = _reads(g.outputs + g.anchors, stored)
+            deps[id(g)] = {id(produced[h]) for h in reads if h in produced and produced[h] is not g}
+        order, done, pending = [], set(), list(groups)
+        while pending:
+            ready = [g for g in pending if deps[id(g)] <= done]
+            if not ready:  # a cycle: give one attached output a kernel of its own and rebuild
+                for g in pending:
+                    victim = next((o for o in g.outputs if o not in g.anchors), None)
+                    if g.anchors and victim is not None:
+                        self.detached |= {(victim, a) for a in g.anchors}
+                        raise _Rebuild()
+                raise LoweringError("the kernels of this graph depend on each other in a cycle")
+            for g in ready:
+                order.append(g)
+                done.add(id(g))
+                pending.remove(g)
+        return order
+
+    def learn(self, exc: FusionError, groups) -> None:
+        """FusionError(node) while `exc.culprit` was computed: store node; keep culprit out of its kernel."""
+        node, culprit = exc.node, getattr(exc, "culprit", None)
+        self.pinned.add(node)
+        home = next((g for g in groups if node in g.anchors), None)
+        if culprit is not None and home is not None:
+            self.detached |= {(culprit, a) for a in home.anchors}
+        elif culprit is not None:
+            self.detached.add((culprit, node))
+
+
+def _input_var(gi) -> str:
+    if gi.kind == "input":
+        return f"in{gi.ref}"
+    return "p_" + "".join(c if c.isalnum() else "_" for c in str(gi.ref))
+
+
+def schedule(graph: OpGraph, target: str = "cuda", options: dict | None = None, prefix: str = "") -> Plan:
+    options = options or {}
+    s = _Scheduler(graph)
+    for attempt in range(4 * len(s.nodes) + 8):
+        try:
+            groups = s.groups()
+        except _Rebuild:
+            continue
+        buffers: dict = {}
+        for node in graph.gm.graph.nodes:
+            if node.op == "placeholder" and graph.inputs[node.name].meta is not None:
+                buffers[node] = Buffer(_input_var(graph.inputs[node.name]), graph.inputs[node.name].meta)
+        allocations = []
+        for g in groups:
+            for o in g.outputs:
+                buffers[o] = Buffer(f"buf{len(allocations)}", _meta(o))
+                allocations.append(o)
+        try:
+            kernels = [_generate(g, f"{prefix}k{i}", buffers, target, options) for i, g in enumerate(groups)]
+        except FusionError as exc:
+            s.learn(exc, groups)
+            continue
+        return Plan(kernels, buffers, allocations, list(graph.outputs), list(graph.mutations), attempt)
+    raise LoweringError("no schedule found: the fusion rules did not settle")
+
+
+def _generate(g: _Group, tag: str, buffers, target, options) -> K.Kernel:
+    name = f"_{tag}_{g.kind}"
+    if g.kind == "pointwise":
+        return K.pointwise_kernel(name, g.outputs, buffers, target)
+    if g.kind == "reduction":
+        full, dims = g.key
+        return K.reduction_kernel(name, full, list(dims), g.anchors, g.outputs, buffers, target)
+    if g.kind == "scan":
+        return K.scan_kernel(name, g.anchors[0], g.outputs, buffers, target)
+    if g.kind == "gemm":
+        return K.gemm_kernel(name, g.anchors[0], g.outputs, buffers, target)
+    return K.conv_kernel(name, g.anchors[0], g.outputs, buffers, target, options.get("conv_impl"))

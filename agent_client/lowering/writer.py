@@ -1,0 +1,476 @@
+"""The body of one generated kernel: any node's value at a tile of indices, as Triton source.
+
+Usage: ctx = KernelWriter(plan, name); code, ctype = ctx.value(node, idx); ctx.store(buffer, idx, code, ctype)
+
+`value` inlines everything that is not materialized: views become index transforms, pointwise ops become
+expressions, pooling windows become unrolled (or looped) maxima and sums, gathers become indirect loads.
+A node the kernel computes itself (a reduction, a scan, a matmul's accumulator) is a "home" value: it is
+returned only at the indices the kernel computed it for; asked for elsewhere, the writer raises
+FusionError and the scheduler materializes that node instead. Values are memoized per scope (a loop body
+is a scope), so a diamond in the graph is computed once.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import operator
+import re
+from dataclasses import dataclass
+
+import torch
+
+from agent_client.lowering import ops
+from agent_client.lowering.index import Index, address, delinearize, linearize
+from agent_client.opgraph.graph import TensorMeta
+
+aten, prims = torch.ops.aten, torch.ops.prims
+_UNROLL_MAX = 27  # pooling windows up to this many positions are unrolled, larger ones looped
+
+
+class LoweringError(ValueError):
+    """The graph holds something the lowering cannot emit; the message names the op."""
+
+
+class FusionError(Exception):
+    """A computed value was needed where the kernel does not hold it: materialize `node`."""
+
+    def __init__(self, node):
+        super().__init__(node.name)
+        self.node = node
+
+
+@dataclass(frozen=True)
+class Buffer:
+    name: str  # the Python variable holding the tensor in the generated forward
+    meta: TensorMeta
+
+
+def shape(node) -> tuple[int, ...]:
+    return tuple(int(s) for s in node.meta["val"].shape)
+
+
+def both(a: str | None, b: str | None) -> str | None:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return f"({a}) & ({b})"
+
+
+class KernelWriter:
+    def __init__(self, buffers: dict, name: str):
+        self.buffers = buffers  # fx node -> Buffer for every materialized node and graph input
+        self.name = name
+        self.lines: list[str] = []
+        self.indent = 1
+        self.args: dict[str, Buffer] = {}  # pointer arguments in order
+        self.scopes: list[dict] = [{}]
+        self.homes: dict = {}  # node -> (canonical idx, code, ctype)
+        self.mask: str | None = None
+        self.tile_var = "xi"  # a variable shaped like the kernel's tile (broadcasts scalar addresses)
+        self.n = 0
+        self.helpers: set[str] = set()
+
+    # ---- emission ------------------------------------------------------------------------------
+    def emit(self, line: str) -> None:
+        self.lines.append("    " * self.indent + line)
+
+    def bind(self, code: str, ctype: str | None = None) -> str:
+        if code.isidentifier():
+            return code
+        self.n += 1
+        var = f"t{self.n}"
+        self.emit(f"{var} = {code}")
+        return var
+
+    def cast(self, code: str, src: str, dst: str) -> str:
+        if src == dst:
+            return code
+        if dst == "i1":
+            return f"({code} != 0)"
+        return f"{code}.to({ops.TL_TYPE[dst]})"
+
+    def push(self) -> None:
+        self.scopes.append({})
+
+    def pop(self) -> None:
+        self.scopes.pop()
+
+    def arg(self, buf: Buffer) -> str:
+        self.args.setdefault(buf.name, buf)
+        return buf.name
+
+    # ---- memory --------------------------------------------------------------------------------
+    def load(self, buf: Buffer, idx: list[Index], cond: str | None) -> tuple[str, str]:
+        ptr = self.arg(buf)
+        addr = address(idx, buf.meta.stride)
+        off = addr.render()
+        mask = both(self.mask, cond)
+        if addr.is_const() and cond is None:
+            mask = None  # one scalar, always in bounds
+        elif addr.is_const():
+            off = f"{off} + 0 * {self.tile_var}"
+        ctype = ops.CTYPE[buf.meta.dtype]
+        code = f"tl.load({ptr} + ({off})" + (f", mask={mask}, other=0)" if mask else ")")
+        if buf.meta.dtype in ("float16", "bfloat16"):
+            code += ".to(tl.float32)"
+        return self.bind(code), ctype
+
+    def store(self, buf: Buffer, idx: list[Index], code: str, mask: str | None) -> None:
+        ptr = self.arg(buf)
+        off = address(idx, buf.meta.stride).render()
+        missing = [v for v in _tile_vars(mask) if not re.search(rf"\b{v}\b", off)]
+        if missing:  # the pointer must have the value's (the tile's) shape
+            off += " + 0 * (" + " + ".join(missing) + ")"
+        value = code if buf.meta.dtype != "bool" else f"({code} != 0)"
+        self.emit(f"tl.store({ptr} + ({off}), {value}.to({ptr}.dtype.element_ty)"
+                  + (f", mask={mask})" if mask else ")"))
+
+    # ---- values --------------------------------------------------------------------------------
+    def value(self, node, idx: list[Index], cond: str | None = None) -> tuple[str, str]:
+        if not isinstance(node, torch.fx.Node):
+            return ops.code(self, node, "f32" if isinstance(node, float) else "i64"), \
+                "f32" if isinstance(node, float) else "i64"
+        key = (node.name, tuple(i.render() for i in idx), cond)
+        for scope in reversed(self.scopes):
+            if key in scope:
+                return scope[key]
+        out = self._compute(node, idx, cond)
+        self.scopes[-1][key] = out
+        return out
+
+    def _compute(self, node, idx, cond):
+        if node in self.homes:
+            canon, code, ctype = self.homes[node]
+            if list(idx) != list(canon):
+                raise FusionError(node)
+            return code, ctype
+        if node in self.buffers:
+            return self.load(self.buffers[node], list(idx), cond)
+        kind = ops.kind_of(node)
+        if kind == "view":
+            return self._view(node, idx, cond)
+        if kind == "pointwise":
+            return self._pointwise(node, idx, cond)
+        if kind == "window":
+            return self._window(node, idx, cond, want_index=False)
+        if kind == "getitem":
+            src, which = node.args
+            if ops.kind_of(src) == "window":
+                return self._window(src, idx, cond, want_index=which == 1)
+            raise LoweringError(f"{node.name}: an element of {src.target}'s result is not lowered")
+        if kind == "indirect":
+            return self._indirect(node, idx, cond)
+        if kind in ("reduction", "scan", "template"):
+            raise FusionError(node)
+        if kind == "random":
+            raise LoweringError(f"{node.target} draws random numbers: a stochastic reference cannot be "
+                                "matched by any candidate")
+        raise LoweringError(f"no lowering for {node.target}")
+
+    def arg_idx(self, arg, out_shape: tuple, idx: list[Index]) -> list[Index]:
+        """Broadcast (right-aligned) indices of `out_shape` onto the argument's shape."""
+        a_shape = shape(arg)
+        off = len(out_shape) - len(a_shape)
+        return [Index.of(0) if (s == 1 and out_shape[j + off] != 1) else idx[j + off]
+                for j, s in enumerate(a_shape)]
+
+    def _pointwise(self, node, idx, cond):
+        out_shape = shape(node)
+        p = ops.packet(node)
+        if p in (aten.arange, prims.iota):
+            return self._arange(node, idx)
+        args = []
+        for a in node.args:
+            if isinstance(a, torch.fx.Node):
+                args.append(self.value(a, self.arg_idx(a, out_shape, idx), cond))
+            else:
+                args.append(a)
+        code, ctype = ops.POINTWISE[p](self, node, args)
+        return self.bind(code), ctype
+
+    def _arange(self, node, idx):
+        ctype = ops.ctype_of(node.meta["val"].dtype)
+        if ops.packet(node) is prims.iota:
+            start, step = node.kwargs.get("start", 0), node.kwargs.get("step", 1)
+        else:
+            a = list(node.args)
+            if len(a) == 1:
+                start, step = 0, 1
+            else:
+                start, step = a[0], a[2] if len(a) > 2 else node.kwargs.get("step", 1)
+        i = self.cast(f"({idx[0].render()})", "i32", ctype)
+        return self.bind(f"({ops.code(self, start, ctype)} + {ops.code(self, step, ctype)} * {i})"), ctype
+
+    # ---- views ---------------------------------------------------------------------------------
+    def _view(self, node, idx, cond):
+        p = ops.packet(node)
+        x = node.args[0]
+        out_shape = shape(node)
+        if p is aten.cat:
+            return self._cat(node, idx, cond)
+        if p is aten.constant_pad_nd:
+            return self._pad(node, idx, cond)
+        in_shape = shape(x)
+        if p in (aten.view, aten._unsafe_view, aten.reshape, prims.reshape, prims.collapse_view,
+                 prims.split_dim, aten.view_copy):
+            src = delinearize(linearize(list(idx), out_shape), in_shape)
+        elif p in (aten.permute, aten.permute_copy):
+            dims = [d % len(in_shape) for d in node.args[1]]
+            src = [None] * len(in_shape)
+            for k, d in enumerate(dims):
+                src[d] = idx[k]
+        elif p in (aten.t, aten.transpose):
+            d0, d1 = (0, 1) if p is aten.t else (node.args[1] % len(in_shape), node.args[2] % len(in_shape))
+            src = list(idx)
+            if len(src) >= 2:
+                src[d0], src[d1] = idx[d1], idx[d0]
+        elif p in (aten.expand, aten.expand_copy):
+            src = self.arg_idx(x, out_shape, idx)
+        elif p is prims.broadcast_in_dim:
+            bdims = node.args[2]
+            src = [idx[bdims[j]] if in_shape[j] == out_shape[bdims[j]] else Index.of(0)
+                   for j in range(len(in_shape))]
+        elif p in (aten.unsqueeze, aten.unsqueeze_copy):
+            d = node.args[1] % len(out_shape)
+            src = [i for k, i in enumerate(idx) if k != d]
+        elif p in (aten.squeeze, prims.squeeze, aten.squeeze_copy):
+            src, k = [], 0
+            for s in in_shape:  # walk the input's dims; those the output lacks were size-1 squeezed dims
+                if k < len(out_shape) and out_shape[k] == s and not self._squeezed_here(node, len(src)):
+                    src.append(idx[k])
+                    k += 1
+                else:
+                    src.append(Index.of(0))
+        elif p is aten.slice:
+            dim = node.args[1] % len(in_shape) if len(node.args) > 1 else 0
+            start = node.args[2] if len(node.args) > 2 and node.args[2] is not None else 0
+            step = node.args[4] if len(node.args) > 4 else 1
+            start = min(max(start + in_shape[dim] if start < 0 else start, 0), in_shape[dim])
+            src = list(idx)
+            src[dim] = idx[dim] * step + start
+        elif p is aten.select:
+            dim, i = node.args[1] % len(in_shape), node.args[2]
+            src = list(idx[:dim]) + [Index.of(i % in_shape[dim])] + list(idx[dim:])
+        elif p in (prims.rev, aten.flip):
+            dims = [d % len(in_shape) for d in node.args[1]]
+            src = [Index.of(in_shape[k] - 1) - i if k in dims else i for k, i in enumerate(idx)]
+        else:  # alias, clone, detach, lift_fresh_copy, view_of: the same values
+            src = list(idx)
+        return self.value(x, src, cond)
+
+    def _squeezed_here(self, node, position: int) -> bool:
+        if len(node.args) < 2:
+            return shape(node.args[0])[position] == 1
+        dims = node.args[1]
+        dims = [dims] if isinstance(dims, int) else list(dims)
+        rank = len(shape(node.args[0]))
+        return position in [d % rank for d in dims] and shape(node.args[0])[position] == 1
+
+    def _cat(self, node, idx, cond):
+        tensors = [t for t in node.args[0] if isinstance(t, torch.fx.Node)]
+        out_shape = shape(node)
+        dim = (node.args[1] if len(node.args) > 1 else 0) % len(out_shape)
+        ctype = ops.ctype_of(node.meta["val"].dtype)
+        pieces, offset = [], 0
+        for t in tensors:
+            size = shape(t)[dim] if len(shape(t)) == len(out_shape) else 0
+            if size == 0:
+                continue
+            lo, hi = offset, offset + size
+            here = f"(({idx[dim].render()}) >= {lo}) & (({idx[dim].render()}) < {hi})"
+            src = list(idx)
+            src[dim] = idx[dim] - lo
+            code, c = self.value(t, src, both(cond, here))
+            pieces.append((here, self.cast(code, c, ctype)))
+            offset = hi
+        code = pieces[-1][1]
+        for here, piece in reversed(pieces[:-1]):
+            code = f"tl.where({here}, {piece}, {code})"
+        return self.bind(code), ctype
+
+    def _pad(self, node, idx, cond):
+        x, pad = node.args[0], list(node.args[1])
+        fill = node.args[2] if len(node.args) > 2 else 0
+        in_shape = shape(x)
+        src, inside = list(idx), None
+        for j in range(len(pad) // 2):
+            d = len(in_shape) - 1 - j
+            before = pad[2 * j]
+            src[d] = idx[d] - before
+            r = src[d].render()
+            inside = both(inside, f"(({r}) >= 0) & (({r}) < {in_shape[d]})")
+        ctype = ops.ctype_of(node.meta["val"].dtype)
+        code, c = self.value(x, src, both(cond, inside))
+        return self.bind(f"tl.where({inside}, {self.cast(code, c, ctype)}, {ops.code(self, fill, ctype)})"), ctype
+
+    # ---- pooling windows -----------------------------------------------------------------------
+    def _window(self, node, idx, cond, want_index: bool):
+        p = ops.packet(node)
+        x = node.args[0]
+        in_shape, out_shape = shape(x), shape(node) if not isinstance(node.meta["val"], tuple) \
+            else tuple(node.meta["val"][0].shape)
+        adaptive = p in (aten._adaptive_avg_pool2d, aten._adaptive_avg_pool3d, aten.adaptive_max_pool2d)
+        nd = {aten.max_pool1d_with_indices: 1, aten.max_pool2d_with_indices: 2, aten.max_pool3d_with_indices: 3,
+              aten.avg_pool2d: 2, aten.avg_pool3d: 3, aten._adaptive_avg_pool2d: 2,
+              aten._adaptive_avg_pool3d: 3, aten.adaptive_max_pool2d: 2}[p]
+        is_max = p in (aten.max_pool1d_with_indices, aten.max_pool2d_with_indices,
+                       aten.max_pool3d_with_indices, aten.adaptive_max_pool2d)
+        lead = len(in_shape) - nd
+        sp_in, sp_out = in_shape[lead:], out_shape[lead:]
+
+        def expand(v, default):
+            if v is None or (isinstance(v, (list, tuple)) and len(v) == 0):
+                v = default
+            v = list(v) if isinstance(v, (list, tuple)) else [v]
+            return v * nd if len(v) == 1 else v
+
+        if adaptive:
+            kernel = [-(-sp_in[j] // sp_out[j]) + 1 for j in range(nd)]
+            stride, pad, dil = [1] * nd, [0] * nd, [1] * nd
+        else:
+            a = list(node.args) + [None] * 8
+            kernel = expand(a[1], None)
+            stride = expand(a[2], kernel)
+            pad = expand(a[3] if a[3] is not None else 0, 0)
+            dil = expand(a[4] if (is_max and a[4] is not None) else 1, 1) if is_max else [1] * nd
+        ceil_mode = bool(node.args[5] if is_max and len(node.args) > 5 else
+                         (node.args[4] if not is_max and not adaptive and len(node.args) > 4 else False))
+        count_include_pad = bool(node.args[5]) if (not is_max and not adaptive and len(node.args) > 5) else True
+        divisor_override = node.args[6] if (not is_max and not adaptive and len(node.args) > 6) else None
+        del ceil_mode  # the output size already reflects it; windows past the input are masked below
+
+        o = list(idx[lead:])
+        starts, ends = [], []
+        for j in range(nd):
+            if adaptive:
+                starts.append((o[j] * sp_in[j]) // sp_out[j])
+                ends.append((o[j] * sp_in[j] + (sp_in[j] + sp_out[j] - 1)) // sp_out[j])
+            else:
+                starts.append(o[j] * stride[j] - pad[j])
+        positions = math.prod(kernel)
+        looped = positions > _UNROLL_MAX
+        tile = self.mask or "True"
+        self.n += 1
+        tag = self.n
+        acc, best, count = f"wacc{tag}", f"widx{tag}", f"wcnt{tag}"
+        init = {"acc": 'float("-inf")' if is_max else "0.0", "best": "0", "count": "0.0"}
+        self.emit(f"{acc} = tl.where({tile}, {init['acc']}, {init['acc']})")
+        if is_max and want_index:
+            self.emit(f"{best} = tl.where({tile}, 0, 0)")
+        if not is_max:
+            self.emit(f"{count} = tl.where({tile}, 0.0, 0.0)")
+        if looped:
+            self.emit(f"for kw{tag} in range(0, {positions}):")
+            self.indent += 1
+            self.push()
+            offsets_list = [delinearize(Index.var(f"kw{tag}", positions), tuple(kernel))]
+        else:
+            offsets_list = [[Index.of(v) for v in combo]
+                            for combo in itertools.product(*[range(k) for k in kernel])]
+        for offsets in offsets_list:
+            coords, valid = [], None
+            for j in range(nd):
+                c = starts[j] + offsets[j] * dil[j]
+                coords.append(c)
+                r = c.render()
+                if adaptive:
+                    valid = both(valid, f"(({r}) < ({ends[j].render()}))")
+                else:
+                    valid = both(valid, f"(({r}) >= 0) & (({r}) < {sp_in[j]})")
+            code, c = self.value(x, list(idx[:lead]) + coords, both(cond, valid))
+            v = self.cast(code, c, "f32")
+            if is_max:
+                take = self.bind(f"({valid}) & ({v} > {acc})")
+                if want_index:
+                    flat = linearize(coords, tuple(sp_in)).render()
+                    self.emit(f"{best} = tl.where({take}, {flat}, {best})")
+                self.emit(f"{acc} = tl.where({take}, {v}, {acc})")
+            else:
+                self.emit(f"{acc} = {acc} + tl.where({valid}, {v}, 0.0)")
+                self.emit(f"{count} = {count} + tl.where({valid}, 1.0, 0.0)")
+        if looped:
+            self.pop()
+            self.indent -= 1
+        out_t = ops.ctype_of((node.meta["val"][0] if isinstance(node.meta["val"], tuple) else node.meta["val"]).dtype)
+        if is_max:
+            return (best, "i64") if want_index else (acc, out_t)
+        if divisor_override:
+            return self.bind(f"{acc} / {float(divisor_override)}"), out_t
+        if adaptive or not count_include_pad:
+            return self.bind(f"{acc} / {count}"), out_t
+        # count_include_pad: the window clipped to the padded input, as PyTorch counts it
+        size = None
+        for j in range(nd):
+            s = starts[j].render()
+            end = f"tl.minimum(({s}) + {kernel[j]}, {sp_in[j] + pad[j]})"
+            size = f"({end} - ({s}))" if size is None else f"{size} * ({end} - ({s}))"
+        return self.bind(f"{acc} / ({size}).to(tl.float32)"), out_t
+
+    # ---- gathers -------------------------------------------------------------------------------
+    def _indirect(self, node, idx, cond):
+        p = ops.packet(node)
+        x = node.args[0]
+        in_shape, out_shape = shape(x), shape(node)
+
+        def as_index(n, at):
+            code, c = self.value(n, at, cond)
+            v = self.bind(self.cast(code, c, "i64"))
+            size = in_shape[dim] if dim is not None else None
+            if size is not None:  # negative indices count from the end, as in PyTorch
+                v = self.bind(f"tl.where({v} < 0, {v} + {size}, {v})")
+            return Index.opaque(v)
+
+        if p is aten.gather:
+            dim = node.args[1] % len(in_shape)
+            src = list(idx)
+            src[dim] = as_index(node.args[2], list(idx))
+        elif p is aten.index_select:
+            dim = node.args[1] % len(in_shape)
+            src = list(idx)
+            src[dim] = as_index(node.args[2], [idx[dim]])
+        elif p is aten.embedding:
+            dim = 0
+            w, ind = node.args[0], node.args[1]
+            n_ind = len(shape(ind))
+            src = [as_index(ind, list(idx[:n_ind])), idx[-1]]
+            return self.value(w, src, cond)
+        elif p is aten.index:
+            indices = list(node.args[1])
+            present = [k for k, t in enumerate(indices) if t is not None]
+            b_shape = tuple(torch.broadcast_shapes(*[shape(indices[k]) for k in present]))
+            adjacent = present == list(range(present[0], present[-1] + 1))
+            start = present[0] if adjacent else 0
+            b_idx = list(idx[start:start + len(b_shape)])
+            src, k_out = [], 0
+            for k in range(len(in_shape)):
+                if k in present:
+                    dim = k
+                    t = indices[k]
+                    src.append(as_index(t, self.arg_idx(t, b_shape, b_idx)))
+                    continue
+                if adjacent and k < start:
+                    src.append(idx[k])
+                else:
+                    lead = start + len(b_shape) if adjacent else len(b_shape)
+                    before = sum(1 for q in range(k) if q not in present and not (adjacent and q < start))
+                    src.append(idx[lead + before])
+                k_out += 1
+            del out_shape
+        else:
+            raise LoweringError(f"no lowering for {node.target}")
+        return self.value(x, src, cond)
+
+
+def _tile_vars(mask: str | None) -> list[str]:
+    """The index variables whose broadcast is a kernel's tile, read off its mask."""
+    if not mask:
+        return []
+    found = ["xi"] if "xmask" in mask else []
+    found += ["ri"] if "rmask" in mask else []
+    return found + [v for v in ("mi", "ni", "ka", "kb") if re.search(rf"\b{v}\b", mask)]
+
+
+def getitem_source(node):
+    return node.args[0] if node.target is operator.getitem else node
