@@ -18,8 +18,10 @@ import ast
 import math
 from dataclasses import dataclass, field
 
-MIN_SCALED = 32  # integers below this are kernel sizes, strides, groups or dims: never scaled
+MIN_SCALED = 32  # integers below this are kernel sizes, strides, groups or dims: not scaled at first
 FLOOR = 8  # a scaled size never goes below this
+# when scaling those alone cannot meet the budget, smaller sizes are scaled too: (least scaled, floor)
+RELAXED = ((16, 4), (8, 2))
 
 
 class ScalingError(ValueError):
@@ -85,25 +87,25 @@ def _ints(value: ast.expr):
     return _int(value)
 
 
-def _scale_int(v: int, factor: float) -> int:
-    if v < MIN_SCALED or factor >= 1:
+def _scale_int(v: int, factor: float, least: int = MIN_SCALED, floor: int = FLOOR) -> int:
+    if v < least or factor >= 1:
         return v
-    return max(FLOOR, int(math.floor(v * factor)))
+    return max(floor, int(math.floor(v * factor)))
 
 
-def _scale_value(v, factor: float):
+def _scale_value(v, factor: float, least: int = MIN_SCALED, floor: int = FLOOR):
     if isinstance(v, tuple):
-        return tuple(_scale_int(x, factor) for x in v)
-    return _scale_int(v, factor)
+        return tuple(_scale_int(x, factor, least, floor) for x in v)
+    return _scale_int(v, factor, least, floor)
 
 
-def _rewrite(source: str, factor: float) -> tuple[str, dict[str, tuple]]:
+def _rewrite(source: str, factor: float, least: int = MIN_SCALED, floor: int = FLOOR) -> tuple[str, dict]:
     tree = ast.parse(source)
     lines = source.splitlines(keepends=True)
     edits, changes = [], {}
     for node, names in _size_constants(tree):
         old = _ints(node.value)
-        new = _scale_value(old, factor)
+        new = _scale_value(old, factor, least, floor)
         if new == old:
             continue
         value = node.value
@@ -141,23 +143,26 @@ def scale_spec_source(source: str, max_input_elements: int = 1 << 18, name: str 
                       max_flops: int | None = None) -> ScaledSpec:
     """The spec with its size constants scaled so its default inputs hold <= max_input_elements (and one
     forward costs <= max_flops, when given: convolutions and matmuls cost more than their inputs say)."""
-    factor, last_error, smallest = 1.0, None, None
-    while factor >= 2.0 ** -16:
-        text, changes = _rewrite(source, factor)
-        if factor < 1 and changes == (smallest.changes if smallest else None):
-            break  # every scalable constant is at its floor
-        try:
-            elements, flops = _measure(text, name)
-        except Exception as exc:  # a shape rule broken at this factor: try the next one
-            last_error = exc
+    last_error, smallest = None, None
+    for least, floor in ((MIN_SCALED, FLOOR),) + RELAXED:
+        factor, previous = 1.0, None
+        while factor >= 2.0 ** -16:
+            text, changes = _rewrite(source, factor, least, floor)
+            if factor < 1 and changes == previous:
+                break  # every scalable constant is at its floor
+            previous = changes
+            try:
+                elements, flops = _measure(text, name)
+            except Exception as exc:  # a shape rule broken at this factor: try the next one
+                last_error = exc
+                factor /= 2
+                continue
+            scaled = ScaledSpec(text, factor, changes, elements, flops)
+            if elements <= max_input_elements and (max_flops is None or flops <= max_flops):
+                return scaled
+            if smallest is None or (elements, flops) < (smallest.input_elements, smallest.flops):
+                smallest = scaled
             factor /= 2
-            continue
-        scaled = ScaledSpec(text, factor, changes, elements, flops)
-        if elements <= max_input_elements and (max_flops is None or flops <= max_flops):
-            return scaled
-        if smallest is None or (elements, flops) < (smallest.input_elements, smallest.flops):
-            smallest = scaled
-        factor /= 2
     if smallest is not None:  # sizes written inside get_inputs() stay: the smallest that runs
         return smallest
     detail = f" (last error: {type(last_error).__name__}: {last_error})" if last_error else ""

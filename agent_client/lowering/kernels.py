@@ -94,7 +94,7 @@ def pointwise_kernel(name: str, outputs: list, buffers: dict, target: str) -> Ke
         code, _ = _eval(w, node, idx)
         w.store(buffers[node], idx, code, "xmask")
     cap = _pow2(numel)
-    default = min(cap, 8192 if target == "cpu" else 1024)
+    default = min(cap, 1 << 16 if target == "cpu" else 1024)  # the interpreter pays per program
     xb, t1, s1 = _tune(name, "XBLOCK", default, [b for b in _pow2_range(64, 8192) if b <= max(cap, 64)])
     nw, t2, s2 = _tune(name, "num_warps", 4, [1, 2, 4, 8])
     return Kernel(name, _finish(w, ["XBLOCK"]), list(w.args), f"(triton.cdiv({numel}, {xb}),)",
@@ -280,10 +280,11 @@ def reduction_kernel(name: str, full_shape: tuple, dims: list[int], reductions: 
 def _reduction_kernel_object(w, name, xn, rn, rblock, persistent, target, reductions, outputs) -> Kernel:
     xcap = _pow2(xn)
     if persistent:
-        per_prog = max(1, (1 << 16 if target == "cpu" else 4096) // rblock)
+        per_prog = max(1, (1 << 18 if target == "cpu" else 4096) // rblock)
         xdefault = min(xcap, _pow2(per_prog) if per_prog & (per_prog - 1) else per_prog)
         xb, t1, s1 = _tune(name, "XBLOCK", xdefault,
-                           [b for b in _pow2_range(1, 64) if b <= xcap and b * rblock <= (1 << 20)])
+                           [b for b in _pow2_range(1, 64) if b <= xcap and b * rblock <= (1 << 20)]
+                           if target != "cpu" else [xdefault])
         constexprs = {"XBLOCK": xb, "RBLOCK": str(rblock)}
         tun, space = dict(t1), dict(s1)
     else:
@@ -459,7 +460,9 @@ def gemm_kernel(name: str, node, outputs: list, buffers: dict, target: str) -> K
     av, ac = _eval(w, a, bi + [mi, Index.var("ka", k)], node)
     w.mask, w.tile_var = f"(kb < {k}) & (ni < {n})", "(kb + ni)"
     bv, bc = _eval(w, b, bi + [Index.var("kb", k), ni], node)
-    av, bv = w.cast(av, ac, "f32"), w.cast(bv, bc, "f32")
+    # lanes past the edges may hold inf or NaN (a prologue of 0/0 on padding): zero them before the dot
+    av = w.bind(f"tl.where((mi < {m}) & (ka < {k}), {w.cast(av, ac, 'f32')}, 0.0)")
+    bv = w.bind(f"tl.where((kb < {k}) & (ni < {n}), {w.cast(bv, bc, 'f32')}, 0.0)")
     if dot_t == "tl.float32":
         w.emit(f"acc += tl.dot({av}, {bv}, input_precision=PREC)")
     else:
@@ -556,7 +559,8 @@ def conv_kernel(name: str, node, outputs: list, buffers: dict, target: str, impl
         bv, bc = _eval(w, wt, [gi * cout_g + ni, kb[0]] + kb[1:])
     else:
         bv, bc = _eval(w, wt, [gi * cin_g + kb[0], ni] + kb[1:])
-    av, bv = w.cast(av, ac, "f32"), w.cast(bv, bc, "f32")
+    av = w.bind(f"tl.where((mi < {m}) & (ka < {kdim}) & ({valid}), {w.cast(av, ac, 'f32')}, 0.0)")
+    bv = w.bind(f"tl.where((kb < {kdim}) & (ni < {cout_g}), {w.cast(bv, bc, 'f32')}, 0.0)")
     if dot_t == "tl.float32":
         w.emit(f"acc += tl.dot({av}, {bv}, input_precision=PREC)")
     else:
@@ -623,7 +627,7 @@ def _conv_direct(name: str, node, outputs: list, buffers: dict, target: str) -> 
     w.indent -= 1
     _conv_bias_and_store(w, node, bias, canon, outputs, buffers, "xmask")
     cap = _pow2(numel)
-    xb, t1, s1 = _tune(name, "XBLOCK", min(cap, 4096 if target == "cpu" else 256),
+    xb, t1, s1 = _tune(name, "XBLOCK", min(cap, 1 << 16 if target == "cpu" else 256),
                        [b for b in _pow2_range(64, 4096) if b <= max(cap, 64)])
     nw, t2, s2 = _tune(name, "num_warps", 4, [1, 2, 4, 8])
     return Kernel(name, _finish(w, ["XBLOCK"]), list(w.args), f"(triton.cdiv({numel}, {xb}),)",

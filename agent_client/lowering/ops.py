@@ -32,6 +32,7 @@ def packet(node) -> object:
     return getattr(node.target, "overloadpacket", node.target)
 
 
+MULTI_VIEWS = {aten.split_with_sizes, aten.split, aten.unbind}  # tuples of views, read through getitem
 VIEWS = {aten.view, aten._unsafe_view, aten.reshape, prims.reshape, aten.permute, aten.expand,
          prims.broadcast_in_dim, aten.unsqueeze, aten.squeeze, prims.squeeze, aten.slice, aten.select,
          aten.alias, aten.clone, aten.lift_fresh_copy, aten.detach, prims.rev, aten.flip, aten.t,
@@ -59,6 +60,8 @@ def kind_of(node) -> str:
     p = packet(node)
     if p in VIEWS:
         return "view"
+    if p in MULTI_VIEWS:
+        return "multiview"
     if p in REDUCTIONS:
         return "reduction"
     if p in SCANS:
@@ -104,6 +107,8 @@ def code(ctx, a, ctype: str) -> str:
     """`a` (a value or a Python scalar) as Triton source of compute type `ctype`."""
     if is_val(a):
         return ctx.cast(a[0], a[1], ctype)
+    if ctype == "i1" and isinstance(a, (bool, int)):
+        return "True" if a else "False"
     if ctype in ("f32", "f64") and isinstance(a, (int, float)) and not isinstance(a, bool):
         return _lit(float(a))
     return _lit(a)
@@ -320,6 +325,11 @@ POINTWISE = {
     aten.full: _full, aten.full_like: _full, aten.scalar_tensor: _full, aten.zeros: _full,
     aten.zeros_like: _full, aten.ones: _full, aten.ones_like: _full, aten.new_zeros: _full,
     aten.new_ones: _full, aten.new_full: _full,
+    # uninitialised memory may hold anything: zeros are as good a value as any
+    aten.empty: lambda c, n, a: ("0.0" if ctype_of(n.meta["val"].dtype) in ("f32", "f64") else "0",
+                                 ctype_of(n.meta["val"].dtype)),
+    aten.empty_like: lambda c, n, a: ("0.0" if ctype_of(n.meta["val"].dtype) in ("f32", "f64") else "0",
+                                      ctype_of(n.meta["val"].dtype)),
     aten.copy: lambda c, n, a: _identity(c, n, [a[1]]),
     aten.arange: None,  # handled by the writer (a function of the index)
     prims.iota: None,

@@ -95,10 +95,11 @@ class _Scheduler:
         self.pinned: set = set()  # homes that must be stored
         self.detached: set = set()  # (node, anchor): node may not share a kernel with anchor
         for n in self.nodes:
-            kind = ops.kind_of(n)
-            if kind == "random":
+            if ops.kind_of(n) == "random":
                 raise LoweringError(f"{n.target} draws random numbers (node {n.name}): a stochastic "
                                     "reference cannot be matched by any candidate")
+        for n in self.nodes:
+            kind = ops.kind_of(n)
             if kind == "unsupported":
                 raise LoweringError(f"no lowering for {n.target} (node {n.name})")
 

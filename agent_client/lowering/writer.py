@@ -159,6 +159,8 @@ class KernelWriter:
             src, which = node.args
             if ops.kind_of(src) == "window":
                 return self._window(src, idx, cond, want_index=which == 1)
+            if ops.packet(src) in (aten.split_with_sizes, aten.split, aten.unbind):
+                return self._split_piece(src, which, idx, cond)
             raise LoweringError(f"{node.name}: an element of {src.target}'s result is not lowered")
         if kind == "indirect":
             return self._indirect(node, idx, cond)
@@ -258,6 +260,20 @@ class KernelWriter:
             src = [Index.of(in_shape[k] - 1) - i if k in dims else i for k, i in enumerate(idx)]
         else:  # alias, clone, detach, lift_fresh_copy, view_of: the same values
             src = list(idx)
+        return self.value(x, src, cond)
+
+    def _split_piece(self, node, which: int, idx, cond):
+        x = node.args[0]
+        rank = len(shape(x))
+        if ops.packet(node) is aten.unbind:
+            dim = (node.args[1] if len(node.args) > 1 else 0) % rank
+            return self.value(x, list(idx[:dim]) + [Index.of(which)] + list(idx[dim:]), cond)
+        dim = (node.args[2] if len(node.args) > 2 else node.kwargs.get("dim", 0)) % rank
+        sizes = node.args[1]
+        if isinstance(sizes, int):
+            sizes = [sizes] * (-(-shape(x)[dim] // sizes))
+        src = list(idx)
+        src[dim] = idx[dim] + sum(sizes[:which])
         return self.value(x, src, cond)
 
     def _squeezed_here(self, node, position: int) -> bool:

@@ -160,11 +160,15 @@ def trace_spec(path: Path | str, input_kwargs: dict | None = None, init_kwargs: 
     positions = [i for i, x in enumerate(inputs) if isinstance(x, torch.Tensor)]
     scalars = {i: x for i, x in enumerate(inputs) if not isinstance(x, torch.Tensor)}
 
+    returned = {}
+
     def forward(state_values: dict, *tensors):
         args = list(inputs)
         for i, t in zip(positions, tensors):
             args[i] = t
-        return torch.func.functional_call(model, state_values, tuple(args), tie_weights=False)
+        out = torch.func.functional_call(model, state_values, tuple(args), tie_weights=False)
+        returned["tuple"] = isinstance(out, (tuple, list))
+        return out
 
     if _TABLE is None:
         _TABLE = decomposition_table()
@@ -176,7 +180,9 @@ def trace_spec(path: Path | str, input_kwargs: dict | None = None, init_kwargs: 
                          _allow_non_fake_inputs=True)(state, *[inputs[i] for i in positions])
     except Exception as exc:
         raise TraceError(_trace_message(exc, path)) from exc
-    return _to_graph(gm, state, kinds, positions, scalars, len(inputs))
+    graph = _to_graph(gm, state, kinds, positions, scalars, len(inputs))
+    graph.output_tuple = returned.get("tuple", graph.output_tuple)
+    return graph
 
 
 def _trace_message(exc: BaseException, path: Path) -> str:

@@ -142,9 +142,22 @@ def test_drafts_then_expansions_never_repeat_a_point(tmp_path, library_kb):
         seen.add(point)
 
 
-def test_a_spec_the_library_cannot_serve_is_refused_plainly(tmp_path, library_kb):
+def test_a_spec_the_library_cannot_serve_gets_the_general_lowering(tmp_path, library_kb):
+    from harness import EvalConfig, evaluate
+
     spec = _spec(tmp_path, "conv", CONV)
-    with pytest.raises(ProviderError, match="--provider anthropic"):
+    proposals = OfflineProvider().propose(_request(spec, library_kb, n=2))
+    assert proposals and all(p.meta["route"] == "lowering" for p in proposals)
+    assert proposals[0].meta["general_lowering_only"]  # said plainly in the session and its report
+    assert any("library" in why for why in proposals[0].meta["unserved"])
+    verdict = evaluate(spec, proposals[0].code, backend="triton", device="cpu", config=EvalConfig(**FAST))
+    assert verdict.status.value == "passed", verdict.reasons
+
+
+def test_a_stochastic_spec_is_refused_plainly(tmp_path, library_kb):
+    spec = _spec(tmp_path, "dropout", CONV.replace("return self.conv(x)",
+                                                   "return torch.nn.functional.dropout(self.conv(x), 0.3)"))
+    with pytest.raises(ProviderError, match="random numbers.*--provider anthropic"):
         OfflineProvider().propose(_request(spec, library_kb))
 
 

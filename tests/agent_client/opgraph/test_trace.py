@@ -1,0 +1,70 @@
+"""The spec front end traces files as published: super(Model, self), buffers, tuples, integer inputs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agent_client.opgraph import TraceError, trace_spec
+
+PUBLISHED = Path(__file__).resolve().parents[2] / "published_specs"
+
+
+@pytest.mark.parametrize("spec", sorted(PUBLISHED.glob("*.py")), ids=lambda p: p.stem)
+def test_every_published_style_spec_traces(spec):
+    graph = trace_spec(spec)
+    assert graph.calls(), "a traced graph holds the spec's ops"
+    assert all(g.meta is not None for g in graph.inputs.values())
+
+
+def test_parameters_and_buffers_are_named_by_attribute_path():
+    graph = trace_spec(PUBLISHED / "6_CausalAttention_Buffer.py")
+    kinds = {str(g.ref): g.kind for g in graph.inputs.values()}
+    assert kinds["c_attn.weight"] == "param" and kinds["bias"] == "buffer" and kinds["0"] == "input"
+
+
+def test_tuple_outputs_are_kept_in_order():
+    graph = trace_spec(PUBLISHED / "9_RowMax_TupleOutput.py")
+    assert graph.output_tuple and graph.n_outputs == 2
+
+
+def test_batchnorm_statistics_are_mutations(tmp_path):
+    spec = tmp_path / "bn.py"
+    spec.write_text(
+        "import torch\nimport torch.nn as nn\n\n"
+        "class Model(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super(Model, self).__init__()\n"
+        "        self.bn = nn.BatchNorm1d(8)\n\n"
+        "    def forward(self, x):\n"
+        "        return self.bn(x)\n\n"
+        "def get_inputs():\n    return [torch.randn(4, 8)]\n\n"
+        "def get_init_inputs():\n    return []\n")
+    graph = trace_spec(spec)
+    assert {"bn.running_mean", "bn.running_var", "bn.num_batches_tracked"} <= set(graph.mutation_targets)
+    assert len(graph.mutations) == len(graph.mutation_targets)
+
+
+def test_data_dependent_control_flow_names_the_line(tmp_path):
+    spec = tmp_path / "branchy.py"
+    spec.write_text(
+        "import torch\nimport torch.nn as nn\n\n"
+        "class Model(nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        if x.sum() > 0:\n"
+        "            return x * 2\n"
+        "        return x\n\n"
+        "def get_inputs():\n    return [torch.randn(4)]\n\n"
+        "def get_init_inputs():\n    return []\n")
+    with pytest.raises(TraceError) as info:
+        trace_spec(spec)
+    message = str(info.value)
+    assert "branchy.py" in message and "line 6" in message and "tensor values" in message
+
+
+def test_a_spec_missing_its_functions_is_named(tmp_path):
+    spec = tmp_path / "half.py"
+    spec.write_text("import torch\nclass Model(torch.nn.Module):\n    pass\n")
+    with pytest.raises(TraceError, match="get_inputs"):
+        trace_spec(spec)
