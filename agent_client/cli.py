@@ -106,6 +106,8 @@ def tune(
     basis = {"compile": "torch.compile", "eager": "eager (compile baseline skipped)"}.get(result.fitness_basis or "")
     best = f"{speedup_text(result.best_fitness)} over {basis} ({result.best_node_id})" if result.best_node_id else "none"
     typer.echo(f"session {result.session_id}: {result.nodes} candidates, stop: {result.stop_reason}, best {best}")
+    if result.conclusion:
+        typer.echo(result.conclusion)
     typer.echo(f"report: {folder / 'report.html'}")
     if result.written_kernels:
         typer.echo(f"written to the kernel library: {', '.join(result.written_kernels)}")

@@ -16,7 +16,7 @@ from collections import Counter
 from pathlib import Path
 from string import Template
 
-from agent_client.session.records import Node, speedup_text
+from agent_client.session.records import Node, conclusion, speedup_text
 from agent_client.session.store import SessionStore
 
 TEMPLATE_PATH = Path(__file__).parent / "templates" / "report.html"
@@ -58,6 +58,7 @@ def render_report(store: SessionStore) -> str:
         "rows": "\n".join(_row(n) for n in nodes),
         "winner_title": f": {E(best.id)} ({speedup_text(best.fitness)})" if best else ": none",
         "winner_code": E(best.code) if best else "No candidate was correct and timed in this session.",
+        "conclusion": E(conclusion(best, nodes)),
     }
     return Template(TEMPLATE_PATH.read_text(encoding="utf-8")).substitute(values)
 

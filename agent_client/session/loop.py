@@ -22,7 +22,9 @@ from typing import Any
 
 from agent_client.prompting import PromptBuilder
 from agent_client.providers.base import ProposalRequest, Provider
-from agent_client.session.records import Node, SessionConfig, fitness, speedup_text, stand_in_verdict
+from agent_client.session.records import (
+    Node, SessionConfig, conclusion, fitness, speedup_text, stand_in_verdict,
+)
 from agent_client.session.store import SessionStore
 from agent_client.session.writeback import tunables_of, write_back
 
@@ -45,6 +47,7 @@ class SessionResult:
     elapsed_s: float  # this run
     written_kernels: list[str] = field(default_factory=list)
     failures: dict[str, int] = field(default_factory=dict)  # outcome -> count, failed nodes only
+    conclusion: str = ""  # what to use, with both timings (never a winner slower than torch.compile)
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -310,4 +313,5 @@ class Tuner:
             time_to_best_s=(best.evaluated_at - created) if best and best.evaluated_at else None,
             elapsed_s=time.monotonic() - self._t0, written_kernels=written,
             failures={k: c for k, c in outcomes.items() if k not in ("passed", "pending")},
+            conclusion=conclusion(best, nodes),
         )

@@ -108,3 +108,28 @@ def stand_in_verdict(status: str, reasons: list[str]) -> dict:
     """A verdict-shaped dict for a node the harness never judged (malformed reply, evaluator crash)."""
     return {"status": status, "reasons": reasons, "latency_ms": None, "speedup_vs_eager": None,
             "speedup_vs_compile": None, "limit_kind": None, "fraction_of_limit": None, "diagnostics": {}}
+
+
+def conclusion(best: Node | None, nodes: list[Node]) -> str:
+    """What a user should do after the session, with both timings: never a winner slower than torch.compile."""
+    routes = next((n.meta for n in nodes if n.meta.get("general_lowering_only") is not None), None)
+    lowering_only = bool(routes and routes.get("general_lowering_only"))
+    served = (" Served by the general lowering alone: no library kernel fits this spec ("
+              + "; ".join(routes.get("unserved") or []) + ").") if lowering_only else ""
+    if best is None:
+        return "No candidate passed: keep the reference (or torch.compile)." + served
+    v = best.verdict or {}
+    lat, comp, eager = v.get("latency_ms"), v.get("compile_ms"), v.get("eager_ms")
+    if best.fitness_basis == "compile" and comp is not None and lat is not None:
+        if best.fitness >= 1.0:
+            text = (f"{best.id} runs in {lat:.4g} ms against torch.compile's {comp:.4g} ms "
+                    f"({speedup_text(best.fitness)}): use it.")
+        else:
+            text = (f"torch.compile is faster: {comp:.4g} ms against the best candidate's {lat:.4g} ms "
+                    f"({best.id}, {speedup_text(best.fitness)}); keep torch.compile for this spec.")
+    elif lat is not None and eager is not None:
+        text = (f"{best.id} runs in {lat:.4g} ms against eager's {eager:.4g} ms ({speedup_text(best.fitness)}); "
+                "torch.compile was not timed here, so nothing is claimed against it.")
+    else:
+        text = f"{best.id} is the best candidate ({speedup_text(best.fitness)})."
+    return text + served
