@@ -77,6 +77,8 @@ def _plan_function(pid: int, plan: Plan, graph) -> str:
         body.append(f"{buf.name} = torch.empty({tuple(buf.meta.shape)!r}, device=dev, "
                     f"dtype={_dtype(buf.meta.dtype)})")
     for k in plan.kernels:
+        for tmp, tshape, tdtype in k.temps:
+            body.append(f"{tmp} = torch.empty({tuple(tshape)!r}, device=dev, dtype={_dtype(tdtype)})")
         kwargs = ", ".join(f"{key}={expr}" for key, expr in k.constexprs.items())
         body.append(f"{k.name}[{k.grid}]({', '.join(k.args)}{', ' if kwargs else ''}{kwargs})")
     for path, node in plan.mutations:

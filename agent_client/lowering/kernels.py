@@ -31,6 +31,7 @@ class Kernel:
     space: dict = field(default_factory=dict)  # name -> allowed values
     kind: str = ""
     note: str = ""  # what the kernel computes, for the candidate's comments
+    temps: list = field(default_factory=list)  # (python name, shape, dtype name) allocated before launch
 
 
 def _pow2(n: int) -> int:
@@ -301,6 +302,83 @@ def _reduction_kernel_object(w, name, xn, rn, rblock, persistent, target, reduct
             f"{', '.join(r.name for r in reductions)} -> {', '.join(n.name for n in outputs)}")
     return Kernel(name, _finish(w, ["XBLOCK", "RBLOCK"]), list(w.args), f"(triton.cdiv({xn}, {xb}),)",
                   constexprs, tun, space, "reduction", note)
+
+
+# ---- split reductions ---------------------------------------------------------------------------------
+SPLIT_MAX_ROWS = 256  # fewer rows than this (and long ones) leave most of a GPU idle: split each row
+SPLIT_MIN_ELEMENTS = 1 << 16
+_PROGRAMS = 1024  # partial-reduction programs to aim for (several per SM)
+
+
+def should_split(full_shape: tuple, dims: list[int], kind: str, target: str) -> bool:
+    rows = math.prod(full_shape[k] for k in range(len(full_shape)) if k not in dims)
+    length = math.prod(full_shape[k] for k in dims)
+    return (target != "cpu" and kind not in ("argmax", "argmin") and rows < SPLIT_MAX_ROWS
+            and length >= SPLIT_MIN_ELEMENTS)
+
+
+def split_reduction_kernels(name: str, full_shape: tuple, dims: list[int], red, buffers: dict,
+                            target: str) -> list[Kernel]:
+    """One long reduction as two kernels: partial results of row chunks, then the rows' results."""
+    kind, x, _, _ = reduce_info(red)
+    outer = [k for k in range(len(full_shape)) if k not in dims]
+    xn = math.prod(full_shape[k] for k in outer)
+    rn = math.prod(full_shape[k] for k in dims)
+    splits = min(1024, _pow2(max(1, _PROGRAMS // xn)), _pow2(-(-rn // 4096)))
+    chunk = -(-rn // splits)
+    w = KernelWriter(_loadable(buffers, [red]), f"{name}_part")
+    w.tile_var = "ri"
+    w.emit(f"xi = tl.program_id(0) // {splits}")
+    w.emit(f"ci = tl.program_id(0) % {splits}")
+    out_t = ops.ctype_of(red.meta["val"].dtype)
+    acc_t = _acc_type(kind, red, ops.ctype_of(x.meta["val"].dtype))
+    init = _init_lit(kind, acc_t)
+    w.emit(f"acc = tl.full([RBLOCK], {init}, {ops.TL_TYPE[acc_t]})")
+    w.emit(f"for roff in range(0, {chunk}, RBLOCK):")
+    w.indent += 1
+    w.push()
+    w.emit(f"ri = ci * {chunk} + roff + tl.arange(0, RBLOCK)")
+    w.emit(f"rmask = (ri < {rn}) & (roff + tl.arange(0, RBLOCK) < {chunk})")
+    w.mask = "rmask"
+    xpart = delinearize(Index.var("xi", xn), tuple(full_shape[k] for k in outer))
+    rpart = delinearize(Index.var("ri", rn), tuple(full_shape[k] for k in dims))
+    full, xs, rs = [], iter(xpart), iter(rpart)
+    for k in range(len(full_shape)):
+        full.append(next(rs) if k in dims else next(xs))
+    v, c = _eval(w, x, full, red)
+    v = w.bind(f"tl.where(rmask, {w.cast(v, c, acc_t)}, {init})")
+    w.emit(f"acc = {_combine(kind, 'acc', v)}")
+    w.pop()
+    w.indent -= 1
+    part_dtype = {"f32": "float32", "f64": "float64", "i64": "int64", "i32": "int32"}[acc_t]
+    fn = {"sum": "tl.sum", "max": "tl.max", "min": "tl.min", "any": "tl.max", "all": "tl.min"}.get(kind)
+    total = f"{fn}(acc, 0)" if fn else "tl.reduce(acc, 0, _kkb_mul)"
+    part = f"{name}_partial"
+    w.args[part] = Buffer(part, None)
+    w.emit(f"tl.store({part} + tl.program_id(0), {total})")
+    rb, t1, s1 = _tune(name, "RBLOCK", min(2048, _pow2(chunk)), [256, 512, 1024, 2048, 4096])
+    nw, t2, s2 = _tune(name, "num_warps", 8, [2, 4, 8, 16])
+    first = Kernel(w.name, _finish(w, ["RBLOCK"]), list(w.args), f"({xn * splits},)",
+                   {"RBLOCK": rb, "num_warps": nw}, {**t1, **t2}, {**s1, **s2}, "reduction",
+                   f"split reduction ({kind}) of {rn} over {xn} rows, part 1: {splits} chunks of {chunk}",
+                   temps=[(part, (xn, splits), part_dtype)])
+    # part 2: the rows' results from their chunks
+    dst = buffers[red]
+    sblock = _pow2(splits)
+    lines = [f"xi = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)[:, None]",
+             f"si = tl.arange(0, {sblock})[None, :]",
+             f"m = (xi < {xn}) & (si < {splits})",
+             f"p = tl.load({part} + xi * {splits} + si, mask=m, other={init})",
+             f"r = {(fn + '(p, 1)') if fn else 'tl.reduce(p, 1, _kkb_mul)'}[:, None]"]
+    value = "(r != 0)" if kind in ("any", "all") else ("r" if acc_t == out_t else f"r.to({ops.TL_TYPE[out_t]})")
+    lines.append(f"tl.store({dst.name} + xi, {value}.to({dst.name}.dtype.element_ty), mask=xi < {xn})")
+    src = (f"@triton.jit\ndef {name}_final({part}, {dst.name}, XBLOCK: tl.constexpr):\n"
+           + "\n".join("    " + ln for ln in lines) + "\n")
+    xb = min(64, _pow2(xn))
+    second = Kernel(f"{name}_final", src, [part, dst.name], f"(triton.cdiv({xn}, {xb}),)",
+                    {"XBLOCK": str(xb), "num_warps": "4"}, {}, {}, "reduction",
+                    f"split reduction ({kind}), part 2: {splits} partial results per row -> {red.name}")
+    return [first, second]
 
 
 # ---- scans ---------------------------------------------------------------------------------------------

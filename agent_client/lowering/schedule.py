@@ -44,6 +44,7 @@ class _Group:
     anchors: list  # the reductions / the scan / the matmul or convolution it computes
     outputs: list = field(default_factory=list)  # what it stores
     key: tuple = ()  # reductions: (input shape, dims)
+    split: bool = False  # a long reduction over few rows, as partial results then their reduction
 
 
 def _meta(node) -> TensorMeta:
@@ -88,8 +89,9 @@ class _Rebuild(Exception):
 
 
 class _Scheduler:
-    def __init__(self, graph: OpGraph):
+    def __init__(self, graph: OpGraph, target: str = "cuda"):
         self.graph = graph
+        self.target = target
         self.nodes = [n for n in graph.gm.graph.nodes if n.op == "call_function"]
         self.order = {n: i for i, n in enumerate(self.nodes)}
         self.pinned: set = set()  # homes that must be stored
@@ -119,15 +121,17 @@ class _Scheduler:
             elif kind == "scan":
                 g = _Group("scan", [n])
             elif kind == "reduction":
-                _, x, dims, _ = K.reduce_info(n)
+                rkind, x, dims, _ = K.reduce_info(n)
                 key = (shape(x), tuple(dims))
-                g = next((q for q in groups if q.kind == "reduction" and q.key == key
-                          and not any((n, a) in self.detached for a in q.anchors)), None)
+                split = K.should_split(shape(x), dims, rkind, self.target)
+                g = None if split else next(
+                    (q for q in groups if q.kind == "reduction" and q.key == key and not q.split
+                     and not any((n, a) in self.detached for a in q.anchors)), None)
                 if g is not None:
                     g.anchors.append(n)
                     home_of[n] = g
                     continue
-                g = _Group("reduction", [n], key=key)
+                g = _Group("reduction", [n], key=key, split=split)
             else:
                 continue
             groups.append(g)
@@ -139,7 +143,7 @@ class _Scheduler:
                 continue
             target = None
             for h in sorted(self._homes_read(n, stored), key=self.order.get, reverse=True):
-                if (n, h) not in self.detached and self._fits(n, home_of[h]):
+                if (n, h) not in self.detached and not home_of[h].split and self._fits(n, home_of[h]):
                     target = home_of[h]
                     break
             if target is None:
@@ -227,7 +231,7 @@ def _input_var(gi) -> str:
 
 def schedule(graph: OpGraph, target: str = "cuda", options: dict | None = None, prefix: str = "") -> Plan:
     options = options or {}
-    s = _Scheduler(graph)
+    s = _Scheduler(graph, target)
     for attempt in range(4 * len(s.nodes) + 8):
         try:
             groups = s.groups()
@@ -242,8 +246,13 @@ def schedule(graph: OpGraph, target: str = "cuda", options: dict | None = None, 
             for o in g.outputs:
                 buffers[o] = Buffer(f"buf{len(allocations)}", _meta(o))
                 allocations.append(o)
+        for g in groups:  # a split reduction stores its value whoever reads it
+            if g.split and g.anchors[0] not in g.outputs:
+                g.outputs.append(g.anchors[0])
+                buffers[g.anchors[0]] = Buffer(f"buf{len(allocations)}", _meta(g.anchors[0]))
+                allocations.append(g.anchors[0])
         try:
-            kernels = [_generate(g, f"{prefix}k{i}", buffers, target, options) for i, g in enumerate(groups)]
+            kernels = [k for i, g in enumerate(groups) for k in _generate(g, f"{prefix}k{i}", buffers, target, options)]
         except FusionError as exc:
             s.learn(exc, groups)
             continue
@@ -251,15 +260,18 @@ def schedule(graph: OpGraph, target: str = "cuda", options: dict | None = None, 
     raise LoweringError("no schedule found: the fusion rules did not settle")
 
 
-def _generate(g: _Group, tag: str, buffers, target, options) -> K.Kernel:
+def _generate(g: _Group, tag: str, buffers, target, options) -> list[K.Kernel]:
     name = f"_{tag}_{g.kind}"
     if g.kind == "pointwise":
-        return K.pointwise_kernel(name, g.outputs, buffers, target)
+        return [K.pointwise_kernel(name, g.outputs, buffers, target)]
+    if g.kind == "reduction" and g.split:
+        full, dims = g.key
+        return K.split_reduction_kernels(name, full, list(dims), g.anchors[0], buffers, target)
     if g.kind == "reduction":
         full, dims = g.key
-        return K.reduction_kernel(name, full, list(dims), g.anchors, g.outputs, buffers, target)
+        return [K.reduction_kernel(name, full, list(dims), g.anchors, g.outputs, buffers, target)]
     if g.kind == "scan":
-        return K.scan_kernel(name, g.anchors[0], g.outputs, buffers, target)
+        return [K.scan_kernel(name, g.anchors[0], g.outputs, buffers, target)]
     if g.kind == "gemm":
-        return K.gemm_kernel(name, g.anchors[0], g.outputs, buffers, target)
-    return K.conv_kernel(name, g.anchors[0], g.outputs, buffers, target, options.get("conv_impl"))
+        return [K.gemm_kernel(name, g.anchors[0], g.outputs, buffers, target)]
+    return [K.conv_kernel(name, g.anchors[0], g.outputs, buffers, target, options.get("conv_impl"))]

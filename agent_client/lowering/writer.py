@@ -107,10 +107,12 @@ class KernelWriter:
         addr = address(idx, buf.meta.stride)
         off = addr.render()
         mask = both(self.mask, cond)
-        if addr.is_const() and cond is None:
-            mask = None  # one scalar, always in bounds
-        elif addr.is_const():
-            off = f"{off} + 0 * {self.tile_var}"
+        tiles = _tile_vars(self.mask)
+        if not any(re.search(rf"\b{v}\b", off) for v in tiles) and (tiles or addr.is_const()):
+            if cond is None:
+                mask = None  # one scalar per program (a constant or program-id address), always in bounds
+            else:
+                off = f"{off} + 0 * {self.tile_var}"
         ctype = ops.CTYPE[buf.meta.dtype]
         code = f"tl.load({ptr} + ({off})" + (f", mask={mask}, other=0)" if mask else ")")
         if buf.meta.dtype in ("float16", "bfloat16"):
