@@ -90,7 +90,7 @@ def _ints(value: ast.expr):
 def _scale_int(v: int, factor: float, least: int = MIN_SCALED, floor: int = FLOOR) -> int:
     if v < least or factor >= 1:
         return v
-    return max(floor, int(math.floor(v * factor)))
+    return max(floor, math.floor(v * factor))
 
 
 def _scale_value(v, factor: float, least: int = MIN_SCALED, floor: int = FLOOR):
@@ -129,7 +129,7 @@ def _measure(source: str, name: str) -> tuple[int, int]:
     from torch.utils.flop_counter import FlopCounterMode
 
     namespace: dict = {"__name__": f"_kkb_scaled_{abs(hash(name))}"}
-    exec(compile(source, name, "exec"), namespace)  # the spec is trusted reference code
+    exec(compile(source, name, "exec"), namespace)  # noqa: S102 - the spec is trusted reference code
     with torch.device("meta"):
         model = namespace["Model"](*namespace["get_init_inputs"]())
         inputs = list(namespace["get_inputs"]())
@@ -153,7 +153,7 @@ def scale_spec_source(source: str, max_input_elements: int = 1 << 18, name: str 
             previous = changes
             try:
                 elements, flops = _measure(text, name)
-            except Exception as exc:  # a shape rule broken at this factor: try the next one
+            except Exception as exc:  # noqa: BLE001 - a shape rule broken at this factor: try the next one
                 last_error = exc
                 factor /= 2
                 continue

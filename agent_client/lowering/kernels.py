@@ -196,7 +196,7 @@ def reduction_kernel(name: str, full_shape: tuple, dims: list[int], reductions: 
     if persistent:
         r_setup("")
     for red in reductions:
-        kind, x, rdims, keep = reduce_info(red)
+        kind, x, _, keep = reduce_info(red)
         v0, xc = None, None
         if persistent:
             v0, xc = _eval(w, x, full_idx(), red)
@@ -365,7 +365,7 @@ def split_reduction_kernels(name: str, full_shape: tuple, dims: list[int], red, 
     # part 2: the rows' results from their chunks
     dst = buffers[red]
     sblock = _pow2(splits)
-    lines = [f"xi = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)[:, None]",
+    lines = ["xi = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)[:, None]",
              f"si = tl.arange(0, {sblock})[None, :]",
              f"m = (xi < {xn}) & (si < {splits})",
              f"p = tl.load({part} + xi * {splits} + si, mask=m, other={init})",
@@ -462,7 +462,7 @@ def _dot_types(*operands) -> str:
 
 def _gemm_tunables(name, m, n, k, target, dot_t):
     tun, space, exprs = {}, {}, {}
-    cap = lambda v: max(16, min(_pow2(v), 256))  # noqa: E731
+    cap = lambda v: max(16, min(_pow2(v), 256))
     if target == "cpu":  # the interpreter pays per operation, not per element: few, large tiles
         defaults = {"BLOCK_M": min(cap(m) if m <= 256 else _pow2(m), 2048), "BLOCK_N": min(cap(n), 128),
                     "BLOCK_K": min(cap(k), 128)}
@@ -720,5 +720,14 @@ def _offsets(ksz):
     return list(itertools.product(*[range(k) for k in ksz]))
 
 
-__all__ = ["Kernel", "FusionError", "Buffer", "pointwise_kernel", "reduction_kernel", "scan_kernel",
-           "gemm_kernel", "conv_kernel", "reduce_info"]
+__all__ = [
+    "Buffer",
+    "FusionError",
+    "Kernel",
+    "conv_kernel",
+    "gemm_kernel",
+    "pointwise_kernel",
+    "reduce_info",
+    "reduction_kernel",
+    "scan_kernel",
+]

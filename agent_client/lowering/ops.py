@@ -277,7 +277,6 @@ POINTWISE = {
     aten.minimum: _binary("tl.minimum({a}, {b})"), prims.minimum: _binary("tl.minimum({a}, {b})"),
     aten.fmax: _binary("tl.maximum({a}, {b})"), aten.fmin: _binary("tl.minimum({a}, {b})"),
     aten.remainder: _binary("_kkb_remainder({a}, {b})"), aten.fmod: _binary("_kkb_fmod({a}, {b})"),
-    aten.atan2: _binary("_kkb_atan2({a}, {b})"),
     aten.pow: _pow, prims.pow: _pow,
     aten.where: _where, prims.where: _where,
     aten.clamp: _clamp, aten.clamp_min: lambda c, n, a: _clamp(c, n, [a[0], a[1], None]),

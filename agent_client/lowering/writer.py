@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import operator
 import re
 from dataclasses import dataclass
 
@@ -489,6 +488,3 @@ def _tile_vars(mask: str | None) -> list[str]:
     found += ["ri"] if "rmask" in mask else []
     return found + [v for v in ("mi", "ni", "ka", "kb") if re.search(rf"\b{v}\b", mask)]
 
-
-def getitem_source(node):
-    return node.args[0] if node.target is operator.getitem else node

@@ -90,7 +90,7 @@ class OfflineProvider:
     def _library_routes(self, request: ProposalRequest, why: list[str]) -> list[Route]:
         try:
             sig = trace_signature(Path(request.spec_path))
-        except Exception as exc:  # the old tracer is narrower than the front end: not an error of the spec
+        except Exception as exc:  # noqa: BLE001 - the older tracer is narrower than the front end
             why.append(f"library: the signature tracer could not read the spec ({type(exc).__name__})")
             return []
         if sig.family is None:

@@ -81,7 +81,7 @@ def load_module(path: Path, source: str | None = None):
     module.__file__ = str(path)
     sys.modules[name] = module  # dataclasses and pickling look themselves up there while the spec runs
     try:
-        exec(compile(source, str(path), "exec"), module.__dict__)
+        exec(compile(source, str(path), "exec"), module.__dict__)  # noqa: S102 - the user's own spec
     except Exception as exc:
         raise TraceError(f"spec {path}: importing it failed: {_where(exc, path)}{type(exc).__name__}: "
                          f"{exc}") from exc
@@ -112,7 +112,7 @@ def _build(module, path: Path, init_kwargs: dict, input_kwargs: dict, dtype: str
             warnings.simplefilter("ignore")
             torch.manual_seed(0)
             model = module.Model(*init)
-    except Exception:  # an __init__ that needs real values (an .item(), a QR): build it on the CPU
+    except Exception:  # noqa: BLE001 - an __init__ that needs real values (an .item(), a QR): build it on the CPU
         torch.manual_seed(0)
         model = module.Model(*init).to("meta")
     with torch.device("meta"):
