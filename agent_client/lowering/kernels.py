@@ -473,7 +473,8 @@ def _gemm_tunables(name, m, n, k, target, dot_t):
         e, t, s = _tune(name, key, default, [v for v in (16, 32, 64, 128, 256) if v <= max(default, 16) * 2]
                         if target != "cpu" else [default])
         exprs[key], tun, space = e, {**tun, **t}, {**space, **s}
-    for key, default, allowed in (("GROUP_M", 8, [1, 4, 8, 16]), ("num_warps", 4, [2, 4, 8]),
+    big_tile = defaults["BLOCK_M"] * defaults["BLOCK_N"] >= 128 * 128
+    for key, default, allowed in (("GROUP_M", 8, [1, 4, 8, 16]), ("num_warps", 8 if big_tile else 4, [2, 4, 8]),
                                   ("num_stages", 3, [2, 3, 4, 5])):
         e, t, s = _tune(name, key, default, allowed)
         exprs[key], tun, space = e, {**tun, **t}, {**space, **s}
