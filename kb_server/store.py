@@ -30,7 +30,6 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import cached_property
 from urllib.parse import urlparse
 
 import chromadb
@@ -39,7 +38,7 @@ from chromadb.config import Settings as ChromaSettings
 
 from kb_server.config import KBSettings
 from kb_server.embeddings import Embedder, get_embedder
-from kb_server.facts import AcceleratorFacts, load_all_facts
+from kb_server.facts_store import FACTS_TOKEN_ID, FactsCollection
 from kb_server.kernel_store import KernelCollection
 from kb_server.lexical import LexicalIndex
 from kb_server.schemas import Chunk, Hit, KernelRecord, SearchFilters
@@ -49,6 +48,7 @@ log = logging.getLogger("kb_server")
 
 _GENERATION_ID = "__kkb_generation__"  # reserved record in the documents collection
 _PLACEHOLDER = [1.0]  # the documents collection's vector: it is never searched by similarity
+_RESERVED = {_GENERATION_ID, FACTS_TOKEN_ID}  # state records of the registry, not documents
 _PAGE = 5000  # records per chromadb get/add call (chromadb rejects much larger batches)
 
 
@@ -88,6 +88,7 @@ def _chunk_meta(chunk: Chunk) -> dict:
         "vendor": chunk.vendor,
         "kind": chunk.kind,
         "source_urls": json.dumps(chunk.source_urls),
+        "metadata": json.dumps(chunk.metadata, sort_keys=True),
     }
     meta.update({f"acc_{acc}": True for acc in chunk.accelerator})  # filterable flags
     return meta
@@ -98,7 +99,7 @@ def _chunk_from(chunk_id_: str, text: str, meta: Mapping) -> Chunk:
         id=chunk_id_, document_id=meta["document_id"], text=text,
         heading_path=json.loads(meta["heading_path"]), source=meta["source"], title=meta["title"],
         accelerator=meta["accelerator_ids"].split(","), vendor=meta["vendor"], kind=meta["kind"],
-        source_urls=json.loads(meta.get("source_urls", "[]")),
+        source_urls=json.loads(meta.get("source_urls", "[]")), metadata=json.loads(meta.get("metadata", "{}")),
     )
 
 
@@ -138,7 +139,7 @@ def connect(settings: KBSettings) -> chromadb.api.ClientAPI:
     return chromadb.PersistentClient(path=str(settings.chroma_path), settings=chroma_settings)
 
 
-class Store(KernelCollection):
+class Store(KernelCollection, FactsCollection):
     """The knowledge base's one interface over chromadb, the BM25 index and the facts."""
 
     def __init__(self, settings: KBSettings, embedder: Embedder | None = None):
@@ -192,7 +193,7 @@ class Store(KernelCollection):
         out: dict[str, dict] = {}
         for offset in range(0, self._documents.count(), _PAGE):
             got = self._documents.get(include=["metadatas"], limit=_PAGE, offset=offset)
-            out.update({i: m for i, m in zip(got["ids"], got["metadatas"]) if i != _GENERATION_ID})
+            out.update({i: m for i, m in zip(got["ids"], got["metadatas"]) if i not in _RESERVED})
         return out
 
     def missing_chunk_ids(self, ids: Iterable[str]) -> set[str]:
@@ -266,12 +267,17 @@ class Store(KernelCollection):
             return False
         for start in range(0, len(chunk_ids), _PAGE):
             self._chunks.delete(ids=chunk_ids[start : start + _PAGE])
+        was_facts = False
         if record["ids"]:
             kernel_id = record["metadatas"][0].get("kernel_id")
             if kernel_id:
                 self._kernels.delete(ids=[kernel_id])
+            was_facts = record["metadatas"][0].get("type") == "facts"
             self._documents.delete(ids=[document_id])
-        self._bump_generation()
+        if was_facts:
+            self.bump_facts_token()
+        else:
+            self._bump_generation()
         return True
 
     def register_kernel_file(self, document_id: str, record: KernelRecord, file_hash: str, source: str) -> str:
@@ -475,16 +481,7 @@ class Store(KernelCollection):
                 return dict(kept[:depth])
         return dict(query(depth, chunk_where(filters)))
 
-    # ---------------------------------------------------------------- facts and stats
-    @cached_property
-    def _facts(self) -> dict[str, AcceleratorFacts]:
-        directory = self.settings.corpus_dir / "accelerators"
-        return load_all_facts(directory) if directory.is_dir() else {}
-
-    def accelerators(self) -> dict[str, AcceleratorFacts]:
-        """Accelerator facts from `<corpus_dir>/accelerators/*.yaml` ({} when there is no such folder)."""
-        return self._facts
-
+    # ---------------------------------------------------------------- stats
     def stats(self) -> dict:
         return {
             "documents": len(self._registry()), "chunks": self._chunks.count(), "kernels": self._kernels.count(),
