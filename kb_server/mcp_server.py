@@ -31,9 +31,15 @@ class _KB:
     def __init__(self, settings: ServerSettings | None = None):
         self.settings = settings or ServerSettings()
         facts_dir = self.settings.corpus_dir / "accelerators"
-        self.facts: dict[str, AcceleratorFacts] = load_all_facts(facts_dir) if facts_dir.is_dir() else {}
+        if facts_dir.is_dir():
+            load_all_facts(facts_dir)  # an invalid corpus facts file stops start-up, naming file and field
         self._store = None
         self._lock = threading.Lock()
+
+    @property
+    def facts(self) -> dict[str, AcceleratorFacts]:
+        """The store's facts, re-read when another process ingested facts since the last call."""
+        return self.store.accelerators()
 
     @property
     def store(self):

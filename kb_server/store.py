@@ -64,6 +64,7 @@ class DocumentWrite:
     chunks: list[Chunk]
     file_hash: str
     source: str = ""
+    chunking: str = ""  # the rules and sizes that cut these chunks: a document cut otherwise is re-ingested
 
 
 def index_text(heading_path: list[str], text: str) -> str:
@@ -185,6 +186,10 @@ class Store(KernelCollection, FactsCollection):
         """document_id -> file hash of every ingested document (and kernel file)."""
         return {i: m["file_hash"] for i, m in self._registry().items()}
 
+    def document_chunking(self) -> dict[str, str]:
+        """document_id -> the chunking signature its chunks were cut with ("" when not recorded)."""
+        return {i: m.get("chunking", "") for i, m in self._registry().items()}
+
     def document_sources(self) -> dict[str, str]:
         """document_id -> source path, for pruning documents whose files are gone."""
         return {i: m.get("source", "") for i, m in self._registry().items()}
@@ -248,7 +253,7 @@ class Store(KernelCollection, FactsCollection):
                 ids=[d.document_id for d in batch_docs], embeddings=[_PLACEHOLDER] * len(batch_docs),
                 documents=[""] * len(batch_docs),
                 metadatas=[{"file_hash": d.file_hash, "source": d.source, "type": "document",
-                            "n_chunks": len(d.chunks)} for d in batch_docs])
+                            "n_chunks": len(d.chunks), "chunking": d.chunking} for d in batch_docs])
         if to_add or stale:  # the chunks changed: other processes must rebuild their BM25 index
             self._bump_generation()
 

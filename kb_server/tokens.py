@@ -44,7 +44,7 @@ class TokenCounter:
             from huggingface_hub import snapshot_download
 
             return Path(snapshot_download(self.model, local_files_only=True))
-        except Exception as exc:  # noqa: BLE001  not cached (and never fetched: we stay offline)
+        except Exception as exc:
             raise TokenizerError(f"model {self.model!r} is neither a folder nor in the local Hugging Face cache; "
                                  "set KKB_MODEL to a sentence-transformers model folder") from exc
 
