@@ -118,3 +118,17 @@ def test_no_headings_uses_the_title():
 ])
 def test_nothing_in_nothing_out(blocks):
     assert pack_blocks(blocks) == []
+
+
+def test_no_chunk_of_the_corpus_is_longer_than_the_embedders_window():
+    from ingest.pipeline import IngestOptions, IngestReport, discover, read_document
+    from kb_server.config import KBSettings
+    from kb_server.store import index_text
+
+    settings = KBSettings()
+    files = [f for f in discover([settings.corpus_dir / "docs"], IngestReport()) if f.kind == "doc"]
+    assert len(files) >= 70
+    lengths = [COUNTER.wordpieces(index_text(c.heading_path, c.text))
+               for f in files for c in read_document(f, IngestOptions(), "any", settings.chunk_max_tokens,
+                                                     settings.chunk_overlap_tokens)]
+    assert len(lengths) >= 500 and max(lengths) <= COUNTER.window
