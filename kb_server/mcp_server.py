@@ -95,9 +95,12 @@ def build_server(settings: ServerSettings | None = None) -> MCPServer:
 
     @server.tool()
     @_named_errors
-    def build_prompt(spec_source: str, accelerator: str, backend: str, token_budget: int = 6000) -> dict[str, Any]:
-        """A retrieval-augmented prompt for a KernelBench spec (its source; never executed)."""
-        bundle = prompt_builder.build_prompt(kb.store, spec_source, accelerator, backend, token_budget)
+    def build_prompt(spec_source: str, accelerator: str, backend: str, token_budget: int = 6000,
+                     extra_queries: list[str] | None = None, retrieval: bool = True) -> dict[str, Any]:
+        """A retrieval-augmented prompt for a KernelBench spec (its source; never executed): the target's
+        facts, passages for its ops and bottleneck, and part of the nearest library kernel."""
+        bundle = prompt_builder.build_prompt(kb.store, spec_source, accelerator, backend, token_budget,
+                                             extra_queries=extra_queries or [], retrieval=retrieval)
         return bundle.model_dump(mode="json")
 
     @server.tool()

@@ -129,8 +129,13 @@ def test_prompt_route(client):
                                                        "task"]
     assert bundle["tokens"] <= 4000 and "softmax" in bundle["text"]
     assert_problem(client.post("/v1/prompt", json={**body, "backend": "verilog"}), 422, "backend")
-    assert_problem(client.post("/v1/prompt", json={**body, "accelerator": "tpu"}), 404, "accelerator")
+    unknown = assert_problem(client.post("/v1/prompt", json={**body, "accelerator": "tpu"}), 404, "accelerator")
+    assert unknown["known"] == ["h100", "mi300x"] and "known: h100, mi300x" in unknown["detail"]
     assert_problem(client.post("/v1/prompt", json={**body, "token_budget": 40}), 422, "token_budget")
+    passages = bundle["sections"][1]["sources"]
+    assert len(passages) >= 3 and "_softmax_kernel" in bundle["sections"][2]["text"]
+    off = client.post("/v1/prompt", json={**body, "retrieval": False}).json()
+    assert off["retrieval"] is False and off["sections"][1]["sources"] == [] and "_softmax_kernel" not in off["text"]
     assert_problem(client.post("/v1/prompt", json={**body, "spec_source": "def (:"}), 422, "spec_source")
 
 
