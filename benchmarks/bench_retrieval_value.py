@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.common import write_results
 
-DEFAULT_SPECS = ["examples/specs/rmsnorm_cpu.py"]
+DEFAULT_SPECS = ["examples/specs/rmsnorm_cpu.py", "examples/specs/row_softmax.py"]
 FAST_CPU_EVAL = {"trials": 1, "min_reps": 1, "max_reps": 3, "warmup": 0, "max_timing_s": 0.5}
 
 
