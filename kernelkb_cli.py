@@ -24,6 +24,17 @@ _VERBS = {
 _OURS = {"ingest", "kb_server", "harness", "agent_client"}
 
 
+def _ingest_pipeline():
+    from ingest.upload import PipelineIngestor
+
+    return PipelineIngestor()
+
+
+# Verbs assembled here from two packages that do not import each other: the server is handed the
+# ingest pipeline for its uploads.
+_ASSEMBLED = {("kb_server.api_cli", "serve"): lambda module: module.make_serve(_ingest_pipeline)}
+
+
 def _unavailable(verb: str, missing: str):
     def command() -> None:
         typer.echo(f"kkb {verb}: this install lacks the package {missing!r} that the verb needs; "
@@ -46,7 +57,8 @@ for module_name, verbs in _VERBS.items():
                 _unavailable(verb, exc.name or "?"))
         continue
     for verb in verbs:
-        fn = getattr(module, verb, None)
+        assemble = _ASSEMBLED.get((module_name, verb))
+        fn = assemble(module) if assemble else getattr(module, verb, None)
         if fn is not None:
             app.command(name=verb)(fn)
 

@@ -1,6 +1,6 @@
 """The agent client's verbs: `kkb tune`, `kkb report`, `kkb export` (registered by kernelkb_cli.py).
 
-Usage: kkb tune examples/specs/SPEC.py --target h200 --backend triton --budget 16 [--device cpu]
+Usage: kkb tune examples/specs/SPEC.py --target h200 --backend triton --budget 16 [--device cpu] [--no-retrieval]
        kkb tune --resume SESSION_ID
        kkb report SESSION_ID [--out report.html]
        kkb export SESSION_ID [--out session.jsonl]
@@ -59,6 +59,10 @@ def tune(
     session_id: Annotated[str | None, typer.Option(help="name of the new session")] = None,
     resume: Annotated[str | None, typer.Option(help="continue a session by id (no other flags needed)")] = None,
     write_back: Annotated[bool, typer.Option(help="add the winner to the kernel library")] = True,
+    retrieval: Annotated[bool, typer.Option(help="passages and library kernels in the prompts; --no-retrieval "
+                                                 "gives facts, rules and task only (the baseline)")] = True,
+    peaks: Annotated[str, typer.Option(help="the harness's peaks: facts (of --target; the device must be it) "
+                                            "| measured (on the device)")] = "facts",
     min_speedup: Annotated[float, typer.Option(help="a winner must beat the baseline by this")] = 1.0,
     eval_option: Annotated[list[str], typer.Option(help="harness EvalConfig field, KEY=VALUE")] = [],  # noqa: B006
     policy_option: Annotated[list[str], typer.Option(help="policy option, KEY=VALUE")] = [],  # noqa: B006
@@ -91,6 +95,7 @@ def tune(
                 provider=provider, policy=policy, kb_url=kb, drafts=drafts, proposals_per_step=proposals,
                 stall_nodes=stall, target_speedup=target_speedup, eval_workers=eval_workers, seed=seed,
                 provider_options=provider_options, write_back=write_back, write_back_min_speedup=min_speedup,
+                retrieval=retrieval, peaks=peaks,
                 policy_options=_parse_options(policy_option, "--policy-option"), command=" ".join(sys.argv),
             )
             session_name = config.session_id

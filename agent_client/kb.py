@@ -26,7 +26,8 @@ class KnowledgeBase(Protocol):
     def accelerator(self, accelerator_id: str) -> AcceleratorFacts: ...
 
     def prompt(
-        self, spec_source: str, accelerator: str, backend: str, token_budget: int, extra_queries=()
+        self, spec_source: str, accelerator: str, backend: str, token_budget: int, extra_queries=(),
+        retrieval: bool = True,
     ) -> PromptBundle: ...
 
     def kernels(
@@ -73,12 +74,12 @@ class LocalKB:
             )
         return found
 
-    def prompt(self, spec_source, accelerator, backend, token_budget, extra_queries=()):
+    def prompt(self, spec_source, accelerator, backend, token_budget, extra_queries=(), retrieval=True):
         from kb_server.prompt import build_prompt
 
         return build_prompt(
             self.store, spec_source, accelerator, backend,
-            token_budget=token_budget, extra_queries=list(extra_queries),
+            token_budget=token_budget, extra_queries=list(extra_queries), retrieval=retrieval,
         )
 
     def kernels(self, op_family=None, backend=None, accelerator=None):
@@ -109,9 +110,10 @@ class HttpKB:
     def accelerator(self, accelerator_id):
         return self.client.accelerator(accelerator_id)
 
-    def prompt(self, spec_source, accelerator, backend, token_budget, extra_queries=()):
+    def prompt(self, spec_source, accelerator, backend, token_budget, extra_queries=(), retrieval=True):
         return self.client.prompt(
-            spec_source, accelerator, backend, token_budget=token_budget, extra_queries=list(extra_queries)
+            spec_source, accelerator, backend, token_budget=token_budget, extra_queries=list(extra_queries),
+            retrieval=retrieval,
         )
 
     def kernels(self, op_family=None, backend=None, accelerator=None):

@@ -6,6 +6,9 @@ Usage: builder = PromptBuilder(kb, spec_source, accelerator="h200", backend="tri
 
 The knowledge part (KnowledgeBase.prompt -> kb_server.prompt.build_prompt) is stable for a spec and
 a bottleneck, so it is the cached prefix; the iteration part (parent code, verdict, failures) follows.
+On an expansion the parent's measured bottleneck (agent_client.bottleneck) or its failure picks extra
+retrieval queries. With `retrieval=False` the knowledge part holds the facts, rules and task only.
+Tokens are counted with the knowledge base's tokenizer (kb_server.tokens) when it is installed.
 Templates are data: agent_client/prompts/iteration.toml.
 """
 
@@ -14,10 +17,11 @@ from __future__ import annotations
 import json
 import math
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
+from agent_client.bottleneck import classify
 from agent_client.session.records import Node
 
 TEMPLATE_PATH = Path(__file__).parent / "prompts" / "iteration.toml"
@@ -30,13 +34,22 @@ def load_templates(path: Path = TEMPLATE_PATH) -> dict:
     return tomllib.loads(path.read_text(encoding="utf-8"))
 
 
-def estimate_tokens(text: str) -> int:
+@cache
+def _counter():
     try:
-        from kb_server.prompt import estimate_tokens as kb_estimate
+        from kb_server.tokens import get_counter
 
-        return kb_estimate(text)
-    except ImportError:  # the server package is absent (remote KB only): chars / 4
-        return math.ceil(len(text) / 4)
+        counter = get_counter()
+        counter.count("")  # loads the tokenizer now, so a missing one is found here
+        return counter
+    except Exception:  # noqa: BLE001  the KB package or its model is absent (a remote KB only): chars / 4
+        return None
+
+
+def estimate_tokens(text: str) -> int:
+    """Tokens as the knowledge base counts them (kb_server.tokens), else ceil(chars / 4)."""
+    counter = _counter()
+    return counter.count(text) if counter is not None else math.ceil(len(text) / 4)
 
 
 @dataclass(frozen=True)
@@ -46,20 +59,21 @@ class StepPrompt:
     cache_prefix_chars: int  # text[:cache_prefix_chars] is the stable knowledge part
     extra_queries: tuple[str, ...]  # what was retrieved for the parent's bottleneck
     tokens: int
+    sources: dict[str, list[str]] = field(default_factory=dict)  # knowledge section -> the sources it used
+    bottleneck: str | None = None  # the parent's bottleneck class (agent_client.bottleneck), on expansions
 
 
 def bottleneck_queries(verdict: dict | None, backend: str) -> tuple[str, ...]:
-    """Retrieval queries for what limited (or broke) a parent: memory, compute, or its failure class."""
+    """Retrieval queries for what limited (or broke) a parent: its bottleneck class, or its failure class."""
     if not verdict:
         return ()
     q = load_templates()["bottleneck_queries"]
     status = verdict.get("status")
     out = []
     if status == "passed":
-        if verdict.get("limit_kind") in ("memory", "compute"):
-            out.append(q[verdict["limit_kind"]])
-        if (verdict.get("fraction_of_limit") or 0) > 0.8:
-            out.append(q["near_limit"])
+        kind = classify(verdict).kind
+        if kind in q:
+            out.append(q[kind])
     elif status in q:
         out.append(q[status].format(backend=backend))
         reasons = verdict.get("reasons") or []
@@ -70,8 +84,10 @@ def bottleneck_queries(verdict: dict | None, backend: str) -> tuple[str, ...]:
 
 class PromptBuilder:
     def __init__(self, kb, spec_source: str, accelerator: str, backend: str, token_budget: int = 6000,
-                 iteration_token_budget: int = 3000, accelerator_name: str | None = None, tools: bool = False):
+                 iteration_token_budget: int = 3000, accelerator_name: str | None = None, tools: bool = False,
+                 retrieval: bool = True):
         self.kb = kb
+        self.retrieval = retrieval
         self.spec_source = spec_source
         self.accelerator = accelerator
         self.backend = backend
@@ -82,19 +98,26 @@ class PromptBuilder:
         self.system = self.tpl["system"]["text"].format(backend=backend, accelerator_name=name)
         if tools:
             self.system += "\n\n" + self.tpl["system"]["tools"]
-        self._knowledge: dict[tuple[str, ...], str] = {}  # extra queries -> knowledge text
+        self._knowledge: dict[tuple[str, ...], tuple[str, dict[str, list[str]]]] = {}  # queries -> text, sources
 
     def knowledge(self, extra_queries: tuple[str, ...] = ()) -> str:
+        return self._bundle(extra_queries)[0]
+
+    def _bundle(self, extra_queries: tuple[str, ...]) -> tuple[str, dict[str, list[str]]]:
+        if not self.retrieval:
+            extra_queries = ()  # nothing is retrieved: one knowledge part for every step
         if extra_queries not in self._knowledge:
+            kwargs = {} if self.retrieval else {"retrieval": False}  # the old KB interface had no switch
             bundle = self.kb.prompt(self.spec_source, self.accelerator, self.backend,
-                                    token_budget=self.token_budget, extra_queries=extra_queries)
-            self._knowledge[extra_queries] = bundle.text
+                                    token_budget=self.token_budget, extra_queries=extra_queries, **kwargs)
+            sources = {s.name: list(s.sources) for s in bundle.sections if s.sources}
+            self._knowledge[extra_queries] = (bundle.text, sources)
         return self._knowledge[extra_queries]
 
     def build(self, parent: Node | None = None, failures: list[Node] = (), best: Node | None = None,
               index: int = 1, total: int = 1) -> StepPrompt:
-        extra = bottleneck_queries(parent.verdict if parent else None, self.backend)
-        knowledge = self.knowledge(extra)
+        extra = bottleneck_queries(parent.verdict if parent else None, self.backend) if self.retrieval else ()
+        knowledge, sources = self._bundle(extra)
         b = self.tpl["blocks"]
         sep = self.tpl["separator"]
         head = [b["expand"].format(node_id=parent.id, goal=_goal(b, parent)) if parent
@@ -118,8 +141,9 @@ class PromptBuilder:
             middle.append(b["failures"].format(failure_lines="\n".join(failure_lines)))
         iteration = sep.join(head + middle + tail)
         text = knowledge + sep + iteration
+        bottleneck = classify(parent.verdict).kind if parent is not None else None
         return StepPrompt(system=self.system, text=text, cache_prefix_chars=len(knowledge) + len(sep),
-                          extra_queries=extra, tokens=estimate_tokens(text))
+                          extra_queries=extra, tokens=estimate_tokens(text), sources=sources, bottleneck=bottleneck)
 
 
 def _basis(basis: str | None) -> str:
@@ -129,10 +153,11 @@ def _basis(basis: str | None) -> str:
 def _goal(b: dict, node: Node) -> str:
     v = node.verdict or {}
     if v.get("status") == "passed":
+        bottleneck = classify(v)
         fraction = v.get("fraction_of_limit")
-        frac = "unknown fraction of the limit" if fraction is None else f"{fraction:.0%} of the hardware limit"
+        why = bottleneck.reason if fraction is None else f"{fraction:.0%} of the hardware limit; {bottleneck.reason}"
         return b["goal_passed"].format(speedup=node.fitness, basis=_basis(node.fitness_basis),
-                                       limit_kind=v.get("limit_kind") or "unknown", fraction=frac)
+                                       bottleneck=bottleneck.label, why=why)
     return b["goal_failed"].format(status=v.get("status", node.status))
 
 
@@ -153,8 +178,12 @@ def _fmt(value) -> str:
 
 
 def _trim_code(code: str, budget_tokens: int) -> str:
-    limit = max(400, budget_tokens * 4)
-    return code if len(code) <= limit else code[:limit] + "\n# ... (trimmed to fit the prompt budget)"
+    budget_tokens = max(100, budget_tokens)
+    if estimate_tokens(code) <= budget_tokens:
+        return code
+    counter = _counter()
+    kept = counter.truncate(code, budget_tokens) if counter is not None else code[: budget_tokens * 4]
+    return kept + "\n# ... (trimmed to fit the prompt budget)"
 
 
 def _failure_lines(b: dict, failures: list[Node], exclude: str | None) -> list[str]:

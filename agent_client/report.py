@@ -4,7 +4,8 @@ Usage: path = write_report(SessionStore.open(folder), folder / "report.html")
 
 The page shows the best speedup over time (SVG chart), the search graph (SVG, nodes coloured by
 outcome, click one to find its row), the candidate table with each verdict's reasons and
-diagnostics (filter and sort by JS), and the winning kernel's code.
+diagnostics (filter and sort by JS), the knowledge the prompts carried (every source of their facts,
+passages and library kernels, with the number of prompts that used it), and the winning kernel's code.
 """
 
 from __future__ import annotations
@@ -59,8 +60,31 @@ def render_report(store: SessionStore) -> str:
         "winner_title": f": {E(best.id)} ({speedup_text(best.fitness)})" if best else ": none",
         "winner_code": E(best.code) if best else "No candidate was correct and timed in this session.",
         "conclusion": E(conclusion(best, nodes)),
+        "knowledge": knowledge_html(store.requests(), config.retrieval),
     }
     return Template(TEMPLATE_PATH.read_text(encoding="utf-8")).substitute(values)
+
+
+SECTION_TITLES = {"passages": "passages", "example_kernels": "library kernels", "hardware_facts": "hardware facts"}
+
+
+def knowledge_html(requests: list[dict], retrieval: bool) -> str:
+    """The sources the session's prompts used, per section, with how many prompts used each."""
+    uses: dict[str, Counter] = {name: Counter() for name in SECTION_TITLES}
+    for request in requests:
+        for section, sources in (request.get("sources") or {}).items():
+            uses.setdefault(section, Counter()).update(dict.fromkeys(sources, 1))
+    head = (f'<p id="retrieval">retrieval: {"on" if retrieval else "off (facts, rules and task only)"}; '
+            f'{len(requests)} prompts</p>')
+    if not any(uses.values()):
+        return head + "<p>No sources were recorded for these prompts.</p>"
+    rows = []
+    for section, counter in uses.items():
+        for source, n in sorted(counter.items(), key=lambda kv: (-kv[1], kv[0])):
+            rows.append(f'<tr data-section="{E(section)}"><td>{E(SECTION_TITLES.get(section, section))}</td>'
+                        f"<td>{E(source)}</td><td>{n}</td></tr>")
+    return (head + '<table id="sources"><thead><tr><th>section</th><th>source</th><th>prompts</th></tr></thead>'
+            f'<tbody>{"".join(rows)}</tbody></table>')
 
 
 def _num(value, fmt: str = "{:.3f}") -> tuple[str, str]:

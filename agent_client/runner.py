@@ -22,7 +22,7 @@ from agent_client.kb import open_kb
 from agent_client.live import make_view
 from agent_client.policies import get_policy
 from agent_client.providers import get_provider
-from agent_client.session.evaluator import HarnessEvaluator, default_eval_options, peaks_for_device
+from agent_client.session.evaluator import HarnessEvaluator, default_eval_options
 from agent_client.session.loop import SessionResult, Tuner
 from agent_client.session.records import SessionConfig
 from agent_client.session.store import SessionStore
@@ -94,15 +94,27 @@ def run_session(config: SessionConfig, settings: ClientSettings, resume: bool = 
 
 
 def _target(kb: Any, config: SessionConfig) -> tuple[str, dict]:
-    """The target's name for the prompts and its peaks for the harness (GPU only)."""
+    """The target's name for the prompts and its peaks for the harness (GPU only; see agent_client.target)."""
+    from agent_client.target import target_peaks
+
     try:
         facts = kb.accelerator(config.target)
+        all_facts = _all_facts(kb) if config.device.startswith("cuda") else {}
     except (KeyError, LookupError) as exc:
         raise ValueError(f"--target {config.target!r}: {exc}") from exc
     except Exception as exc:  # e.g. the KB server is down: say which KB, then stop
         where = f"server {config.kb_url}" if config.kb_url else f"embedded store under {config.home}"
         raise ValueError(f"cannot read the knowledge base ({where}): {type(exc).__name__}: {exc}") from exc
-    return facts.name, peaks_for_device(facts.peaks(), config.device)
+    return facts.name, target_peaks(facts, all_facts, config.device, config.peaks)
+
+
+def _all_facts(kb: Any) -> dict:
+    """Every accelerator's facts, to name the one a mismatched device is (empty when the KB cannot list them)."""
+    store = getattr(kb, "store", None)
+    if store is not None:
+        return store.accelerators()
+    client = getattr(kb, "client", None)
+    return {a.id: a for a in client.accelerators()} if client is not None else {}
 
 
 def resume_session(session_id: str, settings: ClientSettings, **kwargs: Any) -> SessionResult:

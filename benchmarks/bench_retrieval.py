@@ -114,7 +114,10 @@ def run(questions: list[Question], corpus: Path, k: int, depth: int) -> dict:
         ingest_s = time.perf_counter() - t0
         stats = store.stats()
         results: dict = {"ingest": {"seconds": round(ingest_s, 2), "documents": stats["documents"],
-                                    "chunks": stats["chunks"], "skipped": report.skipped}, "modes": {}}
+                                    "chunks": stats["chunks"], "skipped": report.skipped},
+                         "settings": {k: getattr(settings, k) for k in ("chunk_max_tokens", "chunk_overlap_tokens",
+                                                                        "candidates_per_retriever", "rrf_k")},
+                         "modes": {}}
         for mode in MODES:
             store.search(questions[0].text, k=depth, mode=mode)  # warm-up: first query loads indexes
             per_q, lat_s = [], []

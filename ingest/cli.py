@@ -1,6 +1,10 @@
 """The `kkb ingest` verb.
 
 Usage: kkb ingest corpus/ [--accelerator h100] [--vendor nvidia] [--kind guide] [--prune] [--json]
+       kkb ingest path/to/accelerators/new-chip.yaml     # an accelerator's facts, answered at once
+
+Files that cannot be read as what they are (malformed YAML, a field of the wrong type, a fact without
+its unit or source) are listed with file, line and field; the others are ingested; the exit code is 1.
 """
 
 from __future__ import annotations
@@ -15,7 +19,6 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from ingest.frontmatter import DocKind
 from ingest.pipeline import IngestError, IngestOptions, ingest_paths
 
 
@@ -25,7 +28,8 @@ def ingest(
         help="Accelerator id(s) for files without front matter (repeat or comma-separate); default any.")] = None,
     vendor: Annotated[str | None, typer.Option(
         help="Vendor for files without front matter; default: inferred from the accelerators' facts.")] = None,
-    kind: Annotated[DocKind, typer.Option(help="Kind for files without front matter.")] = DocKind.guide,
+    kind: Annotated[str, typer.Option(help="Kind for files without front matter: arch, isa, guide, playbook, "
+                                           "kernel, rules, or another word.")] = "guide",
     prune: Annotated[bool, typer.Option(help="Delete stored documents whose files are gone.")] = False,
     json_out: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
 ) -> None:
@@ -35,7 +39,7 @@ def ingest(
 
     err = Console(stderr=True)
     accs = tuple(a.strip() for item in (accelerator or ["any"]) for a in item.split(",") if a.strip())
-    options = IngestOptions(accelerator=accs or ("any",), vendor=vendor, kind=kind.value, prune=prune)
+    options = IngestOptions(accelerator=accs or ("any",), vendor=vendor, kind=kind, prune=prune)
     started = time.perf_counter()
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
                   console=err, transient=True) as bar:
@@ -53,11 +57,20 @@ def ingest(
         err.print(f"[yellow]warning:[/yellow] skipped {len(report.skipped)} file(s):", highlight=False)
         for path, why in report.skipped:
             err.print(f"  {path}: {why}", markup=False, highlight=False, soft_wrap=True)
+    if report.errors:
+        err.print(f"[red]error:[/red] {len(report.errors)} file(s) not ingested; fix them and ingest again:",
+                  highlight=False)
+        for line in report.errors:
+            err.print(f"  {line}", markup=False, highlight=False, soft_wrap=True)
     summary = {"written": len(report.written), "unchanged": report.unchanged, "deleted": len(report.deleted),
-               "kernels": len(report.kernels), "chunks_embedded": report.chunks_written,
-               "skipped": len(report.skipped), "seconds": round(time.perf_counter() - started, 2)}
+               "kernels": len(report.kernels), "facts": len(report.facts), "chunks_embedded": report.chunks_written,
+               "skipped": len(report.skipped), "errors": len(report.errors),
+               "seconds": round(time.perf_counter() - started, 2)}
     if json_out:
         typer.echo(json.dumps({**summary, "written_sources": report.written, "deleted_sources": report.deleted,
-                               "skipped_files": report.skipped}, indent=2))
+                               "facts_ids": report.facts, "skipped_files": report.skipped,
+                               "error_lines": report.errors}, indent=2))
     else:
         typer.echo(", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in summary.items()))
+    if report.errors:
+        raise typer.Exit(1)

@@ -1,66 +1,96 @@
-"""The YAML front matter every corpus document carries, and its validation.
+"""The YAML front matter of a corpus document: an open vocabulary, read leniently, errors named.
 
-A document starts with a `---` fenced YAML block. An invalid block fails with the file, the
-line of the offending key and the field's name, so a team adding a new accelerator's docs sees
-exactly what to fix.
+A document may start with a `---` fenced YAML block. Any vendor, accelerator id and kind is accepted
+(normalised: lower case, runs of other characters as '-'); fields this schema does not know are kept
+as the document's metadata; a missing title comes from the first heading. The only errors are YAML
+that does not parse and a field of the wrong type (a mapping where a list of ids belongs): each names
+the file, the line of the key and the field, so a team adding a new accelerator's docs sees what to fix.
 """
 
 from __future__ import annotations
 
-from enum import Enum
+from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, HttpUrl, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from kb_server.schemas import KNOWN_KINDS, normalize_id
+
+__all__ = ["KNOWN_KINDS", "FrontMatter", "FrontMatterError", "parse_front_matter", "validate_yaml_block"]
+
+Scalar = str | int | float | bool
 
 
-class DocKind(str, Enum):
-    arch = "arch"  # architecture: compute units, memory hierarchy, generations
-    isa = "isa"  # instruction-set notes (PTX/SASS, CDNA ISA, MTIA engines)
-    guide = "guide"  # programming guides (Triton, CUDA, CuTe DSL, HIP)
-    playbook = "playbook"  # optimisation recipes: when, how to recognise, expected gain
-    kernel = "kernel"  # a kernel's write-up (kernel sources themselves go to the kernel collection)
-    rules = "rules"  # what the harness accepts and rejects
-
-
-class Vendor(str, Enum):
-    nvidia = "nvidia"
-    amd = "amd"
-    meta = "meta"
-    any = "any"
+def _as_list(value: object) -> object:
+    # A single value is the common case in hand-written front matter.
+    return [value] if isinstance(value, str | int | float) and not isinstance(value, bool) else value
 
 
 class FrontMatter(BaseModel):
-    """Metadata of one document. `accelerator` is an id from corpus/accelerators/ or `any`."""
+    """Metadata of one document. Missing fields fall back to the ingest's options (accelerator any, ...)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="allow", frozen=True)
 
-    title: str = Field(min_length=3, max_length=200)
-    accelerator: list[str] = Field(min_length=1)  # e.g. ["h100", "h200"] or ["any"]
-    vendor: Vendor
-    kind: DocKind
-    sources: list[HttpUrl] = Field(default_factory=list)  # public addresses the facts came from
+    title: str | None = None  # None: the first heading, else the file name
+    accelerator: list[str] | None = None  # e.g. ["h100", "h200"] or ["any"]
+    vendor: str | None = None  # any vendor, e.g. "nvidia", "aurora-silicon"
+    kind: str | None = None  # KNOWN_KINDS name the usual ones; others are kept as written (normalised)
+    sources: list[str] = Field(default_factory=list)  # public addresses the facts came from
+    source: list[str] = Field(default_factory=list)  # the same, as some authors spell it
     tags: list[str] = Field(default_factory=list)
 
-    @field_validator("accelerator", mode="before")
+    @field_validator("accelerator", "sources", "source", "tags", mode="before")
     @classmethod
     def _one_or_many(cls, value: object) -> object:
-        # A single id is the common case in hand-written front matter.
-        return [value] if isinstance(value, str) else value
+        return _as_list(value)
 
-    @field_validator("accelerator")
+    @field_validator("accelerator", "sources", "source", "tags", mode="after")
     @classmethod
-    def _ids_are_slugs(cls, value: list[str]) -> list[str]:
-        for acc in value:
-            if not acc or not all(c.isalnum() or c in "-_" for c in acc) or acc != acc.lower():
-                raise ValueError(f"accelerator id {acc!r} must be lower-case letters, digits, '-' or '_'")
+    def _strings(cls, value: list[Any] | None) -> list[str] | None:
+        return None if value is None else [str(v).strip() for v in value if str(v).strip()]
+
+    @field_validator("accelerator", mode="after")
+    @classmethod
+    def _ids(cls, value: list[str] | None) -> list[str] | None:
+        ids = [normalize_id(v) for v in value or []]
+        return [i for i in dict.fromkeys(ids) if i] or None
+
+    @field_validator("vendor", "kind", mode="before")
+    @classmethod
+    def _scalar_id(cls, value: object) -> object:
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return str(value)
         return value
+
+    @field_validator("vendor", "kind", mode="after")
+    @classmethod
+    def _normalised(cls, value: str | None) -> str | None:
+        return (normalize_id(value) or None) if value is not None else None
+
+    @field_validator("title", mode="before")
+    @classmethod
+    def _title(cls, value: object) -> object:
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return str(value)
+        return value.strip() or None if isinstance(value, str) else value
+
+    @property
+    def source_urls(self) -> list[str]:
+        return list(dict.fromkeys([*self.sources, *self.source]))
+
+    @property
+    def metadata(self) -> dict[str, Scalar | list[Scalar]]:
+        """Fields this schema does not know, kept as written (nested values as YAML text)."""
+        out: dict[str, Scalar | list[Scalar]] = {}
+        for key, value in (self.model_extra or {}).items():
+            if isinstance(value, Scalar) or (isinstance(value, list) and all(isinstance(v, Scalar) for v in value)):
+                out[key] = value
+            elif value is not None:
+                out[key] = yaml.safe_dump(value, default_flow_style=True, sort_keys=True).strip()
+        return out
 
 
 # ---------------------------------------------------------------- parsing, with file and line in errors
-# (added by the ingest: the fields above are the schema; below is how a file's block is read)
-
-
-
 class FrontMatterError(ValueError):
     """An invalid front matter (or sidecar) block: `path:line: field 'x': what is wrong`."""
 
@@ -133,4 +163,6 @@ def parse_front_matter(text: str, path: object = "<text>") -> tuple[FrontMatter 
     yaml_text, body, _ = split_front_matter(text, path)
     if yaml_text is None:
         return None, text
+    if not yaml_text.strip():  # an empty block: no metadata, as if there were none
+        return FrontMatter(), body
     return validate_yaml_block(FrontMatter, yaml_text, path, first_line=2), body

@@ -2,12 +2,14 @@
 
 Usage: report = ingest_paths(store, [Path("corpus")], IngestOptions(prune=True))
 
-1. Walk the paths; hash every file; files whose hash the store already holds are skipped before
-   any parsing or embedding.
-2. Parse the changed files (markdown with front matter, PDF, HTML, kernel + sidecar). An invalid
-   front matter or sidecar fails the whole ingest before anything is written.
+1. Walk the paths; hash every file; files whose hash the store already holds (and, for documents,
+   cut by the same chunking rules and sizes) are skipped before any parsing or embedding.
+2. Parse the changed files (markdown with front matter, PDF, HTML, kernel + sidecar, accelerator facts).
+   A file that cannot be read as what it is (malformed YAML, a field of the wrong type, a fact without
+   its unit) is listed in the report's errors with its line and field; the other files still ingest.
 3. Embed the chunks the store lacks, then write them through Store.upsert_documents, which adds
    new chunks before deleting stale ones and rolls back on failure: the previous state stays whole.
+   Facts are stored whole per file (Store.put_facts) and every process sees them at once.
 4. With prune, delete documents under the given paths whose files are gone.
 A document's id comes from its file's path relative to the corpus or upload folder, else its absolute
 path (document_id): the same file ingested through two folders is one document, two folders' README.md
@@ -21,13 +23,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ingest.chunking import Block, pack_blocks
+from ingest.chunking import CHUNKER_VERSION, Block, pack_blocks
+from ingest.facts import FACTS_SUFFIXES, is_facts_file, read_facts
 from ingest.frontmatter import FrontMatterError, parse_front_matter
 from ingest.html import html_blocks
 from ingest.kernels import KERNEL_SUFFIXES, read_kernel, sidecar_for
 from ingest.markdown import markdown_blocks
 from ingest.pdf import pdf_blocks
-from kb_server.schemas import Chunk
+from kb_server.schemas import Chunk, normalize_id
 from kb_server.store import DocumentWrite, Store, chunk_id
 
 DOC_SUFFIXES = {".md", ".markdown", ".pdf", ".html", ".htm"}
@@ -35,7 +38,7 @@ _QUIET_SUFFIXES = {".yaml", ".yml", ".json", ".txt", ".toml", ".cfg", ".lock", "
 
 
 class IngestError(ValueError):
-    """The ingest stopped before writing; the message lists every file to fix."""
+    """The ingest could not start (a path that does not exist); nothing was written."""
 
 
 @dataclass(frozen=True)
@@ -54,8 +57,10 @@ class IngestReport:
     unchanged: int = 0
     deleted: list[str] = field(default_factory=list)  # sources pruned
     kernels: list[str] = field(default_factory=list)  # kernel ids added or replaced
+    facts: list[str] = field(default_factory=list)  # accelerator ids whose facts were added or replaced
     chunks_written: int = 0
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (path, why)
+    errors: list[str] = field(default_factory=list)  # "file:line: field 'x': what is wrong"; not ingested
 
 
 def document_id(path: Path, kind: str, anchors: tuple[Path, ...] = ()) -> str:
@@ -79,7 +84,7 @@ def _hash_id(kind: str, name: str) -> str:
 class _File:
     path: Path
     root: Path
-    kind: str  # "doc" | "kernel"
+    kind: str  # "doc" | "kernel" | "facts"
     anchors: tuple[Path, ...] = ()
 
     @property
@@ -94,7 +99,14 @@ class _File:
             return str(self.path)
 
 
+def chunking_signature(settings) -> str:
+    """What, besides a document's bytes, decides its chunks: the rules, the sizes and the tokenizer's model."""
+    return f"chunker={CHUNKER_VERSION};max={settings.chunk_max_tokens};overlap={settings.chunk_overlap_tokens};" \
+           f"model={Path(str(settings.model)).name}"
+
+
 def file_hash(f: _File) -> str:
+    """The stored hash of a file: its bytes (and its sidecar's); an upload is stored under this name."""
     digest = hashlib.sha256(f.path.read_bytes())
     if f.kind == "kernel":
         digest.update(sidecar_for(f.path).read_bytes())
@@ -117,12 +129,15 @@ def discover(paths: list[Path], report: IngestReport, anchors: tuple[Path, ...] 
                 files.append(_File(p, root, "doc", anchors))
             elif suffix in KERNEL_SUFFIXES and sidecar_for(p) is not None:
                 files.append(_File(p, root, "kernel", anchors))
+            elif suffix in FACTS_SUFFIXES and is_facts_file(p, given=p == given):
+                files.append(_File(p, root, "facts", anchors))
             elif suffix not in _QUIET_SUFFIXES | KERNEL_SUFFIXES:
                 report.skipped.append((str(p), f"unsupported file type {suffix or '(none)'}"))
     return files
 
 
-def _infer_vendor(store: Store, accelerators: tuple[str, ...]) -> str:
+def _infer_vendor(store: Store, accelerators: tuple[str, ...] | list[str]) -> str:
+    """The vendor of these accelerators when their facts agree on one, else "any"."""
     try:
         facts = store.accelerators()
     except ValueError:
@@ -131,10 +146,17 @@ def _infer_vendor(store: Store, accelerators: tuple[str, ...]) -> str:
     return vendors.pop() if len(vendors) == 1 and all(a in facts for a in accelerators) else "any"
 
 
-def read_document(f: _File, options: IngestOptions, vendor: str, max_tokens: int, overlap: int) -> list[Chunk]:
-    """Chunks of one document file. Raises FrontMatterError, UnicodeDecodeError or a reader error."""
+def read_document(f: _File, options: IngestOptions, vendor: str | Callable[[list[str]], str], max_tokens: int,
+                  overlap: int) -> list[Chunk]:
+    """Chunks of one document file. Raises FrontMatterError, UnicodeDecodeError or a reader error.
+
+    `vendor` is the vendor of files without one (or a function of their accelerator ids that gives it).
+    """
     suffix = f.path.suffix.lower()
-    meta = {"accelerator": list(options.accelerator), "vendor": vendor, "kind": options.kind, "source_urls": []}
+    infer = vendor if callable(vendor) else (lambda _accs: vendor)
+    accelerators = [normalize_id(a) for a in options.accelerator] or ["any"]
+    meta = {"accelerator": accelerators, "vendor": normalize_id(options.vendor or infer(accelerators)),
+            "kind": normalize_id(options.kind), "source_urls": [], "metadata": {}}
     if suffix == ".pdf":
         title, blocks = pdf_blocks(f.path)
     else:
@@ -148,14 +170,19 @@ def read_document(f: _File, options: IngestOptions, vendor: str, max_tokens: int
             front, body = parse_front_matter(text, f.display)
             title = front.title if front else None
             if front is not None:
-                meta = {"accelerator": front.accelerator, "vendor": front.vendor.value, "kind": front.kind.value,
-                        "source_urls": [str(u) for u in front.sources]}
+                accs = front.accelerator or meta["accelerator"]
+                vendor_ = front.vendor or (meta["vendor"] if not front.accelerator else
+                                           normalize_id(options.vendor or infer(accs)))
+                meta = {"accelerator": accs, "vendor": vendor_, "kind": front.kind or meta["kind"],
+                        "source_urls": front.source_urls, "metadata": front.metadata}
             title, blocks = markdown_blocks(body, f.path, title)
     return _to_chunks(f, title, blocks, meta, max_tokens, overlap)
 
 
 def _to_chunks(f: _File, title: str, blocks: list[Block], meta: dict, max_tokens: int, overlap: int) -> list[Chunk]:
     chunks, seen = [], {}
+    if not meta.get("metadata"):
+        meta = {k: v for k, v in meta.items() if k != "metadata"}  # ids of chunks without any stay as they were
     for heading, text in pack_blocks(blocks, max_tokens, overlap):
         fields = {"source": f.display, "title": title, **meta}
         key = (heading, text)
@@ -171,32 +198,37 @@ def ingest_paths(store: Store, paths: list[Path], options: IngestOptions = Inges
     report = IngestReport()
     files = discover(paths, report, id_anchors(store.settings))
     known = store.document_hashes()
-    vendor = options.vendor or _infer_vendor(store, options.accelerator)
+    cut_with = store.document_chunking()
     settings = store.settings
+    signature = chunking_signature(settings)
     docs: list[DocumentWrite] = []
-    kernels, errors = [], []
+    kernels = []
+    files.sort(key=lambda f: f.kind != "facts")  # facts first: documents of the same batch may name their chip
     advance_read = progress("reading", len(files)) if progress and len(files) > 50 else None
     for f in files:
         if advance_read is not None:
             advance_read(1)
         try:
             digest = file_hash(f)
-            if known.get(f.document_id) == digest:
+            if known.get(f.document_id) == digest and (f.kind != "doc" or cut_with.get(f.document_id) == signature):
                 report.unchanged += 1
                 continue
             if f.kind == "kernel":
                 kernels.append((f, read_kernel(f.path, f.display), digest))
+            elif f.kind == "facts":
+                record = read_facts(f.path, f.display)
+                store.put_facts(f.document_id, record, digest, str(f.path))
+                report.facts.append(record.id)
             else:
-                chunks = read_document(f, options, vendor, settings.chunk_max_tokens, settings.chunk_overlap_tokens)
-                docs.append(DocumentWrite(f.document_id, chunks, digest, str(f.path)))
+                chunks = read_document(f, options, lambda accs: _infer_vendor(store, accs),
+                                       settings.chunk_max_tokens, settings.chunk_overlap_tokens)
+                docs.append(DocumentWrite(f.document_id, chunks, digest, str(f.path), signature))
         except FrontMatterError as exc:
-            errors.append(str(exc))
+            report.errors.append(str(exc))
         except (OSError, UnicodeDecodeError) as exc:
             report.skipped.append((str(f.path), f"unreadable: {exc}"))
         except Exception as exc:  # noqa: BLE001  a reader (pypdf, lxml) failing on a broken file
             report.skipped.append((str(f.path), f"could not be parsed: {type(exc).__name__}: {exc}"))
-    if errors:
-        raise IngestError("nothing was ingested; fix these files first:\n" + "\n".join(errors))
     todo = store.missing_chunk_ids(c.id for d in docs for c in d.chunks)
     advance = progress("embedding", len(todo)) if progress and todo else None
     store.upsert_documents(docs, progress=advance)

@@ -1,45 +1,57 @@
 """The verbs `serve`, `mcp` and `facts` of `kkb` (registered by kernelkb_cli.py).
 
 Usage: kkb serve --port 8700 | kkb mcp | kkb facts h100 "shared memory"
-       (also: python -m kb_server.api_cli serve --port 8700)
+       (also: python -m kb_server.api_cli serve --port 8700, a server without uploads: kernelkb_cli.py
+       builds `kkb serve` with make_serve(<the ingest pipeline>), since kb_server does not import ingest)
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from kb_server.api.deps import LOOPBACK
+from kb_server.api.ingestor import Ingestor
 from kb_server.api.settings import ServerSettings
 from kb_server.facts import FactsError
 
 
-def serve(
-    host: Annotated[str, typer.Option(help="address to bind; writes need KKB_API_KEY unless loopback")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="TCP port")] = 8700,
-    home: Annotated[Path | None, typer.Option(help="store directory (default: KKB_HOME)")] = None,
-    corpus_dir: Annotated[Path | None, typer.Option(help="corpus with accelerators/*.yaml")] = None,
-    log_level: Annotated[str, typer.Option(help="uvicorn log level")] = "info",
-) -> None:
-    """Serve the knowledge base over HTTP (OpenAPI docs at /docs)."""
-    import uvicorn
+def make_serve(ingestor_factory: Callable[[], Ingestor] | None = None):
+    """The `serve` verb, with the ingestor that turns uploads into documents (None: no uploads)."""
 
-    from kb_server.main import create_app
+    def serve(
+        host: Annotated[str, typer.Option(help="address to bind; writes need KKB_API_KEY unless loopback")
+                        ] = "127.0.0.1",
+        port: Annotated[int, typer.Option(help="TCP port")] = 8700,
+        home: Annotated[Path | None, typer.Option(help="store directory (default: KKB_HOME)")] = None,
+        corpus_dir: Annotated[Path | None, typer.Option(help="corpus with accelerators/*.yaml")] = None,
+        log_level: Annotated[str, typer.Option(help="uvicorn log level")] = "info",
+    ) -> None:
+        """Serve the knowledge base over HTTP (OpenAPI docs at /docs)."""
+        import uvicorn
 
-    overrides = {k: v for k, v in {"home": home, "corpus_dir": corpus_dir}.items() if v is not None}
-    settings = ServerSettings(**overrides)
-    try:
-        app = create_app(settings, bound_host=host)
-    except FactsError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from exc
-    if settings.api_key is None and host not in LOOPBACK:
-        logging.getLogger("kb_server").warning("no KKB_API_KEY and bound to %s: writes are refused", host)
-    # One process: the write lock and the store's in-memory indexes live in it; searches use its threads.
-    uvicorn.run(app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=5)
+        from kb_server.main import create_app
+
+        overrides = {k: v for k, v in {"home": home, "corpus_dir": corpus_dir}.items() if v is not None}
+        settings = ServerSettings(**overrides)
+        try:
+            app = create_app(settings, bound_host=host, ingestor=ingestor_factory() if ingestor_factory else None)
+        except FactsError as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(2) from exc
+        if settings.api_key is None and host not in LOOPBACK:
+            logging.getLogger("kb_server").warning("no KKB_API_KEY and bound to %s: writes are refused", host)
+        # One process: the write lock and the store's in-memory indexes live in it; searches use its threads.
+        uvicorn.run(app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=5)
+
+    return serve
+
+
+serve = make_serve()  # without uploads; `kkb serve` (kernelkb_cli.py) is make_serve(<the ingest pipeline>)
 
 
 def mcp() -> None:
@@ -64,12 +76,10 @@ def facts(
 
             with KBClient(url) as kb:
                 answer = kb.facts(accelerator, q)
-        else:
-            settings = ServerSettings()
-            from kb_server.facts import load_all_facts
+        else:  # the store's facts: the corpus files and every facts file ingested since
+            from kb_server.store import Store
 
-            answer = lookup(resolve_accelerator(load_all_facts(settings.corpus_dir / "accelerators"),
-                                                accelerator), q)
+            answer = lookup(resolve_accelerator(Store(ServerSettings()).accelerators(), accelerator), q)
     except (LookupError, FactsError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1 if isinstance(exc, FactNotFound) else 2) from exc

@@ -81,9 +81,9 @@ class KBClient:
         return FactAnswer.model_validate(self._request("GET", "/v1/facts", params=params).json())
 
     def prompt(self, spec_source: str, accelerator: str, backend: str, token_budget: int = 6000,
-               extra_queries: Sequence[str] = ()) -> PromptBundle:
+               extra_queries: Sequence[str] = (), retrieval: bool = True) -> PromptBundle:
         body = {"spec_source": spec_source, "accelerator": accelerator, "backend": backend,
-                "token_budget": token_budget, "extra_queries": list(extra_queries)}
+                "token_budget": token_budget, "extra_queries": list(extra_queries), "retrieval": retrieval}
         return PromptBundle.model_validate(self._request("POST", "/v1/prompt", json=body).json())
 
     def kernels(self, op_family: str | None = None, backend: str | None = None,

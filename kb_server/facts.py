@@ -2,6 +2,9 @@
 
 Every value carries its unit and where it came from: a public address, or `measured` with the
 date and the method. The harness takes peaks from here as plain numbers (see `peaks()`).
+Any vendor may appear; ids and vendors are normalised (lower case) before they are checked.
+Facts reach the store two ways: the files under `<corpus_dir>/accelerators/` (read at start-up), and any
+facts file given to `kkb ingest` (kept in the store, seen by every process at once).
 """
 
 from __future__ import annotations
@@ -11,7 +14,9 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, HttpUrl, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, HttpUrl, ValidationError, field_validator, model_validator
+
+from kb_server.schemas import normalize_id
 
 
 class Fact(BaseModel):
@@ -38,9 +43,9 @@ class AcceleratorFacts(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    id: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$")  # file stem, e.g. "h200"
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$")  # file stem, e.g. "h200" (normalised: lower case)
     name: str  # marketing name, e.g. "NVIDIA H200 SXM"
-    vendor: Literal["nvidia", "amd", "meta"]
+    vendor: str = Field(min_length=1)  # any vendor, normalised: "nvidia", "amd", "meta", "aurora-silicon"
     architecture: str  # e.g. "Hopper", "CDNA3", "MTIA v2"
     compute_unit_name: str  # what the vendor calls a unit: "SM", "CU", "PE"
     aliases: list[str] = Field(default_factory=list)  # other names a user may type ("h200-sxm")
@@ -60,6 +65,11 @@ class AcceleratorFacts(BaseModel):
     # Anything else worth a number: "max_threads_per_unit", "nvlink_bandwidth", "measured_copy_bandwidth"...
     extra: dict[str, Fact] = Field(default_factory=dict)
     sources: list[HttpUrl] = Field(min_length=1)  # the main public documents for this chip
+
+    @field_validator("id", "vendor", mode="before")
+    @classmethod
+    def _normalised(cls, value: object) -> object:
+        return normalize_id(value) if isinstance(value, str) else value
 
     def peaks(self) -> dict[str, float]:
         """Plain numbers for the harness: bytes/s and FLOP/s, measured values preferred."""
@@ -94,9 +104,15 @@ def load_facts_file(path: Path) -> AcceleratorFacts:
     except ValidationError as exc:
         fields = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
         raise FactsError(f"{path}: invalid accelerator facts: {fields}") from exc
-    if facts.id != path.stem:
-        raise FactsError(f"{path}: field id is {facts.id!r} but the file is named {path.stem!r}")
+    check_file_name(facts, path)
     return facts
+
+
+def check_file_name(facts: AcceleratorFacts, path: Path) -> None:
+    """A facts file is named after its id (`h200.yaml` holds `id: h200`), so one id has one file."""
+    if facts.id != normalize_id(path.stem):
+        raise FactsError(f"{path}: field id is {facts.id!r} but the file is named {path.stem!r}; "
+                         f"name the file {facts.id}{path.suffix} or change the id")
 
 
 def load_all_facts(directory: Path) -> dict[str, AcceleratorFacts]:

@@ -14,6 +14,7 @@ from starlette.concurrency import run_in_threadpool
 
 from kb_server.api import errors
 from kb_server.api.deps import open_store
+from kb_server.api.ingestor import Ingestor
 from kb_server.api.limits import BodyLimitMiddleware
 from kb_server.api.routes import accelerators, documents, health, kernels, prompt, search
 from kb_server.api.settings import ServerSettings
@@ -32,11 +33,12 @@ def _warm_up(store, torch_threads: int) -> None:
 
 
 def create_app(settings: ServerSettings | None = None, store=None, bound_host: str | None = None,
-               open_store_at_startup: bool = True) -> FastAPI:
+               open_store_at_startup: bool = True, ingestor: Ingestor | None = None) -> FastAPI:
     """The app. Facts load here, so an invalid facts file stops start-up (FactsError names file and field).
 
     `bound_host` is the address uvicorn binds (writes without KKB_API_KEY need loopback); when None
-    each request's socket address decides.
+    each request's socket address decides. `ingestor` turns uploads into documents (kb_server does not
+    import the ingest package: `kkb serve` hands it in); without one, uploads answer 501.
     """
     settings = settings or ServerSettings()
     facts_dir = settings.corpus_dir / "accelerators"
@@ -47,7 +49,7 @@ def create_app(settings: ServerSettings | None = None, store=None, bound_host: s
         if open_store_at_startup:
             store_ = await run_in_threadpool(open_store, app)
             await run_in_threadpool(_warm_up, store_, settings.torch_threads)
-            removed = await run_in_threadpool(documents.recover_uploads, store_, settings.home)
+            removed = await run_in_threadpool(documents.recover_uploads, store_, settings.home, ingestor)
             for path in removed:
                 log.warning("removed %s: left by an interrupted upload", path)
         yield
@@ -60,6 +62,7 @@ def create_app(settings: ServerSettings | None = None, store=None, bound_host: s
     app.state.store_open_lock = threading.Lock()
     app.state.write_lock = threading.Lock()  # one writer at a time: embedded chromadb is not safe otherwise
     app.state.bound_host = bound_host
+    app.state.ingestor = ingestor
     errors.install(app)
     for area in (health, search, accelerators, prompt, kernels, documents):
         app.include_router(area.router)

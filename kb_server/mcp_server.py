@@ -31,9 +31,15 @@ class _KB:
     def __init__(self, settings: ServerSettings | None = None):
         self.settings = settings or ServerSettings()
         facts_dir = self.settings.corpus_dir / "accelerators"
-        self.facts: dict[str, AcceleratorFacts] = load_all_facts(facts_dir) if facts_dir.is_dir() else {}
+        if facts_dir.is_dir():
+            load_all_facts(facts_dir)  # an invalid corpus facts file stops start-up, naming file and field
         self._store = None
         self._lock = threading.Lock()
+
+    @property
+    def facts(self) -> dict[str, AcceleratorFacts]:
+        """The store's facts, re-read when another process ingested facts since the last call."""
+        return self.store.accelerators()
 
     @property
     def store(self):
@@ -89,9 +95,12 @@ def build_server(settings: ServerSettings | None = None) -> MCPServer:
 
     @server.tool()
     @_named_errors
-    def build_prompt(spec_source: str, accelerator: str, backend: str, token_budget: int = 6000) -> dict[str, Any]:
-        """A retrieval-augmented prompt for a KernelBench spec (its source; never executed)."""
-        bundle = prompt_builder.build_prompt(kb.store, spec_source, accelerator, backend, token_budget)
+    def build_prompt(spec_source: str, accelerator: str, backend: str, token_budget: int = 6000,
+                     extra_queries: list[str] | None = None, retrieval: bool = True) -> dict[str, Any]:
+        """A retrieval-augmented prompt for a KernelBench spec (its source; never executed): the target's
+        facts, passages for its ops and bottleneck, and part of the nearest library kernel."""
+        bundle = prompt_builder.build_prompt(kb.store, spec_source, accelerator, backend, token_budget,
+                                             extra_queries=extra_queries or [], retrieval=retrieval)
         return bundle.model_dump(mode="json")
 
     @server.tool()

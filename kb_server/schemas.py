@@ -6,9 +6,23 @@ client all use (see ../shared/ARCHITECTURE.md).
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+# The kinds of document the corpus uses; any other kind a document names is kept as written (normalised).
+KNOWN_KINDS: tuple[str, ...] = ("arch", "isa", "guide", "playbook", "kernel", "rules")
+_NOT_ID = re.compile(r"[^a-z0-9_]+")
+
+
+def normalize_id(value: str) -> str:
+    """An accelerator id, vendor or kind as stored: lower case, each run of other characters one '-'.
+
+    "Aurora Silicon" -> "aurora-silicon", "MI300X" -> "mi300x", "mtia-v2" stays.
+    """
+    return _NOT_ID.sub("-", value.strip().lower()).strip("-")
+
 
 
 class Chunk(BaseModel):
@@ -22,10 +36,12 @@ class Chunk(BaseModel):
     heading_path: list[str]  # ["H100", "Memory hierarchy", "Shared memory"]
     source: str  # the document's path or URL
     title: str
-    accelerator: list[str]  # ids from corpus/accelerators/, or ["any"]
-    vendor: str  # nvidia | amd | meta | any
-    kind: str  # arch | isa | guide | playbook | kernel | rules
+    accelerator: list[str]  # accelerator ids (normalize_id), or ["any"]
+    vendor: str  # any vendor id (normalize_id): nvidia, amd, meta, aurora-silicon, ... or "any"
+    kind: str  # KNOWN_KINDS, or another kind a document names
     source_urls: list[str] = Field(default_factory=list)  # public addresses the facts came from
+    # front-matter fields the schema does not know, kept as written (lists of scalars or scalars)
+    metadata: dict[str, str | int | float | bool | list[str | int | float | bool]] = Field(default_factory=dict)
 
 
 class Hit(BaseModel):
@@ -47,6 +63,11 @@ class SearchFilters(BaseModel):
     accelerator: str | None = None  # matches documents for this id and documents for "any"
     vendor: str | None = None
     kind: str | None = None
+
+    @field_validator("accelerator", "vendor", "kind", mode="after")
+    @classmethod
+    def _normalised(cls, value: str | None) -> str | None:
+        return normalize_id(value) or None if value is not None else None
 
 
 class KernelMeasurement(BaseModel):

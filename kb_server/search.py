@@ -1,21 +1,17 @@
-"""Hybrid retrieval: reciprocal rank fusion of the dense (chromadb) and lexical (BM25) rankings,
-and `search()`, the module-level convenience over the default store.
+"""Hybrid retrieval, the pure part: a search request and the reciprocal rank fusion of the dense
+(chromadb) and lexical (BM25) rankings. Nothing here touches a store (kb_server.store runs searches;
+kb_server.default_store offers `search()` over the process-wide store).
 
-Usage: from kb_server.search import search; hits = search("wgmma tile shapes", k=8,
-       filters=SearchFilters(accelerator="h100"))
+Usage: from kb_server.search import fuse_rrf; fuse_rrf([["a", "b"], ["b", "c"]])
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
-from kb_server.schemas import Hit, SearchFilters
-
-if TYPE_CHECKING:
-    from kb_server.store import Store
+from kb_server.schemas import SearchFilters
 
 Mode = Literal["hybrid", "dense", "lexical"]
 MODES: tuple[str, ...] = ("hybrid", "dense", "lexical")
@@ -47,24 +43,3 @@ def fuse_rrf(rankings: Sequence[Sequence[str]], rrf_k: int = 60) -> list[tuple[s
         for rank, item in enumerate(ranking, start=1):
             scores[item] = scores.get(item, 0.0) + 1.0 / (rrf_k + rank)
     return sorted(scores.items(), key=lambda kv: -kv[1])
-
-
-_DEFAULT_STORE: Store | None = None
-_DEFAULT_LOCK = threading.Lock()
-
-
-def get_store() -> Store:
-    """The process-wide store built from `get_settings()` (opened on first use)."""
-    global _DEFAULT_STORE
-    with _DEFAULT_LOCK:
-        if _DEFAULT_STORE is None:
-            from kb_server.config import get_settings
-            from kb_server.store import Store
-
-            _DEFAULT_STORE = Store(get_settings())
-        return _DEFAULT_STORE
-
-
-def search(query: str, k: int = 8, filters: SearchFilters | None = None, mode: Mode = "hybrid") -> list[Hit]:
-    """Search the default store (see Store.search)."""
-    return get_store().search(query, k=k, filters=filters, mode=mode)

@@ -30,7 +30,6 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import cached_property
 from urllib.parse import urlparse
 
 import chromadb
@@ -39,7 +38,7 @@ from chromadb.config import Settings as ChromaSettings
 
 from kb_server.config import KBSettings
 from kb_server.embeddings import Embedder, get_embedder
-from kb_server.facts import AcceleratorFacts, load_all_facts
+from kb_server.facts_store import FACTS_TOKEN_ID, FactsCollection
 from kb_server.kernel_store import KernelCollection
 from kb_server.lexical import LexicalIndex
 from kb_server.schemas import Chunk, Hit, KernelRecord, SearchFilters
@@ -49,6 +48,7 @@ log = logging.getLogger("kb_server")
 
 _GENERATION_ID = "__kkb_generation__"  # reserved record in the documents collection
 _PLACEHOLDER = [1.0]  # the documents collection's vector: it is never searched by similarity
+_RESERVED = {_GENERATION_ID, FACTS_TOKEN_ID}  # state records of the registry, not documents
 _PAGE = 5000  # records per chromadb get/add call (chromadb rejects much larger batches)
 
 
@@ -64,6 +64,7 @@ class DocumentWrite:
     chunks: list[Chunk]
     file_hash: str
     source: str = ""
+    chunking: str = ""  # the rules and sizes that cut these chunks: a document cut otherwise is re-ingested
 
 
 def index_text(heading_path: list[str], text: str) -> str:
@@ -88,6 +89,7 @@ def _chunk_meta(chunk: Chunk) -> dict:
         "vendor": chunk.vendor,
         "kind": chunk.kind,
         "source_urls": json.dumps(chunk.source_urls),
+        "metadata": json.dumps(chunk.metadata, sort_keys=True),
     }
     meta.update({f"acc_{acc}": True for acc in chunk.accelerator})  # filterable flags
     return meta
@@ -98,7 +100,7 @@ def _chunk_from(chunk_id_: str, text: str, meta: Mapping) -> Chunk:
         id=chunk_id_, document_id=meta["document_id"], text=text,
         heading_path=json.loads(meta["heading_path"]), source=meta["source"], title=meta["title"],
         accelerator=meta["accelerator_ids"].split(","), vendor=meta["vendor"], kind=meta["kind"],
-        source_urls=json.loads(meta.get("source_urls", "[]")),
+        source_urls=json.loads(meta.get("source_urls", "[]")), metadata=json.loads(meta.get("metadata", "{}")),
     )
 
 
@@ -138,7 +140,7 @@ def connect(settings: KBSettings) -> chromadb.api.ClientAPI:
     return chromadb.PersistentClient(path=str(settings.chroma_path), settings=chroma_settings)
 
 
-class Store(KernelCollection):
+class Store(KernelCollection, FactsCollection):
     """The knowledge base's one interface over chromadb, the BM25 index and the facts."""
 
     def __init__(self, settings: KBSettings, embedder: Embedder | None = None):
@@ -184,6 +186,10 @@ class Store(KernelCollection):
         """document_id -> file hash of every ingested document (and kernel file)."""
         return {i: m["file_hash"] for i, m in self._registry().items()}
 
+    def document_chunking(self) -> dict[str, str]:
+        """document_id -> the chunking signature its chunks were cut with ("" when not recorded)."""
+        return {i: m.get("chunking", "") for i, m in self._registry().items()}
+
     def document_sources(self) -> dict[str, str]:
         """document_id -> source path, for pruning documents whose files are gone."""
         return {i: m.get("source", "") for i, m in self._registry().items()}
@@ -192,7 +198,7 @@ class Store(KernelCollection):
         out: dict[str, dict] = {}
         for offset in range(0, self._documents.count(), _PAGE):
             got = self._documents.get(include=["metadatas"], limit=_PAGE, offset=offset)
-            out.update({i: m for i, m in zip(got["ids"], got["metadatas"]) if i != _GENERATION_ID})
+            out.update({i: m for i, m in zip(got["ids"], got["metadatas"]) if i not in _RESERVED})
         return out
 
     def missing_chunk_ids(self, ids: Iterable[str]) -> set[str]:
@@ -247,7 +253,7 @@ class Store(KernelCollection):
                 ids=[d.document_id for d in batch_docs], embeddings=[_PLACEHOLDER] * len(batch_docs),
                 documents=[""] * len(batch_docs),
                 metadatas=[{"file_hash": d.file_hash, "source": d.source, "type": "document",
-                            "n_chunks": len(d.chunks)} for d in batch_docs])
+                            "n_chunks": len(d.chunks), "chunking": d.chunking} for d in batch_docs])
         if to_add or stale:  # the chunks changed: other processes must rebuild their BM25 index
             self._bump_generation()
 
@@ -266,12 +272,17 @@ class Store(KernelCollection):
             return False
         for start in range(0, len(chunk_ids), _PAGE):
             self._chunks.delete(ids=chunk_ids[start : start + _PAGE])
+        was_facts = False
         if record["ids"]:
             kernel_id = record["metadatas"][0].get("kernel_id")
             if kernel_id:
                 self._kernels.delete(ids=[kernel_id])
+            was_facts = record["metadatas"][0].get("type") == "facts"
             self._documents.delete(ids=[document_id])
-        self._bump_generation()
+        if was_facts:
+            self.bump_facts_token()
+        else:
+            self._bump_generation()
         return True
 
     def register_kernel_file(self, document_id: str, record: KernelRecord, file_hash: str, source: str) -> str:
@@ -475,16 +486,7 @@ class Store(KernelCollection):
                 return dict(kept[:depth])
         return dict(query(depth, chunk_where(filters)))
 
-    # ---------------------------------------------------------------- facts and stats
-    @cached_property
-    def _facts(self) -> dict[str, AcceleratorFacts]:
-        directory = self.settings.corpus_dir / "accelerators"
-        return load_all_facts(directory) if directory.is_dir() else {}
-
-    def accelerators(self) -> dict[str, AcceleratorFacts]:
-        """Accelerator facts from `<corpus_dir>/accelerators/*.yaml` ({} when there is no such folder)."""
-        return self._facts
-
+    # ---------------------------------------------------------------- stats
     def stats(self) -> dict:
         return {
             "documents": len(self._registry()), "chunks": self._chunks.count(), "kernels": self._kernels.count(),

@@ -67,7 +67,7 @@ class Tuner:
         self.spec_source = self.spec_path.read_text(encoding="utf-8")
         self.prompts = PromptBuilder(kb, self.spec_source, config.target, config.backend, config.token_budget,
                                      config.iteration_token_budget, accelerator_name=accelerator_name,
-                                     tools=config.provider == "anthropic")
+                                     tools=config.provider == "anthropic", retrieval=config.retrieval)
         self.nodes: dict[str, Node] = {}
         self.inflight: dict[Future, str] = {}
         self.provider_failures = 0
@@ -182,7 +182,7 @@ class Tuner:
                                     index=drafts + 1, total=max(c.drafts, drafts + 1))
         step = self.store.next_step()
         self.store.add_request(step, kind, parent.id if parent else None, prompt.system, prompt.text,
-                               prompt.cache_prefix_chars, self.provider.name, n)
+                               prompt.cache_prefix_chars, self.provider.name, n, sources=prompt.sources)
         history = sorted(evaluated, key=lambda x: (-x.fitness, x.id))  # all of them, best first
         request = ProposalRequest(
             spec_path=self.spec_path, spec_source=self.spec_source, backend=c.backend, accelerator=c.target,

@@ -38,6 +38,8 @@ class SessionConfig:
     eval_workers: int = 1  # candidates in the harness at once (waiting, compiling or being timed)
     compile_workers: int = 0  # harness processes compiling candidates ahead of timing (GPU: 2)
     token_budget: int = 6000  # knowledge part of each prompt
+    retrieval: bool = True  # False: prompts without passages and library kernels (`kkb tune --no-retrieval`)
+    peaks: str = "facts"  # the harness's peaks: "facts" of the target, or "measured" on the device
     iteration_token_budget: int = 3000  # parent code, diagnostics, failure summaries
     seed: int = 0
     kb_url: str | None = None

@@ -27,7 +27,7 @@ CREATE TABLE IF NOT EXISTS session (
 CREATE TABLE IF NOT EXISTS requests (
     step INTEGER PRIMARY KEY, kind TEXT NOT NULL, parent_id TEXT, system TEXT NOT NULL, prompt TEXT NOT NULL,
     cache_prefix_chars INTEGER NOT NULL DEFAULT 0, provider TEXT NOT NULL, n INTEGER NOT NULL,
-    created_at REAL NOT NULL, error TEXT);
+    created_at REAL NOT NULL, error TEXT, sources TEXT);
 CREATE TABLE IF NOT EXISTS nodes (
     id TEXT PRIMARY KEY, step INTEGER NOT NULL, parent_ids TEXT NOT NULL, kind TEXT NOT NULL,
     code TEXT NOT NULL, response TEXT NOT NULL, meta TEXT NOT NULL, status TEXT NOT NULL,
@@ -55,6 +55,9 @@ class SessionStore:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(_SCHEMA)
+        columns = {row["name"] for row in self._db.execute("PRAGMA table_info(requests)")}
+        if "sources" not in columns:  # a session recorded before prompts noted their sources
+            self._db.execute("ALTER TABLE requests ADD COLUMN sources TEXT")
 
     # -- life cycle
     @classmethod
@@ -140,19 +143,26 @@ class SessionStore:
         return 0 if row["m"] is None else int(row["m"]) + 1
 
     def add_request(self, step: int, kind: str, parent_id: str | None, system: str, prompt: str,
-                    cache_prefix_chars: int, provider: str, n: int) -> None:
+                    cache_prefix_chars: int, provider: str, n: int, sources: dict | None = None) -> None:
+        """One provider request; `sources` maps each knowledge section of its prompt to the sources it used."""
         with self._tx():
             self._db.execute(
-                "INSERT INTO requests VALUES (?,?,?,?,?,?,?,?,?,NULL)",
-                (step, kind, parent_id, system, prompt, cache_prefix_chars, provider, n, time.time()))
+                "INSERT INTO requests (step, kind, parent_id, system, prompt, cache_prefix_chars, provider, n, "
+                "created_at, error, sources) VALUES (?,?,?,?,?,?,?,?,?,NULL,?)",
+                (step, kind, parent_id, system, prompt, cache_prefix_chars, provider, n, time.time(),
+                 None if sources is None else json.dumps(sources)))
 
     def set_request_error(self, step: int, error: str) -> None:
         with self._tx():
             self._db.execute("UPDATE requests SET error=? WHERE step=?", (error, step))
 
     def requests(self) -> list[dict]:
+        """Every request in order; `sources` decoded ({} for requests recorded without them)."""
         with self._lock:
-            return [dict(r) for r in self._db.execute("SELECT * FROM requests ORDER BY step")]
+            rows = [dict(r) for r in self._db.execute("SELECT * FROM requests ORDER BY step")]
+        for row in rows:
+            row["sources"] = json.loads(row["sources"]) if row.get("sources") else {}
+        return rows
 
     # -- nodes
     def next_node_id(self) -> str:

@@ -34,7 +34,9 @@ async def get_settings(request: Request) -> ServerSettings:
 
 
 async def get_facts(request: Request) -> dict[str, AcceleratorFacts]:
-    return request.app.state.facts
+    """The store's facts (corpus files and ingested ones), re-read when another process ingested facts."""
+    store = await get_store(request)
+    return await run_in_threadpool(store.accelerators)
 
 
 async def get_store(request: Request) -> Store:

@@ -66,7 +66,9 @@ async def _problem(request: Request, exc: Problem) -> JSONResponse:
 
 async def _prompt_error(request: Request, exc: PromptError) -> JSONResponse:
     status = 404 if exc.field == "accelerator" else 422
-    return problem_response(Problem(status, str(exc), field=exc.field))
+    cause = exc.__cause__
+    extra = {"known": cause.known} if isinstance(cause, AcceleratorNotFound) else None
+    return problem_response(Problem(status, str(exc), field=exc.field, extra=extra))
 
 
 async def _accelerator_not_found(request: Request, exc: AcceleratorNotFound) -> JSONResponse:

@@ -42,7 +42,8 @@ class PromptRequest(BaseModel):
     accelerator: str = Field(min_length=1, max_length=100)
     backend: str = Field(min_length=1, max_length=20)  # triton | cuda | cute | hip
     token_budget: int = Field(default=6000, ge=1)
-    extra_queries: list[str] = Field(default_factory=list, max_length=8)
+    extra_queries: list[str] = Field(default_factory=list, max_length=8)  # e.g. a measured bottleneck's query
+    retrieval: bool = True  # False: facts, rules and task only (the baseline that measures what retrieval adds)
 
 
 class KernelCreate(BaseModel):

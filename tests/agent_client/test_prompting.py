@@ -18,8 +18,13 @@ def evaluated(node_id: str, verdict: dict, code: str = "class ModelNew: pass\n")
 @pytest.mark.parametrize(
     ("verdict", "expected"),
     [
-        ({"status": "passed", "limit_kind": "memory", "fraction_of_limit": 0.3}, "coalescing vectorised loads"),
-        ({"status": "passed", "limit_kind": "compute", "fraction_of_limit": 0.9}, "tensor cores"),
+        ({"status": "passed", "limit_kind": "memory", "fraction_of_limit": 0.8, "latency_ms": 0.5},
+         "coalescing vectorised loads"),
+        ({"status": "passed", "limit_kind": "compute", "fraction_of_limit": 0.9, "latency_ms": 2.0}, "tensor cores"),
+        ({"status": "passed", "limit_kind": "memory", "fraction_of_limit": 0.3, "latency_ms": 0.5,
+          "host_launch_ms": 0.1}, "occupancy"),
+        ({"status": "passed", "limit_kind": "memory", "fraction_of_limit": 0.3, "latency_ms": 0.02,
+          "host_launch_ms": 0.035}, "launch overhead"),
         ({"status": "wrong", "reasons": ["139 of 300 elements outside atol"]}, "139 of 300 elements"),
         ({"status": "compile_error", "reasons": ["unknown name"]}, "triton compile error"),
         ({"status": "timeout", "reasons": []}, "grid size"),
@@ -47,8 +52,10 @@ def test_expand_prompt_has_knowledge_parent_diagnostics_and_failures(kb):
     step = builder.build(parent=parent, failures=failures, best=parent)
     knowledge, iteration = step.text[: step.cache_prefix_chars], step.text[step.cache_prefix_chars:]
     assert "Target hardware: NVIDIA H200" in knowledge and "## Task" in knowledge
-    assert "memory bound" in knowledge  # a passage retrieved for the parent's memory bottleneck
-    assert step.extra_queries and "coalescing" in step.extra_queries[0]
+    assert step.bottleneck == "launch_bound"  # 0.035 ms of host time a call for 0.02 ms of GPU work
+    assert step.extra_queries and "launch overhead" in step.extra_queries[0]
+    assert "launch-bound" in iteration and "Target hardware" not in iteration
+    assert step.sources["passages"] and step.sources["hardware_facts"]
     assert "# parent kernel" in iteration and "1.2x over torch.compile" in iteration
     assert "41% of the hardware limit" in iteration and "cuda_events" in iteration
     assert "host_launch_ms=0.035" in iteration  # the launch's host time, next to the GPU time
@@ -66,3 +73,25 @@ def test_iteration_part_stays_within_its_budget(kb):
     iteration = step.text[step.cache_prefix_chars:]
     assert estimate_tokens(iteration) <= 1000  # the budget, plus the fixed head and answer blocks
     assert "trimmed to fit the prompt budget" in iteration
+
+
+def test_memory_bound_parent_retrieves_for_memory(kb):
+    parent = evaluated("n0004", {"status": "passed", "speedup_vs_eager": 1.1, "limit_kind": "memory",
+                                 "fraction_of_limit": 0.85, "latency_ms": 0.4, "host_launch_ms": 0.05,
+                                 "reasons": []})
+    builder = PromptBuilder(kb, SPEC.read_text(), "h200", "triton", token_budget=3000)
+    step = builder.build(parent=parent)
+    assert step.bottleneck == "memory_bound" and "coalescing" in step.extra_queries[0]
+    knowledge = step.text[: step.cache_prefix_chars]
+    assert "memory bound" in knowledge  # a passage retrieved for the parent's memory bottleneck
+
+
+def test_no_retrieval_prompts_hold_facts_and_task_but_no_passages(kb):
+    builder = PromptBuilder(kb, SPEC.read_text(), "h200", "triton", token_budget=3000, retrieval=False)
+    parent = evaluated("n0001", {"status": "passed", "limit_kind": "memory", "fraction_of_limit": 0.85,
+                                 "latency_ms": 0.4})
+    for step in (builder.build(), builder.build(parent=parent)):
+        knowledge = step.text[: step.cache_prefix_chars]
+        assert "Target hardware: NVIDIA H200" in knowledge and "## Task" in knowledge
+        assert "retrieval is off" in knowledge and step.extra_queries == ()
+        assert "passages" not in step.sources and "example_kernels" not in step.sources

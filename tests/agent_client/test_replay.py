@@ -51,3 +51,29 @@ def test_replay_names_a_missing_recording(tmp_path):
 
     with pytest.raises(ProviderError, match="no recorded session 'ghost'"):
         get_provider("replay", client_settings(tmp_path), source="ghost")
+
+
+def test_the_same_session_without_retrieval_records_what_its_prompts_lacked(tuned_session, kb):
+    settings = tuned_session["settings"]
+    config = new_config(SPEC, settings, session_id="relu-no-retrieval", eval_overrides=FAST_EVAL, budget=2,
+                        device="cpu", provider="replay", provider_options={"source": "relu-one"}, drafts=2,
+                        proposals_per_step=1, write_back=False, retrieval=False)
+    run_session(config, settings, console=Console(file=io.StringIO()), live=False, kb=kb, report=True)
+    folder = settings.sessions_dir / "relu-no-retrieval"
+    store = SessionStore.open(folder)
+    requests = store.requests()
+    store.close()
+    assert requests and all("retrieval is off" in r["prompt"] for r in requests)
+    assert all(set(r["sources"]) == {"hardware_facts"} for r in requests)  # facts only
+    page = (folder / "report.html").read_text()
+    assert "retrieval: off" in page and 'data-section="passages"' not in page
+
+
+def test_a_session_records_and_reports_the_sources_of_its_prompts(tuned_session):
+    store = SessionStore.open(tuned_session["folder"])
+    requests = store.requests()
+    store.close()
+    used = {s for r in requests for s in r["sources"].get("passages", [])}
+    assert "tests/relu-memory.md" in used  # a passage of the test store, retrieved for the relu spec
+    page = (tuned_session["folder"] / "report.html").read_text()
+    assert "retrieval: on" in page and 'data-section="passages"' in page and "tests/relu-memory.md" in page

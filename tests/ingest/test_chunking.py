@@ -1,4 +1,5 @@
-"""Heading-aware chunking: structure kept, code and tables whole, size bounded, overlap."""
+"""Heading-aware chunking: structure kept, code and tables whole when they fit, size bounded by the
+embedder's own tokenizer (heading path included), overlap."""
 
 from __future__ import annotations
 
@@ -7,8 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from ingest.chunking import Block, count_tokens, pack_blocks
+from ingest.chunking import Block, heading_text, pack_blocks
 from ingest.markdown import markdown_blocks
+from kb_server.tokens import get_counter
+
+COUNTER = get_counter()
+count_tokens = COUNTER.wordpieces
 
 
 def _chunks(md: str, max_tokens: int = 80, overlap: int = 20):
@@ -27,21 +32,50 @@ def test_heading_path_follows_nesting():
     ]
 
 
-def test_long_code_block_is_kept_whole_even_above_the_limit():
-    code = "```python\n" + "\n".join(f"x_{i} = load(ptr + {i})  # step {i}" for i in range(60)) + "\n```"
+def test_code_block_that_fits_is_kept_whole():
+    code = "```python\n" + "\n".join(f"x_{i} = load(ptr + {i})" for i in range(4)) + "\n```"
+    _, chunks = _chunks(f"# K\n\nBefore the code.\n\n{code}\n\nAfter the code.\n", max_tokens=80)
+    assert sum(code in text for _, text in chunks) == 1
+
+
+def test_long_code_block_is_split_at_lines_into_fenced_pieces():
+    lines = [f"x_{i} = load(ptr + {i})  # step {i}" for i in range(60)]
+    code = "```python\n" + "\n".join(lines) + "\n```"
     md = f"# K\n\nBefore the code.\n\n{code}\n\nAfter the code.\n"
     _, chunks = _chunks(md, max_tokens=60)
-    holding = [text for _, text in chunks if "x_0 =" in text]
-    assert len(holding) == 1 and code in holding[0]  # one chunk holds the whole fence, untouched
-    assert count_tokens(holding[0]) > 60  # oversized rather than split
-    assert sum(text.count("x_59 =") for _, text in chunks) == 1  # never repeated as overlap
+    holding = [text for _, text in chunks if "x_" in text]
+    assert len(holding) > 1
+    assert all(count_tokens(text) <= 60 for _, text in chunks)  # the limit holds for code too
+    for text in holding:  # every piece is a fenced block of its own: opened and closed
+        fenced = text[text.index("```python"):]
+        assert fenced.startswith("```python\n") and fenced.count("```") == 2 and "\n```" in fenced
+    for line in lines:  # nothing lost, nothing repeated as overlap
+        assert sum(text.count(line + "\n") for _, text in chunks) == 1
+
+
+def test_long_table_is_split_under_its_header():
+    rows = [f"| chip{i} | {i * 16} KB | {i} |" for i in range(60)]
+    table = "| chip | smem | n |\n|---|---|---|\n" + "\n".join(rows)
+    _, chunks = _chunks(f"# T\n\n{table}\n", max_tokens=80)
+    assert len(chunks) > 1 and all(count_tokens(text) <= 80 for _, text in chunks)
+    assert all(text.startswith("| chip | smem | n |\n|---|---|---|\n") for _, text in chunks)
+    assert all(sum(row in text for _, text in chunks) == 1 for row in rows)
+
+
+def test_heading_path_counts_against_the_embedders_window():
+    heading = tuple(f"A rather long heading number {i} about shared memory banks" for i in range(8))
+    words = " ".join(f"word{i}" for i in range(2000))
+    chunks = pack_blocks([Block(words, heading)], max_tokens=10_000, overlap_tokens=0)
+    assert len(chunks) > 1
+    for path, text in chunks:  # what the model embeds is the heading path, a newline, then the text
+        assert count_tokens(heading_text(path) + "\n" + text) <= COUNTER.window
 
 
 def test_table_is_kept_whole():
-    rows = "\n".join(f"| chip{i} | {i * 16} KB | {i} |" for i in range(30))
+    rows = "\n".join(f"| chip{i} | {i * 16} KB | {i} |" for i in range(12))  # fits one chunk
     table = "| chip | smem | n |\n|---|---|---|\n" + rows
     md = f"# T\n\nSome words first.\n\n{table}\n\nSome words after.\n"
-    _, chunks = _chunks(md, max_tokens=50)
+    _, chunks = _chunks(md, max_tokens=400)
     holding = [text for _, text in chunks if "chip0" in text]
     assert len(holding) == 1 and table in holding[0]
 
@@ -84,3 +118,17 @@ def test_no_headings_uses_the_title():
 ])
 def test_nothing_in_nothing_out(blocks):
     assert pack_blocks(blocks) == []
+
+
+def test_no_chunk_of_the_corpus_is_longer_than_the_embedders_window():
+    from ingest.pipeline import IngestOptions, IngestReport, discover, read_document
+    from kb_server.config import KBSettings
+    from kb_server.store import index_text
+
+    settings = KBSettings()
+    files = [f for f in discover([settings.corpus_dir / "docs"], IngestReport()) if f.kind == "doc"]
+    assert len(files) >= 70
+    lengths = [COUNTER.wordpieces(index_text(c.heading_path, c.text))
+               for f in files for c in read_document(f, IngestOptions(), "any", settings.chunk_max_tokens,
+                                                     settings.chunk_overlap_tokens)]
+    assert len(lengths) >= 500 and max(lengths) <= COUNTER.window

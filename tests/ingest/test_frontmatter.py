@@ -21,7 +21,8 @@ tags: [smem]
 
 def test_valid_front_matter_parses():
     front, body = parse_front_matter(GOOD, "docs/h100.md")
-    assert front.accelerator == ["h100", "h200"] and front.vendor.value == "nvidia"
+    assert front.accelerator == ["h100", "h200"] and front.vendor == "nvidia" and front.kind == "arch"
+    assert front.source_urls == ["https://example.org/a"] and front.metadata == {}
     assert body.startswith("# Body")
 
 
@@ -30,21 +31,48 @@ def test_no_front_matter_gives_none():
     assert front is None and body == "# Just a doc\n"
 
 
-@pytest.mark.parametrize("old, new, line, field", [
-    ("vendor: nvidia", "vendor: nvidiaa", 4, "vendor"),  # bad enum value
-    ("kind: arch", "kind: poem", 5, "kind"),
-    ("accelerator: [h100, h200]", "accelerator: [h100, H200]", 3, "accelerator"),  # upper case id
-    ("  - https://example.org/a", "  - not a url", 7, "sources.0"),  # list item: its own line
-    ("tags: [smem]", "tags: [smem]\ncolour: red", 9, "colour"),  # unknown key
-    ('title: "H100 memory"\n', "", 1, "title"),  # missing field: the opening --- line
+@pytest.mark.parametrize(("old", "new", "field", "value"), [
+    ("vendor: nvidia", "vendor: Aurora Silicon", "vendor", "aurora-silicon"),  # any vendor, normalised
+    ("vendor: nvidia", "vendor: intel", "vendor", "intel"),
+    ("kind: arch", "kind: Datasheet", "kind", "datasheet"),  # a kind outside the usual ones is kept
+    ("accelerator: [h100, h200]", "accelerator: [H100, 'Aurora A1']", "accelerator", ["h100", "aurora-a1"]),
+    ("accelerator: [h100, h200]", "accelerator: MI300X", "accelerator", ["mi300x"]),  # one id, not a list
+    ('title: "H100 memory"\n', "", "title", None),  # missing: the reader takes the first heading
+    ("vendor: nvidia\n", "", "vendor", None),  # missing: inferred from the accelerators' facts
 ])
-def test_invalid_front_matter_names_file_line_and_field(old, new, line, field):
+def test_open_vocabulary_is_normalised_not_refused(old, new, field, value):
+    front, _ = parse_front_matter(GOOD.replace(old, new), "docs/h100.md")
+    assert getattr(front, field) == value
+
+
+def test_unknown_fields_are_kept_as_metadata_and_source_is_a_source():
+    text = GOOD.replace("tags: [smem]", "tags: [smem]\nsource: https://example.org/b\nfab_node: 3nm\n"
+                        "reviewed: [2026-01-02, alice]\nlimits: {tdp_w: 500}")
+    front, _ = parse_front_matter(text, "docs/h100.md")
+    assert front.source_urls == ["https://example.org/a", "https://example.org/b"]
+    assert front.metadata["fab_node"] == "3nm"
+    assert front.metadata["limits"] == "{tdp_w: 500}"  # nested values are kept as YAML text
+    assert "reviewed" in front.metadata
+
+
+@pytest.mark.parametrize(("old", "new", "line", "field"), [
+    ("vendor: nvidia", "vendor: [nvidia, amd]", 4, "vendor"),  # a list where one name belongs
+    ("kind: arch", "kind: {a: 1}", 5, "kind"),  # a mapping where one name belongs
+    ("accelerator: [h100, h200]", "accelerator: {h100: yes}", 3, "accelerator"),  # a mapping, not ids
+    ("tags: [smem]", "tags: {x: 1}", 8, "tags"),
+])
+def test_a_field_of_the_wrong_type_names_file_line_and_field(old, new, line, field):
     text = GOOD.replace(old, new)
     with pytest.raises(FrontMatterError) as info:
         parse_front_matter(text, "docs/h100.md")
     err = info.value
     assert (err.path, err.line, err.field) == ("docs/h100.md", line, field)
     assert str(err).startswith(f"docs/h100.md:{line}: field '{field}'")
+
+
+def test_an_empty_block_is_no_metadata():
+    front, body = parse_front_matter("---\n---\n# T\n", "a.md")
+    assert front.title is None and front.accelerator is None and body == "# T\n"
 
 
 def test_invalid_yaml_names_the_line():

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
 from ingest.frontmatter import FrontMatterError
 from ingest.kernels import read_kernel
-from ingest.pipeline import IngestError, ingest_paths
+from ingest.pipeline import ingest_paths
 
 SOURCE = 'import torch\nTUNABLES = {"BLOCK_N": 1024}\n\n\nclass ModelNew(torch.nn.Module):\n    pass\n'
 SIDECAR = """name: softmax_rowwise
@@ -69,5 +70,6 @@ def test_kernels_ingest_list_search_and_replace(tmp_path, store):
 
 def test_ingest_reports_a_bad_sidecar(tmp_path, store):
     write_kernel(tmp_path, "softmax", sidecar=SIDECAR.replace("name: softmax_rowwise\n", ""))
-    with pytest.raises(IngestError, match=r"kernel\.yaml:1: field 'name'"):
-        ingest_paths(store, [tmp_path])
+    report = ingest_paths(store, [tmp_path])
+    assert len(report.errors) == 1 and re.search(r"kernel\.yaml:1: field 'name'", report.errors[0])
+    assert report.kernels == [] and store.list_kernels() == []

@@ -3,6 +3,7 @@ re-ingest, replacement of changed files, prune, and a failure part-way leaving t
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -79,12 +80,37 @@ def test_prune_deletes_documents_whose_files_are_gone(tmp_path, store):
     assert len(store.document_hashes()) == 3
 
 
-def test_invalid_front_matter_fails_before_writing(tmp_path, store):
-    paths = write_corpus(tmp_path / "docs", n=2)
-    paths["doc1"].write_text(paths["doc1"].read_text().replace("vendor: nvidia", "vendor: intel"))
-    with pytest.raises(IngestError, match=r"doc1\.md:4: field 'vendor'"):
-        ingest_paths(store, [tmp_path / "docs"])
-    assert store.document_hashes() == {}  # doc0 was valid but nothing was written
+@pytest.mark.parametrize(("old", "new", "expected"), [
+    ("vendor: nvidia", "vendor: [nvidia, amd]", r"doc1\.md:4: field 'vendor'"),  # wrong type
+    ("kind: arch", "kind: arch: oops", r"doc1\.md:5: not valid YAML"),  # malformed YAML
+])
+def test_a_bad_file_is_reported_and_the_others_still_ingest(tmp_path, store, old, new, expected):
+    paths = write_corpus(tmp_path / "docs", n=3)
+    paths["doc1"].write_text(paths["doc1"].read_text().replace(old, new))
+    report = ingest_paths(store, [tmp_path / "docs"])
+    assert len(report.errors) == 1 and re.search(expected, report.errors[0])
+    assert sorted(Path(p).name for p in report.written) == ["doc0.md", "doc2.md"]
+    assert any("zorb2" in t for t in texts(store, "zorb2"))
+    assert not any("zorb1" in t for t in texts(store, "zorb1"))  # the bad file wrote nothing
+    paths["doc1"].write_text(paths["doc1"].read_text().replace(new, old))  # fixed: it ingests next time
+    again = ingest_paths(store, [tmp_path / "docs"])
+    assert again.errors == [] and [Path(p).name for p in again.written] == ["doc1.md"]
+
+
+def test_a_missing_path_is_an_error_before_anything_is_written(tmp_path, store):
+    with pytest.raises(IngestError, match="no such file"):
+        ingest_paths(store, [tmp_path / "nowhere"])
+
+
+def test_changed_chunking_rules_reingest_unchanged_files(tmp_path, kb_settings, embedder):
+    from kb_server.store import Store
+
+    write_corpus(tmp_path / "docs", n=2)
+    ingest_paths(Store(kb_settings, embedder=embedder), [tmp_path / "docs"])
+    smaller = Store(kb_settings.model_copy(update={"chunk_max_tokens": 64}), embedder=embedder)
+    report = ingest_paths(smaller, [tmp_path / "docs"])  # same bytes, other chunk sizes: written again
+    assert report.unchanged == 0 and len(report.written) == 2
+    assert ingest_paths(smaller, [tmp_path / "docs"]).unchanged == 2
 
 
 def test_binary_and_unsupported_files_are_skipped_with_a_list(tmp_path, store):

@@ -60,7 +60,7 @@ def start_server(home: Path, corpus_dir: Path = FIXTURE_CORPUS, env: dict | None
         full_env.pop("KKB_API_KEY", None)
     log_path = home.parent / f"server-{port}.log"
     log = log_path.open("wb")
-    proc = subprocess.Popen([sys.executable, "-m", "kb_server.api_cli", "serve", "--host", "127.0.0.1",
+    proc = subprocess.Popen([sys.executable, "-m", "kernelkb_cli", "serve", "--host", "127.0.0.1",
                              "--port", str(port), "--log-level", "warning"],
                             cwd=REPO, env=full_env, stdout=log, stderr=subprocess.STDOUT)
     server = ServerProcess(proc, f"http://127.0.0.1:{port}", log_path, home, dict(env or {}))

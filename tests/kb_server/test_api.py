@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
+from ingest.upload import PipelineIngestor
 from kb_server.api.settings import ServerSettings
 from kb_server.main import create_app
 from tests.kb_server import kbdata
@@ -45,7 +46,8 @@ def store(home):
 
 
 def make_client(home, store, **settings) -> TestClient:
-    app = create_app(ServerSettings(home=home, corpus_dir=FIXTURES, **{"api_key": KEY, **settings}), store=store)
+    app = create_app(ServerSettings(home=home, corpus_dir=FIXTURES, **{"api_key": KEY, **settings}), store=store,
+                     ingestor=PipelineIngestor())
     return TestClient(app)
 
 
@@ -127,8 +129,13 @@ def test_prompt_route(client):
                                                        "task"]
     assert bundle["tokens"] <= 4000 and "softmax" in bundle["text"]
     assert_problem(client.post("/v1/prompt", json={**body, "backend": "verilog"}), 422, "backend")
-    assert_problem(client.post("/v1/prompt", json={**body, "accelerator": "tpu"}), 404, "accelerator")
+    unknown = assert_problem(client.post("/v1/prompt", json={**body, "accelerator": "tpu"}), 404, "accelerator")
+    assert unknown["known"] == ["h100", "mi300x"] and "known: h100, mi300x" in unknown["detail"]
     assert_problem(client.post("/v1/prompt", json={**body, "token_budget": 40}), 422, "token_budget")
+    passages = bundle["sections"][1]["sources"]
+    assert len(passages) >= 3 and "_softmax_kernel" in bundle["sections"][2]["text"]
+    off = client.post("/v1/prompt", json={**body, "retrieval": False}).json()
+    assert off["retrieval"] is False and off["sections"][1]["sources"] == [] and "_softmax_kernel" not in off["text"]
     assert_problem(client.post("/v1/prompt", json={**body, "spec_source": "def (:"}), 422, "spec_source")
 
 
@@ -179,11 +186,11 @@ def test_upload_list_search_delete(client, home):
     ("fake.pdf", b"hello, not a pdf", {}, 422, "file"),
     ("empty.md", b"", {}, 422, "file"),
     ("latin1.md", b"caf\xe9 " * 50, {}, 422, "file"),
-    ("doc.md", b"# x\nsome text here", {"vendor": "intel"}, 422, "vendor"),
-    ("doc.md", b"# x\nsome text here", {"kind": "poem"}, 422, "kind"),
-    ("doc.md", b"# x\nsome text here", {"accelerator": "H100,../x"}, 422, "accelerator"),
-    ("bad.md", b"---\ntitle: ok title\naccelerator: [h100]\nvendor: nvidia\nkind: novel\n---\n# x\ntext", {},
-     422, "file"),  # invalid front matter: the detail names the line and field
+    ("doc.md", b"# x\nsome text here", {"vendor": "?!"}, 422, "vendor"),  # nothing to keep of the name
+    ("doc.md", b"# x\nsome text here", {"kind": "---"}, 422, "kind"),
+    ("doc.md", b"# x\nsome text here", {"accelerator": "h100,../"}, 422, "accelerator"),
+    ("bad.md", b"---\ntitle: ok title\naccelerator: [h100]\nvendor: nvidia\nkind: [a, b]\n---\n# x\ntext", {},
+     422, "file"),  # a field of the wrong type in the front matter: the detail names the line and field
     ("big.md", b"a" * (33 * 1024), {}, 413, "file"),  # over max_upload_bytes=32 KiB
 ])
 def test_bad_uploads_are_named_4xx_and_leave_nothing(client, home, name, data, form, status, field):
@@ -222,10 +229,10 @@ def test_reads_can_require_the_token(home, store):
 def test_without_a_token_writes_need_loopback(home, store):
     record = {"name": "n", "op_family": "f", "op_signature": "f()", "backend": "triton", "source": "x = 1\n"}
     settings = ServerSettings(home=home, corpus_dir=FIXTURES, api_key=None)
-    with TestClient(create_app(settings, store=store, bound_host="0.0.0.0")) as c:
+    with TestClient(create_app(settings, store=store, bound_host="0.0.0.0", ingestor=PipelineIngestor())) as c:
         assert_problem(c.post("/v1/kernels", json=record), 403, None)
         assert c.get("/v1/kernels").status_code == 200  # reads stay open
-    with TestClient(create_app(settings, store=store, bound_host="127.0.0.1")) as c:
+    with TestClient(create_app(settings, store=store, bound_host="127.0.0.1", ingestor=PipelineIngestor())) as c:
         assert c.post("/v1/kernels", json=record).status_code == 201
 
 
@@ -256,3 +263,25 @@ def test_pdf_and_html_uploads(client, tmp_path):
         assert word in hit["chunk"]["text"] and hit["chunk"]["accelerator"] == ["h100"]
         assert hit["chunk"]["kind"] == "arch"
         assert client.delete(f"/v1/documents/{r.json()['document_id']}", headers=AUTH).status_code == 204
+
+
+def test_any_vendor_and_kind_upload_normalised(client):
+    doc = b"---\nsource: https://lumenforge.example/a\nreview_state: draft\n---\n# Tile notes\n\nvorpq scratchpad.\n"
+    created = client.post("/v1/documents", files={"file": ("lf.md", doc)}, headers=AUTH,
+                          data={"vendor": "LumenForge", "accelerator": "LF-T4", "kind": "Datasheet"})
+    assert created.status_code == 201, created.text
+    hits = client.post("/v1/search", json={"query": "vorpq", "k": 3, "filters": {"vendor": "lumenforge"}}).json()
+    chunk = hits["hits"][0]["chunk"]
+    assert (chunk["vendor"], chunk["accelerator"], chunk["kind"]) == ("lumenforge", ["lf-t4"], "datasheet")
+    assert chunk["title"] == "Tile notes" and chunk["metadata"] == {"review_state": "draft"}
+    assert chunk["source_urls"] == ["https://lumenforge.example/a"]
+    assert client.delete(f"/v1/documents/{created.json()['document_id']}", headers=AUTH).status_code == 204
+
+
+def test_a_server_without_an_ingestor_answers_uploads_with_501(home, store):
+    app = create_app(ServerSettings(home=home, corpus_dir=FIXTURES, api_key=KEY), store=store)
+    with TestClient(app) as c:
+        body = assert_problem(c.post("/v1/documents", files={"file": ("a.md", DOC.encode())}, headers=AUTH),
+                              501, "file")
+        assert "ingestor" in body["detail"]
+        assert c.get("/v1/accelerators").status_code == 200  # reads are served

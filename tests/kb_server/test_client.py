@@ -13,6 +13,7 @@ import httpx
 import pytest
 import uvicorn
 
+from ingest.upload import PipelineIngestor
 from kb_server.api.models import DocumentCreated
 from kb_server.api.settings import ServerSettings
 from kb_server.client import KBClient, KBError
@@ -39,7 +40,8 @@ def base_url(tmp_path_factory):
     store = Store(settings)
     kbdata.seed(store)
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(create_app(settings, store=store, bound_host="127.0.0.1"),
+    app = create_app(settings, store=store, bound_host="127.0.0.1", ingestor=PipelineIngestor())
+    server = uvicorn.Server(uvicorn.Config(app,
                                            host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()

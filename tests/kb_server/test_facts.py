@@ -66,7 +66,7 @@ def test_aliases_resolve(facts):
         resolve_accelerator(facts, "tpu-v5")
 
 
-def test_cli_facts_answers_and_names_misses(monkeypatch):
+def test_cli_facts_answers_and_names_misses(monkeypatch, tmp_path):
     import typer
 
     from kb_server.api_cli import facts as facts_verb
@@ -75,6 +75,7 @@ def test_cli_facts_answers_and_names_misses(monkeypatch):
     app.command()(facts_verb)
     app.command(name="noop")(lambda: None)
     monkeypatch.setenv("KKB_CORPUS_DIR", str(FIXTURES))
+    monkeypatch.setenv("KKB_HOME", str(tmp_path / "home"))  # the store's facts: never the user's home
     out = CliRunner().invoke(app, ["facts", "h100", "shared", "memory"])
     assert out.exit_code == 0, out.output
     assert "shared_memory_per_unit = 228 KiB" in out.output

@@ -14,6 +14,7 @@ from tests.kb_server import kbdata
 from tests.kb_server.serverproc import FIXTURE_CORPUS, REPO
 
 pytestmark = pytest.mark.slow  # starts server processes: tens of seconds on 2 busy cores
+NEW_FACTS = REPO / "tests" / "ingest" / "fixtures" / "new_vendor" / "accelerators" / "lf-t4.yaml"
 TOOLS = {"search", "accelerator_facts", "fact_lookup", "build_prompt", "kernels", "search_kernels", "get_kernel"}
 
 
@@ -44,7 +45,19 @@ async def _session_calls(home: Path) -> dict:
         out["kernels"] = await session.call_tool("kernels", {"backend": "triton"})
         out["similar"] = await session.call_tool("search_kernels", {"query": "softmax", "backend": "cuda"})
         out["missing"] = await session.call_tool("fact_lookup", {"accelerator": "tpu", "question": "smem"})
+        out["before"] = await session.call_tool("fact_lookup", {"accelerator": "lf-t4", "question": "smem"})
+        _ingest_new_facts(home)  # another process writes facts while the MCP server runs
+        out["after"] = await session.call_tool("fact_lookup", {"accelerator": "lf-t4", "question": "smem"})
     return out
+
+
+def _ingest_new_facts(home: Path) -> None:
+    from ingest.pipeline import ingest_paths
+    from kb_server.api.settings import ServerSettings
+    from kb_server.store import Store
+
+    report = ingest_paths(Store(ServerSettings(home=home, corpus_dir=FIXTURE_CORPUS)), [NEW_FACTS])
+    assert report.facts == ["lf-t4"]
 
 
 def test_mcp_tools_over_stdio(home):
@@ -60,6 +73,9 @@ def test_mcp_tools_over_stdio(home):
     assert {k["id"] for k in out["kernels"].structured_content["kernels"]} == {"softmax-triton"}
     assert out["similar"].structured_content["kernels"][0]["id"] == "softmax-cuda"
     assert out["missing"].is_error and "unknown accelerator 'tpu'" in out["missing"].content[0].text
+    assert out["before"].is_error and "known: h100, mi300x" in out["before"].content[0].text
+    best = out["after"].structured_content["matches"][0]  # no restart: the running server reads them
+    assert (best["field"], best["value"], best["unit"]) == ("shared_memory_per_unit", 384, "KiB")
 
 
 def test_kkb_registers_the_verbs():

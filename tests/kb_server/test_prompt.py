@@ -91,22 +91,68 @@ def test_bundle_sections_sources_and_filters(store):
     assert all(s.tokens == estimate_tokens(s.text) for s in bundle.sections)
 
 
-def test_budget_trims_lowest_ranked_passages_first(store):
-    full = build_prompt(store, kbdata.SPEC, "h100", "triton", token_budget=100_000)
-    full_passages = full.sections[1].sources
-    assert len(full_passages) >= 2
-    budget = full.tokens - 1  # one token short: the last passage must go, the kernels stay
-    trimmed = build_prompt(store, kbdata.SPEC, "h100", "triton", token_budget=budget)
-    assert trimmed.tokens <= budget
-    assert trimmed.sections[1].sources == full_passages[: len(trimmed.sections[1].sources)]
-    assert len(trimmed.sections[1].sources) < len(full_passages)
-    assert trimmed.sections[2].sources == full.sections[2].sources
+def _passages(bundle) -> list[str]:
+    return next(s for s in bundle.sections if s.name == "passages").sources
 
 
-def test_budget_too_small_names_the_field(store):
-    with pytest.raises(PromptError) as info:
-        build_prompt(store, kbdata.SPEC, "h100", "triton", token_budget=50)
+def _kernel_text(bundle) -> str:
+    return next(s for s in bundle.sections if s.name == "example_kernels").text
+
+
+@pytest.mark.parametrize("budget", [1200, 1500, 2000, 3000, 6000, 20_000])
+def test_every_budget_carries_facts_passages_and_a_kernel(store, budget):
+    bundle = build_prompt(store, kbdata.SPEC, "h100", "triton", token_budget=budget)
+    assert bundle.tokens == estimate_tokens(bundle.text) <= budget
+    assert [s.name for s in bundle.sections] == SECTIONS  # no section is dropped for another
+    assert "shared memory per unit: 228 KiB" in bundle.sections[0].text
+    assert len(_passages(bundle)) >= 3  # the store holds 4 passages for the h100 (and "any")
+    assert "_softmax_kernel" in _kernel_text(bundle)
+
+
+def test_a_larger_budget_never_carries_less(store):
+    small, large = (build_prompt(store, kbdata.SPEC, "h100", "triton", token_budget=b) for b in (1200, 20_000))
+    assert _passages(small) == _passages(large)[: len(_passages(small))]  # the best-ranked first
+    assert len(_passages(large)) == 4 and "[...]" not in large.sections[1].text  # all of them, whole
+    assert len(_kernel_text(large)) >= len(_kernel_text(small))
+
+
+def test_a_tight_grant_cuts_the_first_passages_evenly_and_marks_the_cut():
+    from kb_server.prompt import _fit_passages, load_template
+    from kb_server.schemas import Hit
+
+    long = [c.model_copy(update={"text": " ".join([c.text] * 8)}) for c in kbdata.chunks()]
+    hits = [Hit(chunk=c, score=1.0 / (i + 1)) for i, c in enumerate(long)]
+    section = _fit_passages(load_template(), hits, "softmax", "memory", grant=600)
+    assert section.tokens <= 600 and len(section.sources) == 3  # the minimum, each cut
+    assert section.text.count("[...]") == 3
+    roomy = _fit_passages(load_template(), hits, "softmax", "memory", grant=5000)
+    assert len(roomy.sources) == 5 and "[...]" not in roomy.text
+
+
+def test_budget_too_small_names_the_field_and_the_need(store):
+    with pytest.raises(PromptError, match=r"token_budget 300 is below the \d+ tokens") as info:
+        build_prompt(store, kbdata.SPEC, "h100", "triton", token_budget=300)
     assert info.value.field == "token_budget"
+
+
+def test_retrieval_off_keeps_facts_and_task_without_passages_or_kernels(store):
+    bundle = build_prompt(store, kbdata.SPEC, "h100", "triton", token_budget=6000, retrieval=False)
+    assert not bundle.retrieval and bundle.queries == []
+    assert _passages(bundle) == [] and "retrieval is off" in bundle.sections[1].text
+    assert "_softmax_kernel" not in bundle.text and "228 KiB" in bundle.text and "ModelNew" in bundle.text
+
+
+def test_queries_follow_the_family_the_bottleneck_and_the_callers_extra(store):
+    bundle = build_prompt(store, kbdata.SPEC, "h100", "triton", extra_queries=["launch overhead of short kernels"])
+    assert bundle.family == "softmax" and bundle.bottleneck == "memory"
+    assert bundle.queries[0] == "launch overhead of short kernels"  # what the caller measured comes first
+    assert any("softmax" in q for q in bundle.queries) and any("memory-bound" in q for q in bundle.queries)
+
+
+def test_unknown_accelerator_lists_the_known_ids(store):
+    with pytest.raises(PromptError, match="known: h100, mi300x") as info:
+        build_prompt(store, kbdata.SPEC, "tpu-v9", "triton")
+    assert info.value.field == "accelerator"
 
 
 @pytest.mark.parametrize(("kwargs", "field"), [

@@ -44,11 +44,17 @@ def test_ingest_search_and_kernels_verbs(cli_home):
     assert [r["name"] for r in json.loads(listed.stdout)] == ["softmax_rows"]
 
 
-def test_ingest_verb_names_the_bad_file_and_line(cli_home):
+def test_ingest_verb_names_the_bad_file_and_line_and_ingests_the_rest(cli_home):
     from kernelkb_cli import app
 
-    bad = cli_home / "bad.md"
-    bad.write_text("---\ntitle: Bad one\naccelerator: [h100]\nvendor: nvidia\nkind: poem\n---\ntext\n")
-    result = CliRunner().invoke(app, ["ingest", str(bad)])
+    docs = cli_home / "docs"
+    docs.mkdir()
+    (docs / "bad.md").write_text("---\ntitle: Bad one\naccelerator: [h100]\nvendor: nvidia\nkind: [a, b]\n---\n"
+                                 "text\n")
+    (docs / "good.md").write_text("---\nvendor: Some New Vendor\nkind: poem\n---\n# Good one\n\nglorp words\n")
+    runner = CliRunner()
+    result = runner.invoke(app, ["ingest", str(docs)])
     assert result.exit_code == 1
-    assert "bad.md:5: field 'kind'" in result.output
+    assert "bad.md:5: field 'kind'" in result.output and "written: 1" in result.output
+    found = json.loads(runner.invoke(app, ["search", "glorp", "--vendor", "some-new-vendor", "--json"]).stdout)
+    assert [h["chunk"]["title"] for h in found] == ["Good one"]  # the title from the first heading

@@ -14,7 +14,8 @@ router = APIRouter(prefix="/v1", tags=["prompt"], dependencies=[ReadAccess])
 
 @router.post("/prompt", response_model=PromptBundle)
 def prompt(body: PromptRequest, store: StoreDep, settings: SettingsDep) -> PromptBundle:
-    """The spec is parsed, never executed: its ops become the retrieval queries."""
+    """The spec is parsed, never executed: its ops become the retrieval queries. An unknown accelerator
+    answers 404 listing the known ids; a budget below what the sections need, 422 saying how much."""
     if len(body.spec_source) > settings.max_spec_chars:
         raise Problem(422, f"spec_source is {len(body.spec_source)} characters; the limit is "
                       f"{settings.max_spec_chars}", field="spec_source")
@@ -26,4 +27,4 @@ def prompt(body: PromptRequest, store: StoreDep, settings: SettingsDep) -> Promp
             raise Problem(422, f"extra_queries[{i}] is blank or over {settings.max_query_chars} characters",
                           field=f"extra_queries.{i}")
     return build_prompt(store, body.spec_source, body.accelerator, body.backend,
-                        token_budget=body.token_budget, extra_queries=body.extra_queries)
+                        token_budget=body.token_budget, extra_queries=body.extra_queries, retrieval=body.retrieval)

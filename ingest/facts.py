@@ -1,0 +1,58 @@
+"""Accelerator facts files (the schema of corpus/accelerators/*.yaml) -> validated AcceleratorFacts.
+
+Usage: if is_facts_file(path, given=True): facts = read_facts(path)
+
+A YAML file is a facts file when it was named on the command line, when it sits in a folder named
+`accelerators`, or when its top level holds both `id` and `compute_units`; a kernel's sidecar (a YAML
+file next to a kernel source of the same name) never is. Errors name the file, the line and the
+field (a fact without its unit or source, a vendor of the wrong type); nothing of a refused file reaches
+the store, so the facts an accelerator had before stay.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from ingest.frontmatter import FrontMatterError, validate_yaml_block
+from ingest.kernels import KERNEL_SUFFIXES
+from kb_server.facts import AcceleratorFacts, FactsError, check_file_name
+
+FACTS_SUFFIXES = {".yaml", ".yml"}
+_HEAD_BYTES = 64 * 1024  # enough of a file to see its top-level keys
+
+
+def is_sidecar(path: Path) -> bool:
+    return any(path.with_suffix(s).is_file() for s in KERNEL_SUFFIXES)
+
+
+def is_facts_file(path: Path, given: bool = False) -> bool:
+    """Whether a YAML file holds accelerator facts (see the module docstring)."""
+    if path.suffix.lower() not in FACTS_SUFFIXES or is_sidecar(path):
+        return False
+    if given or path.parent.name == "accelerators":
+        return True
+    try:
+        raw = yaml.safe_load(path.read_bytes()[:_HEAD_BYTES])
+    except (OSError, yaml.YAMLError):
+        return False  # a broken YAML file that does not look like facts stays quiet, as before
+    return isinstance(raw, dict) and "id" in raw and "compute_units" in raw
+
+
+def read_facts(path: Path, display: str | None = None) -> AcceleratorFacts:
+    """The validated facts of one file; FrontMatterError naming file, line and field otherwise."""
+    name = display or str(path)
+    facts = validate_yaml_block(AcceleratorFacts, path.read_text(encoding="utf-8"), name, first_line=1)
+    try:
+        check_file_name(facts, path)
+    except FactsError as exc:
+        raise FrontMatterError(name, _id_line(path), "id", str(exc).split(": ", 1)[-1]) from exc
+    return facts
+
+
+def _id_line(path: Path) -> int:
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if line.startswith("id:"):
+            return number
+    return 1
