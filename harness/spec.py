@@ -167,12 +167,24 @@ def load_spec(path: str | Path) -> Spec:
                 variants=_variants(module, path), dtype=dtype, atol=atol, rtol=rtol, module=module)
 
 
-def make_inputs(spec: Spec, variant: Variant, seed: int, device: str) -> list:
-    """Fresh inputs of one variant under `seed`, floating ones cast to DTYPE, tensors on `device`."""
+def make_inputs(spec: Spec, variant: Variant, seed: int, device: str, on_device: bool = False) -> list:
+    """Fresh inputs of one variant under `seed`, floating ones cast to DTYPE, tensors on `device`.
+
+    on_device: get_inputs() runs with `device` as the default device (tensors are drawn there, no host
+    copy); a spec that cannot (it mixes devices itself) falls back to the host.
+    """
     import torch
 
     torch.manual_seed(seed)
-    inputs = list(spec.module.get_inputs(**variant.kwargs))
+    if on_device and not device.startswith("cpu"):
+        try:
+            with torch.device(device):
+                inputs = list(spec.module.get_inputs(**variant.kwargs))
+        except Exception:  # noqa: BLE001 - drawn on the host instead, as published
+            torch.manual_seed(seed)
+            inputs = list(spec.module.get_inputs(**variant.kwargs))
+    else:
+        inputs = list(spec.module.get_inputs(**variant.kwargs))
     dtype = getattr(torch, spec.dtype) if spec.dtype else None
     out = []
     for x in inputs:
