@@ -76,7 +76,7 @@ class EvalConfig:
     # (harness/limits.py: floor + slack x the work the checks and timing ask of it), so a hang on a small
     # spec is caught in seconds; a number overrides (`kkb bench --timeout`)
     timeout_s: float | None = None
-    timeout_floor_s: float = 30.0  # a derived limit is at least this: import, model build, first calls
+    timeout_floor_s: float = 20.0  # a derived limit is at least this: import, model build, first calls
     # added where a candidate's first calls run on a GPU (Triton JIT compiles and autotuning happen there):
     # a one-shot evaluation, a pool's compile stage, a pool without one
     compile_allowance_s: float = 60.0

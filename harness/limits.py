@@ -55,7 +55,7 @@ def candidate_timeout_s(config: EvalConfig, profile: dict | None, device: str,
         calls_s += trials * ref
         if name in timed:
             harness_s += 2 * build + 2 * inputs + config.max_timing_s + config.warmup_ms / 1e3 + ref
-            calls_s += (config.warmup + QUEUED_REPS + 1) * ref + config.warmup_ms / 1e3
+            calls_s += (config.warmup + QUEUED_REPS + 1) * ref  # the settle loop counts calls by GPU time
     seconds = min(config.timeout_max_s, floor + HARNESS_SLACK * harness_s + slack * calls_s)
     return seconds, (f"{seconds:.0f} s = floor {floor:.0f} s + {HARNESS_SLACK:g} x {harness_s:.2f} s of the "
                      f"harness's work + {slack:g} x {calls_s:.3f} s of the reference's calls")
