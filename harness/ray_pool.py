@@ -64,6 +64,8 @@ def _probe(address: str) -> None:
 def connect(address: str, num_cpus: int | None = None) -> None:
     """ray.init for an address; "local" starts a cluster on this machine (num_cpus workers)."""
     ray = _ray()
+    if address not in ("local", "auto"):
+        _probe(address)
     if ray.is_initialized():
         return
     runtime_env = {"py_modules": [str(HARNESS_DIR)]}
@@ -72,8 +74,6 @@ def connect(address: str, num_cpus: int | None = None) -> None:
             ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=False,
                      runtime_env=runtime_env)
             return
-        if address != "auto":
-            _probe(address)
         ray.init(address=address, log_to_driver=False, runtime_env=runtime_env)
     except ClusterUnreachable:
         raise
@@ -153,6 +153,8 @@ class RayPool:
             self.device, self._options, count = "cuda:0", {"num_gpus": 1, "num_cpus": 1}, workers or gpus
         else:
             self.device, self._options, count = "cpu", {"num_cpus": 1}, workers or max(1, int(resources.get("CPU", 1)))
+        # a second thread answers info() while a candidate runs; the pool sends one evaluation at a time
+        self._options["max_concurrency"] = 2
         self._actor_cls = self._ray.remote(EvaluatorActor)
         self._queue: queue.Queue = queue.Queue()
         self._known: dict[str, dict] = {}  # spec sha256 -> {"key", "profile"} returned by an actor
