@@ -147,12 +147,14 @@ class RayPool:
         self.peaks = peaks
         self._ray = _ray()
         connect(address, num_cpus=local_cpus)
-        resources = self._ray.cluster_resources()
-        gpus = int(resources.get("GPU", 0))
-        if gpus:
-            self.device, self._options, count = "cuda:0", {"num_gpus": 1, "num_cpus": 1}, workers or gpus
+        # one actor per GPU (or CPU) free now: a cluster shared with other sessions keeps theirs
+        total, free = self._ray.cluster_resources(), self._ray.available_resources()
+        if total.get("GPU"):
+            self.device, self._options = "cuda:0", {"num_gpus": 1, "num_cpus": 1}
+            count = workers or max(1, int(free.get("GPU", 0)))
         else:
-            self.device, self._options, count = "cpu", {"num_cpus": 1}, workers or max(1, int(resources.get("CPU", 1)))
+            self.device, self._options = "cpu", {"num_cpus": 1}
+            count = workers or max(1, int(free.get("CPU", 0)))
         # a second thread answers info() while a candidate runs; the pool sends one evaluation at a time
         self._options["max_concurrency"] = 2
         self._actor_cls = self._ray.remote(EvaluatorActor)
@@ -161,7 +163,7 @@ class RayPool:
         self._lock = threading.Lock()
         self.lost_actors = 0  # actors that died under a candidate and were replaced
         self.baselines = BaselineCache(use_disk=False)
-        self._stopped = False
+        self._stopped = self._closing = False
         self._slots = [self._new_actor() for _ in range(count)]
         self._threads = [threading.Thread(target=self._slot_loop, args=(i,), daemon=True, name=f"kkb-ray-{i}")
                          for i in range(count)]
@@ -178,16 +180,8 @@ class RayPool:
         return {"actor": actor, "info": None, "busy": None}
 
     def slots(self) -> list[dict]:
-        """Each actor's process id, host and what it runs now (spec name or None), for reports and tests."""
-        out = []
-        for slot in self._slots:
-            if slot["info"] is None:
-                try:
-                    slot["info"] = self._ray.get(slot["actor"].info.remote(), timeout=300)
-                except Exception:  # noqa: BLE001 - a slot whose actor is gone: reported without its info
-                    continue
-            out.append({**slot["info"], "busy": slot["busy"]})
-        return out
+        """Each started actor's process id, host and what it runs now (spec name or None)."""
+        return [{**slot["info"], "busy": slot["busy"]} for slot in self._slots if slot["info"] is not None]
 
     # ---- public: the WorkerPool interface ------------------------------------------------------------
     def submit(self, spec_path: str | Path, source: str, backend: str = "triton") -> Future:
@@ -222,15 +216,19 @@ class RayPool:
             n += 1
 
     def close(self) -> None:
+        self._closing = True
         for _ in self._threads:
             self._queue.put(None)
-        for t in self._threads:
-            t.join(timeout=60)
+        for index, thread in enumerate(self._threads):
+            if self._slots[index]["info"] is None:  # never started (no free GPU): nothing to wait for
+                self._ray.kill(self._slots[index]["actor"])
+            thread.join(timeout=60)
         for slot in self._slots:
-            try:
-                self._ray.get(slot["actor"].close.remote(), timeout=30)
-            except Exception:  # noqa: BLE001 - an actor already gone
-                pass
+            if slot["info"] is not None:
+                try:
+                    self._ray.get(slot["actor"].close.remote(), timeout=30)
+                except Exception:  # noqa: BLE001, S110 - an actor already gone has nothing to close
+                    pass
             self._ray.kill(slot["actor"])
 
     def terminate(self) -> None:
@@ -265,10 +263,24 @@ class RayPool:
                 self._known[spec.sha256] = answer["baseline"]
         return answer
 
+    def _ready(self, index: int) -> bool:
+        """Wait for the slot's actor to start (Ray schedules it when a GPU or CPU is free); False if it died."""
+        slot = self._slots[index]
+        try:
+            slot["info"] = self._ray.get(slot["actor"].info.remote())
+            return True
+        except Exception:  # noqa: BLE001 - killed before it started (the pool closing), or its host is gone
+            return False
+
     def _slot_loop(self, index: int) -> None:
         ray_errors = (self._ray.exceptions.RayActorError, self._ray.exceptions.WorkerCrashedError,
                       self._ray.exceptions.ObjectLostError)
         while True:
+            if self._slots[index]["info"] is None and not self._ready(index):
+                if self._stopped or self._closing:
+                    return
+                self._slots[index] = self._new_actor()
+                continue
             item = self._queue.get()
             if item is None:
                 break
@@ -292,6 +304,7 @@ class RayPool:
                     break
                 with self._lock:
                     self.lost_actors += 1
+                self._ray.kill(slot["actor"])  # if only unreachable, it must not come back with the candidate
                 self._slots[index] = self._new_actor()  # Ray places it wherever a GPU (or CPU) is free
                 if attempt >= MAX_ATTEMPTS:
                     fut.set_exception(RuntimeError(

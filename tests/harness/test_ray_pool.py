@@ -25,7 +25,9 @@ CONFIG = EvalConfig.for_cpu_tests(timeout_s=120.0)
 
 @pytest.fixture(scope="module")
 def ray_pool():
-    pool = RayPool("local", config=CONFIG, local_cpus=2)  # two actors, one CPU each
+    # a local cluster of four CPU slots (Ray's accounting, not cores): two for this pool's actors, two for
+    # the tuning session's pool below
+    pool = RayPool("local", config=CONFIG, workers=2, local_cpus=4)
     yield pool
     pool.close()
     ray.shutdown()
@@ -59,8 +61,24 @@ def test_killed_worker_recovered(ray_pool):
     assert verdict.passed, verdict.reasons
     assert verdict.diagnostics["ray"]["attempts"] == 2 and verdict.diagnostics["ray"]["pid"] != busy[0]["pid"]
     assert ray_pool.lost_actors == 1
-    # the pool is whole again: two actors answer, the replacement included
-    assert len(ray_pool.slots()) == 2
+    while len(ray_pool.slots()) < 2:  # the pool is whole again: two actors answer, the replacement included
+        assert time.monotonic() < deadline + 60, "the lost actor was not replaced"
+        time.sleep(0.2)
+
+
+def test_tuning_session_evaluates_on_ray(ray_pool):
+    # what `kkb tune --ray ADDRESS` builds: the session's evaluator on a RayPool of the cluster's free CPUs
+    from agent_client.session.evaluator import HarnessEvaluator
+
+    evaluate = HarnessEvaluator(SPECS / "tiny_softmax.py", "triton", "cpu", CONFIG.to_dict(), ray_address="local")
+    try:
+        evaluate.open()
+        good, bad = evaluate(candidate("honest_softmax")), evaluate(candidate("calls_torch_softmax"))
+        assert evaluate._pool.device == "cpu" and len(evaluate._pool.slots()) == 2
+    finally:
+        evaluate.close()
+    assert good["status"] == "passed" and good["diagnostics"]["ray"]["attempts"] == 1
+    assert bad["status"] == "rejected" and "aten._softmax" in " ".join(bad["reasons"])
 
 
 def test_unreachable_address_is_named():
