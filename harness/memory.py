@@ -9,7 +9,8 @@ What one evaluation keeps alive at its peak (harness/checking.py, harness/timing
 - checks: the trial's inputs, the candidate's and the reference's clones of them (3 x inputs), the
   candidate's and the reference's outputs and the previous trial's pair kept to catch cached results
   (4 x outputs), two models (2 x parameters), the bf16-rounding reference (1 x parameters, inputs,
-  outputs), and the reference's own intermediates (taken as max(inputs, outputs));
+  outputs), the reference's own intermediates (taken as max(inputs, outputs)), and the comparison's
+  float64 temporaries of one chunk (harness/compare.py);
 - timing: the inputs, two batches of fresh clones (each up to half of `clone_pool_bytes`, at least one
   set), the output, the L2 flush buffer, and the late check's reference (2 x parameters).
 The estimate is the larger of the two, plus `CONTEXT_BYTES` for the process's CUDA context. The worker
@@ -91,8 +92,11 @@ def estimate_footprint(spec: Spec, config: EvalConfig, device: str) -> Footprint
         method = "meta"
     except Exception:  # noqa: BLE001 - a spec whose forward the meta device cannot run: size unknown
         inputs, outputs, params, method = 0, 0, 0, "unknown"
+    from harness.compare import CHUNK_ELEMENTS, WORKSPACE_BYTES_PER_ELEMENT
+
     work = max(inputs, outputs)
-    check = 4 * inputs + 5 * outputs + 3 * params + work
+    compare = min(outputs // 4 + 1, CHUNK_ELEMENTS) * WORKSPACE_BYTES_PER_ELEMENT  # float64 chunks of the check
+    check = 4 * inputs + 5 * outputs + 3 * params + work + compare
     on_gpu = device.startswith("cuda")
     clones = max(config.clone_pool_bytes, 2 * inputs) if on_gpu else inputs
     timing = inputs + clones + 2 * outputs + 2 * params + work + (config.l2_flush_bytes if on_gpu else 0)
