@@ -18,6 +18,7 @@ says whose allocation failed. A worker is replaced (from a ready spare) after an
 from __future__ import annotations
 
 import threading
+import time
 
 from harness.baselines import BaselineCache, baseline_key
 from harness.config import EvalConfig, HardwarePeaks
@@ -101,6 +102,7 @@ class DeviceRunner:
         self._info: dict = {}
         self._lock = threading.Lock()
         self._footprints: dict[str, Footprint] = {}
+        self.compile_seconds: dict[tuple[str, str], float] = {}  # a compile stage's time, until its evaluation
 
     # ---- the device ---------------------------------------------------------------------------------
     @property
@@ -193,6 +195,7 @@ class DeviceRunner:
 
     def evaluate(self, spec: Spec, source: str, backend: str, first_calls: bool = True) -> Verdict:
         """Judge one candidate on this device (static checks are the caller's, before it gets here)."""
+        t0 = time.monotonic()
         share = self.share_for(spec)
         footprint = self.footprint(spec)
         profile = self.profile(spec)
@@ -210,6 +213,9 @@ class DeviceRunner:
             raise HarnessStopped(f"stopped while evaluating a candidate of {spec.path} on {self.device}")
         diag = result.setdefault("diagnostics", {})
         diag["time_limit_s"], diag["time_limit"] = round(limit_s, 1), how
+        # seconds to the verdict: the compile stage, baselines and waiting for memory included
+        compiled_s = self.compile_seconds.pop((spec.sha256, source), 0.0)
+        diag["evaluation_s"] = round(time.monotonic() - t0 + compiled_s, 3)
         diag["memory"] = {**footprint.to_dict(), "cap_bytes": cap, **(result.get("memory") or {})}
         if result.get("oom"):
             owner = result["oom"]
@@ -227,6 +233,7 @@ class DeviceRunner:
     def compile_stage(self, spec: Spec, source: str, backend: str, worker: WorkerProcess) -> Verdict | None:
         """Import the candidate and call it once per variant in `worker` (fills the Triton and extension
         caches); a Verdict when that fails, else None."""
+        t0 = time.monotonic()
         share = self.share_for(spec, compile_stage=True)
         profile = self.profile(spec)
         limit_s, how = candidate_timeout_s(self.config, profile, self.device, first_calls=True)
@@ -236,6 +243,7 @@ class DeviceRunner:
         if stopping():
             raise HarnessStopped(f"stopped while compiling a candidate of {spec.path} on {self.device}")
         if result.get("status") == "passed":
+            self.compile_seconds[(spec.sha256, source)] = round(time.monotonic() - t0, 3)
             return None
         worker.close()  # a fresh process for the next compile
         if result.get("oom"):

@@ -49,6 +49,8 @@ class WorkerPool:
         self.runners: list[DeviceRunner] = []
         for device in self.devices:
             runner = DeviceRunner(device, self.config, peaks, self.baselines)
+            if self.runners:  # a candidate compiled beside one device may be timed on another
+                runner.compile_seconds = self.runners[0].compile_seconds
             first = next((r for r in self.runners if r.device == device), None)
             if first is not None:
                 runner.share_budget_with(first)

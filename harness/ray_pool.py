@@ -77,7 +77,7 @@ def connect(address: str, num_cpus: int | None = None) -> None:
         ray.init(address=address, log_to_driver=False, runtime_env=runtime_env)
     except ClusterUnreachable:
         raise
-    except Exception as exc:  # noqa: BLE001 - ray raises several kinds; all mean the same here
+    except Exception as exc:
         raise ClusterUnreachable(f"cannot connect to the Ray cluster at {address!r}: "
                                  f"{type(exc).__name__}: {exc}") from exc
 

@@ -122,7 +122,8 @@ def _row_key(problem: str, candidate: str | None) -> str:
 def verdict_row(problem: Problem, candidate: str, verdict: Verdict, seconds: float) -> dict:
     row = verdict.to_dict()
     diag = row.pop("diagnostics")
-    keep = {k: diag.get(k) for k in ("timing_method", "time_limit_s", "memory", "oom", "stage") if k in diag}
+    keep = {k: diag.get(k) for k in ("timing_method", "time_limit_s", "evaluation_s", "memory", "oom", "stage", "ray")
+            if k in diag}
     return {"spec": problem.name, "candidate": candidate, **row, **keep, "time_to_verdict_s": round(seconds, 3),
             "scaling": problem.scaling}
 
@@ -168,6 +169,7 @@ def summarize(rows: list[dict]) -> dict:
               for basis in ("eager", "compile")}
     candidates = [r for r in rows if r.get("candidate") is not None and r["status"] not in ("spec_error", "too_large")]
     times = [r["time_to_verdict_s"] for r in candidates if r.get("time_to_verdict_s") is not None]
+    evaluations = [r["evaluation_s"] for r in candidates if r.get("evaluation_s") is not None]
     statuses: dict[str, int] = {}
     for r in rows:
         statuses[r["status"]] = statuses.get(r["status"], 0) + 1
@@ -177,7 +179,10 @@ def summarize(rows: list[dict]) -> dict:
         "statuses": statuses, "fast_p": fast_p,
         "geomean_speedup_vs_eager": _geomean([b["eager"] for b in best.values() if b["eager"] > 0]),
         "geomean_speedup_vs_compile": _geomean([b["compile"] for b in best.values() if b["compile"] > 0]),
+        # from submission (at most `max_inflight` candidates queued), and from the start on a device
         "median_time_to_verdict_s": statistics.median(times) if times else None,
+        "median_evaluation_s": statistics.median(evaluations) if evaluations else None,
+        "max_evaluation_s": max(evaluations) if evaluations else None,
     }
 
 

@@ -74,7 +74,7 @@ def test_relative_error():
 def test_chunked_comparison_gives_the_same_answer(monkeypatch):
     # a 6 GB output is compared chunk by chunk (a few GB of float64 temporaries, not ten times the output):
     # counts, maxima, the worst elements and the degenerate-reference checks do not depend on the chunking
-    import harness.compare as compare
+    from harness import compare
 
     torch.manual_seed(3)
     ref = torch.randn(40, 25) * 10

@@ -18,7 +18,7 @@ from harness.suite import run_suite, suite_problems
 from tests.harness.harness_helpers import CANDIDATES, SPECS, candidate
 
 ray = pytest.importorskip("ray")
-from harness.ray_pool import ClusterUnreachable, RayPool  # noqa: E402 - after the skip
+from harness.ray_pool import ClusterUnreachable, RayPool
 
 CONFIG = EvalConfig.for_cpu_tests(timeout_s=120.0)
 
