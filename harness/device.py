@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import threading
 import time
+import weakref
 
 from harness.baselines import BaselineCache, baseline_key
 from harness.config import EvalConfig, HardwarePeaks
@@ -47,16 +48,16 @@ class Workers:
     """A device's current worker plus, optionally, a spare started in the background (a restart costs no
     wait)."""
 
-    def __init__(self, device: str, config: EvalConfig, spare: bool = True) -> None:
-        self.device, self.config, self.keep_spare = device, config, spare
-        self.current = WorkerProcess(device, config)
+    def __init__(self, new_worker, spare: bool = True) -> None:
+        self.new_worker = new_worker  # () -> WorkerProcess, owned by the runner
+        self.current = new_worker()
         self._spare: WorkerProcess | None = None
         self._starter: threading.Thread | None = None
         if spare:
             self._spare, self._starter = self._spawn()
 
     def _spawn(self) -> tuple[WorkerProcess, threading.Thread]:
-        spare = WorkerProcess(self.device, self.config)
+        spare = self.new_worker()
         starter = threading.Thread(target=self._start_quietly, args=(spare,), daemon=True)
         starter.start()
         return spare, starter
@@ -76,7 +77,7 @@ class Workers:
     def replace(self) -> None:
         self.current.close()
         if self._starter is None or self._spare is None:
-            self.current = WorkerProcess(self.device, self.config)
+            self.current = self.new_worker()
             return
         self._starter.join()
         self.current = self._spare
@@ -95,14 +96,36 @@ class DeviceRunner:
                  baselines: BaselineCache | None = None, spare: bool = True) -> None:
         self.device, self.config, self.peaks = device, config, peaks
         self.baselines = baselines if baselines is not None else BaselineCache()
-        self.workers = Workers(device, config, spare=spare)
+        self.stop_event = threading.Event()
+        self._owned: weakref.WeakSet[WorkerProcess] = weakref.WeakSet()
+        self._lock = threading.Lock()
+        self.workers = Workers(self.new_worker, spare=spare)
         self.restarts = 0  # workers replaced after a verdict other than passed
         self._budget: DeviceBudget | None = None
         self._budget_of: DeviceRunner | None = None  # another runner on the same device, whose budget is shared
         self._info: dict = {}
-        self._lock = threading.Lock()
         self._footprints: dict[str, Footprint] = {}
         self.compile_seconds: dict[tuple[str, str], float] = {}  # a compile stage's time, until its evaluation
+
+    # ---- workers ------------------------------------------------------------------------------------
+    def new_worker(self, config: EvalConfig | None = None) -> WorkerProcess:
+        """A worker process on this device that `stop()` kills (not started yet)."""
+        worker = WorkerProcess(self.device, config or self.config, self.stop_event)
+        with self._lock:
+            self._owned.add(worker)
+        return worker
+
+    def stopped(self) -> bool:
+        return self.stop_event.is_set() or stopping()
+
+    def stop(self) -> None:
+        """Stop now: every worker of this runner is killed, none starts again, and the evaluations in
+        flight end with HarnessStopped."""
+        self.stop_event.set()
+        with self._lock:
+            owned = list(self._owned)
+        for worker in owned:
+            worker.kill()
 
     # ---- the device ---------------------------------------------------------------------------------
     @property
@@ -171,14 +194,14 @@ class DeviceRunner:
                 return found
             self.check_fits(spec)
             with self.budget.hold_all() as cap:
-                worker = WorkerProcess(self.device, self.config)  # fresh: no candidate ever ran in it
+                worker = self.new_worker()  # fresh: no candidate ever ran in it
                 try:
                     job = make_job(spec, None, "torch", self.device, self.config, "profile", peaks=self.peaks)
                     job.update(one_shot=True, memory_cap_bytes=cap)
                     result = worker.run(job, self.config.profile_timeout_s)
                 finally:
                     worker.close()
-            if stopping():
+            if self.stopped():
                 raise HarnessStopped(f"stopped while profiling {spec.path} on {self.device}")
             if result.get("status") != "passed":
                 tail = (result.get("diagnostics") or {}).get("worker_log_tail", "")[-800:]
@@ -204,12 +227,12 @@ class DeviceRunner:
         with self.budget.hold(share) as cap:
             result = self._run(job, cap, limit_s)
         attempts = 1
-        if result.get("oom") and not stopping():  # once more, alone on the device, in a fresh worker
+        if result.get("oom") and not self.stopped():  # once more, alone on the device, in a fresh worker
             self.workers.replace()
             with self.budget.hold_all() as cap:
                 result = self._run(job, cap, limit_s)
             attempts = 2
-        if stopping():
+        if self.stopped():
             raise HarnessStopped(f"stopped while evaluating a candidate of {spec.path} on {self.device}")
         diag = result.setdefault("diagnostics", {})
         diag["time_limit_s"], diag["time_limit"] = round(limit_s, 1), how
@@ -240,7 +263,7 @@ class DeviceRunner:
         job = make_job(spec, source, backend, self.device, self.config, "compile")
         with self.budget.hold(share) as cap:
             result = worker.run(dict(job, memory_cap_bytes=cap), limit_s)
-        if stopping():
+        if self.stopped():
             raise HarnessStopped(f"stopped while compiling a candidate of {spec.path} on {self.device}")
         if result.get("status") == "passed":
             self.compile_seconds[(spec.sha256, source)] = round(time.monotonic() - t0, 3)

@@ -29,7 +29,7 @@ from harness.baselines import BaselineCache
 from harness.config import EvalConfig, HardwarePeaks
 from harness.device import DeviceRunner
 from harness.jobs import default_device, precheck
-from harness.process import HarnessStopped, WorkerProcess, kill_all
+from harness.process import HarnessStopped, WorkerProcess
 from harness.spec import Spec, load_spec
 from harness.verdict import Verdict
 
@@ -129,9 +129,10 @@ class WorkerPool:
             w.close()
 
     def terminate(self) -> None:
-        """Stop now (Ctrl-C, SIGTERM): every worker of this process is killed, nothing new starts, and
-        each unfinished Future ends with HarnessStopped."""
-        kill_all()
+        """Stop now (Ctrl-C, SIGTERM): every worker of this pool is killed, none starts again, and each
+        unfinished Future ends with HarnessStopped."""
+        for runner in self.runners:
+            runner.stop()
         self.cancel_pending()
         self.close()
 
@@ -153,8 +154,7 @@ class WorkerPool:
             worker = getattr(local, "worker", None)
             if worker is None:  # restarted by run() after compile_stage closed it on a failure
                 # compile workers share the GPU with the timing worker: their memory cap comes with each job
-                worker = local.worker = WorkerProcess(local.runner.device,
-                                                      replace(self.config, gpu_memory_fraction=0.2))
+                worker = local.worker = local.runner.new_worker(replace(self.config, gpu_memory_fraction=0.2))
                 with self._lock:
                     self._compile_workers.append(worker)
             verdict = local.runner.compile_stage(spec, source, backend, worker)

@@ -156,9 +156,10 @@ atexit.register(kill_all)
 
 
 class WorkerProcess:
-    def __init__(self, device: str, config: EvalConfig | None = None) -> None:
+    def __init__(self, device: str, config: EvalConfig | None = None, stop: threading.Event | None = None) -> None:
         self.device = device
         self.config = config or EvalConfig()
+        self.stop = stop  # its owner's stop flag (DeviceRunner.stop): set, no process starts
         self.pid: int | None = None
         self.proc: subprocess.Popen | None = None  # only without the fork server
         self.server: ForkServer | None = None
@@ -190,7 +191,7 @@ class WorkerProcess:
         return self.pid is not None and self._wait(0) is None
 
     def start(self) -> None:
-        if _STOPPING.is_set():
+        if _STOPPING.is_set() or (self.stop is not None and self.stop.is_set()):
             raise HarnessStopped(f"the harness is stopping: no new worker on {self.device}")
         parent_sock, child_sock = socket.socketpair()
         fd = child_sock.fileno()

@@ -97,18 +97,15 @@ class HarnessEvaluator:
         """Stop the pool: after the running evaluations (default), or at once (kill: every worker)."""
         with self._lock:
             pool, self._pool = self._pool, None
-        if kill:
-            from harness.process import kill_all
-
-            kill_all()  # also a pool still being made in another thread, and the one-shot workers
         if pool is not None:
             pool.terminate() if kill else pool.close()
 
 
 def default_eval_options(device: str) -> dict:
-    """Harness settings for a device: the CPU interpreter gets the small CI settings, compile skipped."""
+    """Harness settings for a device: the CPU interpreter gets the small CI settings, compile skipped, and
+    the time limit derived from the reference (harness/limits.py) as on a GPU."""
     if device.startswith("cuda"):
         return {}
     from harness import EvalConfig
 
-    return EvalConfig.for_cpu_tests().to_dict()
+    return {**EvalConfig.for_cpu_tests().to_dict(), "timeout_s": None}
