@@ -75,14 +75,16 @@ def run_session(config: SessionConfig, settings: ClientSettings, resume: bool = 
     accelerator_name, peaks = _target(kb, config)
     provider = provider or get_provider(config.provider, settings, **config.provider_options)
     policy = get_policy(config.policy, seed=config.seed, **config.policy_options)
-    store = SessionStore.open(folder) if resume else SessionStore.create(folder, config)
     evaluate = HarnessEvaluator(config.spec_path, config.backend, config.device, config.eval_options, peaks,
                                 compile_workers=config.compile_workers, devices=config.devices,
                                 ray_address=config.ray_address)
     stopped = True  # until the session returns: an exception (Ctrl-C, SIGTERM) kills every worker at once
+    store = None
     try:
-        if config.ray_address:
-            evaluate.open()  # ClusterUnreachable (a ConnectionError) names the address before any node
+        # an unreachable Ray cluster (ConnectionError) or a spec too large for the device (SpecTooLarge, a
+        # ValueError) is an error naming it before anything is written
+        evaluate.open()
+        store = SessionStore.open(folder) if resume else SessionStore.create(folder, config)
         with make_view(console or Console(stderr=True), live) as view:
             tuner = Tuner(config, store, kb, provider, policy, evaluate, view=view, accelerator_name=accelerator_name)
             result = tuner.run()
@@ -95,7 +97,8 @@ def run_session(config: SessionConfig, settings: ClientSettings, resume: bool = 
         return result
     finally:
         evaluate.close(kill=stopped)
-        store.close()
+        if store is not None:
+            store.close()
 
 
 def _target(kb: Any, config: SessionConfig) -> tuple[str, dict]:

@@ -99,6 +99,11 @@ class WorkerPool:
         self._queue.put((load_spec(spec_path), None, "torch", fut, False))
         return fut.result()
 
+    def check_fits(self, spec_path: str | Path) -> dict:
+        """The spec's footprint estimate on the pool's first device; SpecTooLarge (with the estimate) when
+        one evaluation cannot fit there. Starts that device's worker (for its memory), runs nothing."""
+        return self.runners[0].check_fits(load_spec(spec_path)).to_dict()
+
     def cancel_pending(self) -> int:
         """Cancel the candidates not started yet (e.g. at a time budget); returns how many."""
         n = 0

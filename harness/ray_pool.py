@@ -117,6 +117,9 @@ class EvaluatorActor:
         return {"verdict": verdict.to_dict(), "baseline": self._baseline(spec),
                 "where": {"host": socket.gethostname(), "pid": os.getpid()}}
 
+    def check_fits(self, payload: dict) -> dict:
+        return self.runner.check_fits(self._spec(payload)).to_dict()
+
     def profile(self, payload: dict, known: dict | None = None) -> dict:
         spec = self._spec(payload)
         self._prime(spec, known)
@@ -201,6 +204,16 @@ class RayPool:
         fut: Future = Future()
         self._queue.put((load_spec(spec_path), None, "torch", fut, 1))
         return fut.result()
+
+    def check_fits(self, spec_path: str | Path) -> dict:
+        """The spec's footprint estimate on one actor's device; SpecTooLarge when it cannot fit there."""
+        spec = load_spec(spec_path)
+        payload = {"name": spec.name, "sha256": spec.sha256, "source": spec.source}
+        try:
+            return self._ray.get(self._slots[0]["actor"].check_fits.remote(payload))
+        except self._ray.exceptions.RayTaskError as exc:
+            cause = getattr(exc, "cause", None)
+            raise cause if isinstance(cause, BaseException) else RuntimeError(str(exc)) from exc
 
     def cancel_pending(self) -> int:
         n = 0

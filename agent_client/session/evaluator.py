@@ -70,9 +70,11 @@ class HarnessEvaluator:
             return self._pool
 
     def open(self) -> None:
-        """Make the executor now: an unreachable Ray cluster is an error before the session starts."""
+        """Make the executor now and check that the spec fits its device: an unreachable Ray cluster
+        (ConnectionError) or a spec too large for the device (SpecTooLarge, with the estimate) is an
+        error before the session starts."""
         if self.use_pool:
-            self._get_pool()
+            self._get_pool().check_fits(self.spec_path)
 
     def __call__(self, code: str) -> dict:
         from harness.process import HarnessStopped

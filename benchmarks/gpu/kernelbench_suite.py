@@ -119,7 +119,9 @@ def tune_step(args, deadline: float, env: dict) -> dict:
             out["sessions"].append({"problem": name, "skipped": "out of time budget"})
             continue
         result = Path(args.work_dir) / f"tune-{name}.json"
-        cmd = [sys.executable, "-m", "kernelkb_cli", "tune", str(Path(args.level1) / f"{name}.py"), "--provider",
+        scaled = Path(args.work_dir) / "kernelbench-suite.scaled" / f"{name}.py"  # the suite's copy, if scaled
+        spec = scaled if args.max_elements and scaled.is_file() else Path(args.level1) / f"{name}.py"
+        cmd = [sys.executable, "-m", "kernelkb_cli", "tune", str(spec), "--provider",
                "offline", "--budget", "4", "--drafts", "2", "--time-budget", str(min(60, int(left) - 20)),
                "--device", args.device, "--no-live", "--no-write-back", "--json", str(result)]
         step = run_step(f"tune {name}", cmd, left - 5, tune_env)

@@ -24,3 +24,16 @@ def test_unreachable_ray_cluster_is_named_before_the_session(kb, tmp_path):
                         ray_address="127.0.0.1:9", eval_overrides=FAST_EVAL)
     with pytest.raises(ConnectionError, match=r"cannot reach the Ray cluster at '127\.0\.0\.1:9'"):
         run_session(config, settings, console=Console(file=io.StringIO()), live=False, kb=kb, report=False)
+
+
+def test_spec_too_large_for_the_device_is_named_before_the_session(kb, tmp_path):
+    from harness.memory import SpecTooLarge
+    from tests.harness.test_memory import BIG_SOFTMAX
+
+    spec = tmp_path / "23_Softmax.py"
+    spec.write_text(BIG_SOFTMAX)  # KernelBench's published size: 6.4 GB of input, on a CPU worker
+    settings = client_settings(tmp_path, "http://127.0.0.1:9")
+    config = new_config(spec, settings, session_id="big", device="cpu", provider="anthropic", eval_overrides=FAST_EVAL)
+    with pytest.raises(SpecTooLarge, match="estimated footprint"):
+        run_session(config, settings, console=Console(file=io.StringIO()), live=False, kb=kb, report=False)
+    assert not (settings.sessions_dir / "big").exists()  # nothing written: the same command works once it fits
