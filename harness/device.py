@@ -149,6 +149,11 @@ class DeviceRunner:
                 self._budget = DeviceBudget(self.device, capacity)
             return self._budget
 
+    def use_budget(self, budget: DeviceBudget) -> None:
+        """Hand out this budget instead of the device's own (a GPU shared with other work; tests)."""
+        with self._lock:
+            self._budget, self._budget_of = budget, None
+
     def share_budget_with(self, other: DeviceRunner) -> None:
         """Use `other`'s budget: two runners on one device (a pool given `cuda:0,cuda:0`)."""
         self._budget_of = other

@@ -140,3 +140,19 @@ def test_candidate_oom_retried_alone_then_named(tmp_path):
     assert verdict.diagnostics["oom"] == {"owner": "candidate", "attempts": 2}
     assert "the candidate's allocation failed" in " ".join(verdict.reasons)
     assert after.passed  # the pool carries on
+
+
+@pytest.mark.parametrize(("room", "together"), [
+    (3.0, 2),  # room for two evaluations: both run at once
+    (1.5, 1),  # room for one: the second waits for the first's memory
+])
+def test_pool_runs_as_many_evaluations_at_once_as_fit(tmp_path, room, together):
+    spec = SPECS / "suite" / "1_TinyRelu.py"
+    config = EvalConfig.for_cpu_tests()
+    with WorkerPool(["cpu", "cpu"], config=config, baselines=BaselineCache(tmp_path / "b")) as pool:
+        share = pool.runners[0].share_for(load_spec(spec))  # this spec's bytes per evaluation
+        budget = DeviceBudget("cpu", int(room * share))
+        pool.runners[0].use_budget(budget)  # the second runner shares the first's budget
+        verdicts = pool.evaluate_many([(spec, candidate("slow_first_call"), "triton")] * 2)  # ~6 s each
+    assert all(v.passed for v in verdicts), [v.reasons for v in verdicts]
+    assert budget.peak_holders == together
