@@ -44,6 +44,15 @@ def test_slow_reference_and_slow_inputs_get_more_time():
     assert capped == config.timeout_max_s
 
 
+def test_a_busy_machine_does_not_stretch_the_limit():
+    # wall-clock timing on a shared CPU: other processes inflate the median; the 20th percentile is used
+    config = EvalConfig()
+    quiet, _ = candidate_timeout_s(config, profile(0.02), "cpu")
+    busy = profile(20.0)  # a median 1000 times the undisturbed call...
+    busy["timed"]["default"]["eager"]["p20_ms"] = 0.02  # ...whose fastest fifth ran undisturbed
+    assert candidate_timeout_s(config, busy, "cpu")[0] == quiet < config.timeout_floor_s + 5
+
+
 def test_no_profile_gives_the_floor():
     seconds, how = candidate_timeout_s(EvalConfig(), None, "cpu")
     assert seconds == EvalConfig().timeout_floor_s and "no profile" in how
