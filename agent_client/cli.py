@@ -43,6 +43,9 @@ def tune(
     budget: Annotated[int, typer.Option(help="candidates in all, drafts included")] = 16,
     time_budget: Annotated[float | None, typer.Option(help="seconds of wall time for the session (a --resume continues it)")] = None,
     device: Annotated[str | None, typer.Option(help="cpu | cuda:N (default: cuda:0 if available)")] = None,
+    devices: Annotated[str | None, typer.Option(help="several GPUs of this host: cuda:0,cuda:1,...")] = None,
+    ray: Annotated[str | None, typer.Option(help="evaluate on the Ray cluster at HOST:PORT, ray://HOST:PORT, "
+                                                 "auto or local (one GPU per evaluation)")] = None,
     provider: Annotated[str | None, typer.Option(help="anthropic | openai | replay | offline")] = None,
     policy: Annotated[str, typer.Option(help="greedy | uct | evolutionary")] = "greedy",
     kb: Annotated[str | None, typer.Option("--kb", help="KB server URL; default: the embedded store")] = None,
@@ -73,7 +76,10 @@ def tune(
     """Tune a kernel for SPEC: draft candidates, evaluate them, expand the best, keep what is learned."""
     from agent_client.runner import new_config, resume_session, run_session
     from agent_client.session.records import speedup_text
+    from harness.executor import parse_devices
+    from harness.stopping import install_stop_signals
 
+    install_stop_signals()  # SIGTERM ends the session as Ctrl-C does: every harness worker is stopped
     settings = _settings(home)
     session_name = resume or "SESSION_ID"  # for the message after Ctrl-C
     try:
@@ -92,6 +98,7 @@ def tune(
             config = new_config(
                 spec, settings, session_id=session_id, eval_overrides=_parse_options(eval_option, "--eval-option"),
                 target=target, backend=backend, budget=budget, time_budget_s=time_budget, device=device,
+                devices=parse_devices(devices), ray_address=ray,
                 provider=provider, policy=policy, kb_url=kb, drafts=drafts, proposals_per_step=proposals,
                 stall_nodes=stall, target_speedup=target_speedup, eval_workers=eval_workers, seed=seed,
                 provider_options=provider_options, write_back=write_back, write_back_min_speedup=min_speedup,
@@ -100,12 +107,12 @@ def tune(
             )
             session_name = config.session_id
             result = run_session(config, settings, live=live)
-    except (FileNotFoundError, FileExistsError, ValueError) as exc:
+    except (FileNotFoundError, FileExistsError, ValueError, ConnectionError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc
     except KeyboardInterrupt:
-        typer.echo(f"interrupted: evaluated candidates are saved; continue with `kkb tune --resume {session_name}`"
-                   f" (sessions under {settings.sessions_dir})", err=True)
+        typer.echo(f"interrupted: every harness worker was stopped and evaluated candidates are saved; continue "
+                   f"with `kkb tune --resume {session_name}` (sessions under {settings.sessions_dir})", err=True)
         raise typer.Exit(130) from None
     folder = settings.sessions_dir / result.session_id
     basis = {"compile": "torch.compile", "eager": "eager (compile baseline skipped)"}.get(result.fitness_basis or "")

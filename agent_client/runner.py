@@ -50,14 +50,14 @@ def new_config(spec_path: Path | str, settings: ClientSettings | None = None, se
     if not spec.is_file():
         raise FileNotFoundError(f"spec {spec_path} does not exist (expected a KernelBench-format .py file)")
     fields = {k: v for k, v in fields.items() if v is not None}
-    device = fields.pop("device", None) or default_device()
+    device = fields.pop("device", None) or (fields.get("devices") or [None])[0] or default_device()
     fields.setdefault("provider", settings.default_provider())
     fields.setdefault("kb_url", settings.kb_url)
     fields.setdefault("home", str(settings.home))
     fields.setdefault("token_budget", settings.token_budget)
     fields.setdefault("iteration_token_budget", settings.iteration_token_budget)
     if device.startswith("cuda"):  # compile ahead of timing; timing itself stays one at a time per GPU
-        fields.setdefault("eval_workers", 3)
+        fields.setdefault("eval_workers", 2 + len(fields.get("devices") or [device]))
         fields.setdefault("compile_workers", 2)
     eval_options = {**default_eval_options(device), **(eval_overrides or {})}
     return SessionConfig(session_id=session_id or new_session_id(spec), spec_path=str(spec), device=device,
@@ -75,10 +75,16 @@ def run_session(config: SessionConfig, settings: ClientSettings, resume: bool = 
     accelerator_name, peaks = _target(kb, config)
     provider = provider or get_provider(config.provider, settings, **config.provider_options)
     policy = get_policy(config.policy, seed=config.seed, **config.policy_options)
-    store = SessionStore.open(folder) if resume else SessionStore.create(folder, config)
     evaluate = HarnessEvaluator(config.spec_path, config.backend, config.device, config.eval_options, peaks,
-                                compile_workers=config.compile_workers)
+                                compile_workers=config.compile_workers, devices=config.devices,
+                                ray_address=config.ray_address)
+    stopped = True  # until the session returns: an exception (Ctrl-C, SIGTERM) kills every worker at once
+    store = None
     try:
+        # an unreachable Ray cluster (ConnectionError) or a spec too large for the device (SpecTooLarge, a
+        # ValueError) is an error naming it before anything is written
+        evaluate.open()
+        store = SessionStore.open(folder) if resume else SessionStore.create(folder, config)
         with make_view(console or Console(stderr=True), live) as view:
             tuner = Tuner(config, store, kb, provider, policy, evaluate, view=view, accelerator_name=accelerator_name)
             result = tuner.run()
@@ -87,10 +93,12 @@ def run_session(config: SessionConfig, settings: ClientSettings, resume: bool = 
             from agent_client.report import write_report
 
             write_report(store, folder / "report.html")
+        stopped = False
         return result
     finally:
-        evaluate.close()
-        store.close()
+        evaluate.close(kill=stopped)
+        if store is not None:
+            store.close()
 
 
 def _target(kb: Any, config: SessionConfig) -> tuple[str, dict]:

@@ -21,8 +21,16 @@ def __getattr__(name: str):
         from harness.pool import WorkerPool
 
         return WorkerPool
+    if name == "RayPool":  # imported lazily: `ray` is an optional dependency
+        from harness.ray_pool import RayPool
+
+        return RayPool
+    if name == "open_executor":
+        from harness.executor import open_executor
+
+        return open_executor
     raise AttributeError(f"module 'harness' has no attribute {name!r}")
 
 
-__all__ = ["BackendUnavailable", "EvalConfig", "ExitCode", "HardwarePeaks", "Spec", "SpecError", "Status",
-           "Variant", "Verdict", "WorkerPool", "evaluate", "load_spec", "profile_spec"]
+__all__ = ["BackendUnavailable", "EvalConfig", "ExitCode", "HardwarePeaks", "RayPool", "Spec", "SpecError",
+           "Status", "Variant", "Verdict", "WorkerPool", "evaluate", "load_spec", "open_executor", "profile_spec"]

@@ -80,7 +80,8 @@ def check_variant(spec: Spec, cand_cls: type, variant: Variant, backend: Backend
     diag: dict = {"kwargs": variant.kwargs, "trials": []}
     prev_out = prev_ref = None
     for trial in range(config.trials):
-        inputs = make_inputs(spec, variant, derive_seed(secret, variant.name, trial), device)
+        inputs = make_inputs(spec, variant, derive_seed(secret, variant.name, trial), device,
+                             config.inputs_on_device)
         cand_inputs, ref_inputs = guard.clone_inputs(inputs), guard.clone_inputs(inputs)
         out, cheat, ops = _run_candidate(cand_model, cand_inputs, backend, device, clock)
         diag["aten_ops"] = ops

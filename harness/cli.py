@@ -1,15 +1,20 @@
-"""The `kkb bench` verb: judge one candidate, or run a folder of specs (KernelBench level folders work).
+"""The `kkb bench` verb: judge one candidate, or run a folder of problems (KernelBench level folders as published).
 
 Usage:
-    kkb bench SPEC.py CANDIDATE.py [--backend triton] [--device cuda:0] [--json out.json]
-    kkb bench --suite DIR [--candidates DIR] [--json out.json]
+    kkb bench SPEC.py CANDIDATE.py [--backend triton] [--device cuda:0] [--timeout S] [--json out.json]
+    kkb bench --suite DIR [--candidates DIR] [--devices cuda:0,cuda:1 | --ray ADDRESS] [--max-elements N]
+              [--json results.json]
     python -m harness.cli SPEC.py CANDIDATE.py --device cpu --no-compile-baseline
+
+Exit status: 0 every candidate passed (a suite without candidates: every problem was profiled); 1 a
+candidate got another verdict; 2 bad arguments; 3 a spec could not be run (import error, too large for
+the device, its reference failed); 130 stopped by Ctrl-C or SIGTERM (its workers were killed; a suite
+resumes from its results file when run again with the same command).
 """
 
 from __future__ import annotations
 
 import json
-import re
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -17,42 +22,14 @@ from typing import Annotated
 import typer
 
 from harness.config import EvalConfig, HardwarePeaks
-from harness.peaks import fraction_of_limit, parse_peak_tflops
-from harness.verdict import Verdict
+from harness.peaks import parse_peak_tflops
+from harness.suite import BenchExit
+
+SCALE_ELEMENTS = 1 << 18  # --scale: inputs of at most this many elements (Triton's interpreter on a CPU)
 
 
 def _fmt(value, spec: str = ".4g") -> str:
     return "-" if value is None else format(value, spec)
-
-
-def _spec_files(folder: Path) -> list[Path]:
-    def key(p: Path):
-        m = re.match(r"(\d+)_", p.name)
-        return (int(m.group(1)) if m else 1 << 30, p.name)
-
-    return sorted((p for p in folder.glob("*.py") if not p.name.startswith("_")), key=key)
-
-
-def _baseline_row(spec_path: Path, profile: dict, peaks: HardwarePeaks) -> dict:
-    timed = profile.get("timed", {}).get("default", {})
-    eager = (timed.get("eager") or {}).get("median_ms")
-    compiled = (timed.get("compile") or {}).get("median_ms")
-    bw = peaks.memory_bandwidth_bytes_per_s or profile.get("bandwidth_bytes_per_s")
-    frac, kind = fraction_of_limit(timed.get("bytes_moved"), timed.get("flops"), timed.get("flops_dtype"),
-                                   eager, HardwarePeaks(bw, peaks.flops_per_s))
-    return {"spec": spec_path.stem, "path": str(spec_path), "status": "baseline", "latency_ms": None,
-            "eager_ms": eager, "compile_ms": compiled,
-            "compile_vs_eager": (eager / compiled) if eager and compiled else None,
-            "speedup_vs_eager": None, "speedup_vs_compile": None, "fraction_of_limit_eager": frac,
-            "limit_kind": kind, "bytes_moved": timed.get("bytes_moved"), "flops": timed.get("flops"),
-            "timing_method": (timed.get("eager") or {}).get("method"), "reasons": []}
-
-
-def _verdict_row(spec_path: Path, verdict: Verdict) -> dict:
-    row = verdict.to_dict()
-    row.pop("diagnostics")
-    return {"spec": spec_path.stem, "path": str(spec_path), **row,
-            "timing_method": verdict.diagnostics.get("timing_method")}
 
 
 def _print_table(rows: list[dict], title: str) -> None:
@@ -61,17 +38,17 @@ def _print_table(rows: list[dict], title: str) -> None:
         from rich.table import Table
     except ImportError:  # plain text on a box without rich
         for r in rows:
-            print(r["spec"], r["status"], _fmt(r.get("latency_ms")), _fmt(r.get("eager_ms")),
-                  _fmt(r.get("compile_ms")), "; ".join(r.get("reasons") or [])[:200])
+            print(r["spec"], r.get("candidate") or "", r["status"], _fmt(r.get("latency_ms")),
+                  _fmt(r.get("eager_ms")), _fmt(r.get("compile_ms")), "; ".join(r.get("reasons") or [])[:200])
         return
     table = Table(title=title)
-    for col in ("spec", "status", "latency ms", "eager ms", "compile ms", "x eager", "x compile",
+    for col in ("spec", "candidate", "status", "latency ms", "eager ms", "compile ms", "x eager", "x compile",
                 "of limit", "reasons"):
         table.add_column(col, overflow="fold")
     for r in rows:
-        frac = r.get("fraction_of_limit", r.get("fraction_of_limit_eager"))
-        table.add_row(r["spec"], r["status"], _fmt(r.get("latency_ms")), _fmt(r.get("eager_ms")),
-                      _fmt(r.get("compile_ms")), _fmt(r.get("speedup_vs_eager"), ".2f"),
+        frac = r.get("fraction_of_limit")
+        table.add_row(r["spec"], r.get("candidate") or "", r["status"], _fmt(r.get("latency_ms")),
+                      _fmt(r.get("eager_ms")), _fmt(r.get("compile_ms")), _fmt(r.get("speedup_vs_eager"), ".2f"),
                       _fmt(r.get("speedup_vs_compile"), ".2f"),
                       "-" if frac is None else f"{100 * frac:.1f}% {r.get('limit_kind') or ''}",
                       "; ".join(r.get("reasons") or [])[:300])
@@ -79,9 +56,69 @@ def _print_table(rows: list[dict], title: str) -> None:
     if not console.is_terminal:  # logs and captured output: wide enough for every column
         console = Console(width=160)
     console.print(table)
-    methods = {r.get("timing_method") for r in rows} - {None}
-    if "wall_clock" in methods:
+    if "wall_clock" in {r.get("timing_method") for r in rows}:
         print("timings are wall-clock on CPU (Triton interpreter): not comparable with GPU numbers")
+
+
+def _print_summary(summary: dict) -> None:
+    fast = summary.get("fast_p") or {}
+    for basis in ("eager", "compile"):
+        values = fast.get(basis) or {}
+        text = "  ".join(f"fast_{p}={_fmt(v, '.2f')}" for p, v in values.items())
+        print(f"over {basis}: {text}  geomean speedup {_fmt(summary.get(f'geomean_speedup_vs_{basis}'), '.3f')}")
+    print(f"{summary.get('candidates')} candidates ({summary.get('passed')} passed) on "
+          f"{summary.get('problems')} problems; median time to a verdict "
+          f"{_fmt(summary.get('median_time_to_verdict_s'), '.1f')} s; statuses {summary.get('statuses')}")
+
+
+def _single(spec: Path, candidate: Path, backend: str, device: str, config: EvalConfig, peaks: HardwarePeaks,
+            json_out: Path | None) -> BenchExit:
+    from harness.device import ProfileError
+    from harness.evaluate import evaluate
+    from harness.jobs import BackendUnavailable
+    from harness.spec import SpecError
+    from harness.suite import Problem, verdict_row
+
+    try:
+        verdict = evaluate(spec, candidate.read_text(), backend=backend, device=device, config=config, peaks=peaks)
+    except BackendUnavailable as exc:
+        raise typer.BadParameter(str(exc)) from exc
+    except (SpecError, ProfileError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        return BenchExit.SPEC_ERROR
+    _print_table([verdict_row(Problem(spec.stem, spec, spec), candidate.name, verdict, 0.0)],
+                 f"kkb bench ({backend} on {device})")
+    if json_out is not None:
+        json_out.parent.mkdir(parents=True, exist_ok=True)
+        json_out.write_text(json.dumps(verdict.to_dict(), indent=1, default=str))
+        print(f"wrote {json_out}")
+    return BenchExit.OK if verdict.passed else BenchExit.CANDIDATE_FAILED
+
+
+def _suite(suite: Path, candidates: Path | None, backend: str, devices: list[str], ray: str | None,
+           config: EvalConfig, peaks: HardwarePeaks, results: Path, max_elements: int | None, resume: bool,
+           only: list[str] | None, compile_workers: int) -> BenchExit:
+    from harness.executor import open_executor
+    from harness.suite import run_suite, suite_problems
+
+    problems = suite_problems(suite, max_elements, results.with_name(results.stem + ".scaled"), only)
+    if not problems:
+        raise typer.BadParameter(f"--suite {suite}: no problems (*.py) found")
+    identity = {"suite": str(suite.resolve()), "backend": backend, "max_elements": max_elements,
+                "candidates": str(candidates.resolve()) if candidates else None,
+                "executor": f"ray {ray}" if ray else ",".join(devices), "trials": config.trials}
+    slots = len(devices) + compile_workers if not ray else 8
+    with open_executor(devices, config, peaks, compile_workers=compile_workers, ray_address=ray) as pool:
+        run = run_suite(problems, pool, results, identity, candidates=candidates, backend=backend, resume=resume,
+                        max_inflight=max(2, slots), extra={"command": " ".join(sys.argv)},
+                        on_row=lambda r: print(f"{r['spec']} {r.get('candidate') or ''}: {r['status']}",
+                                               file=sys.stderr))
+    if run.resumed_rows:
+        print(f"resumed: {run.resumed_rows} rows from {results}", file=sys.stderr)
+    _print_table(run.rows, f"kkb bench --suite {suite} ({backend} on {identity['executor']})")
+    _print_summary(run.summary)
+    print(f"wrote {results}")
+    return run.exit_code
 
 
 def bench(
@@ -89,66 +126,71 @@ def bench(
     candidate: Annotated[Path | None, typer.Argument(help="candidate file defining ModelNew")] = None,
     backend: Annotated[str, typer.Option(help="triton | cuda | torch | cute | hip")] = "triton",
     device: Annotated[str | None, typer.Option(help="cuda:0, cpu (default: cuda:0 when present)")] = None,
-    json_out: Annotated[Path | None, typer.Option("--json", help="write the result(s) as JSON")] = None,
-    suite: Annotated[Path | None, typer.Option(help="run every spec in this folder")] = None,
-    candidates: Annotated[Path | None, typer.Option(help="with --suite: candidates matched by file name")] = None,
+    devices: Annotated[str | None, typer.Option(help="with --suite: cuda:0,cuda:1,... (one timing worker each)")] = None,
+    ray: Annotated[str | None, typer.Option(help="with --suite: evaluate on the Ray cluster at HOST:PORT, "
+                                                 "ray://HOST:PORT, auto, or local")] = None,
+    json_out: Annotated[Path | None, typer.Option("--json", help="results file (suite default: "
+                                                                  "bench-<folder>.json, resumed when rerun)")] = None,
+    suite: Annotated[Path | None, typer.Option(help="run every problem in this folder")] = None,
+    candidates: Annotated[Path | None, typer.Option(help="with --suite: NAME.py or NAME/*.py per problem")] = None,
+    only: Annotated[str | None, typer.Option(help="with --suite: these problems only (comma-separated stems)")] = None,
+    max_elements: Annotated[int | None, typer.Option(help="with --suite: scale each problem's size constants "
+                                                          "so its inputs hold at most N elements")] = None,
+    scale: Annotated[bool, typer.Option(help=f"with --suite: --max-elements {SCALE_ELEMENTS} (CPU sizes)")] = False,
+    resume: Annotated[bool, typer.Option(help="with --suite: keep the rows of an earlier run's results file")] = True,
     trials: Annotated[int, typer.Option(help="correctness trials per variant")] = 3,
     compile_baseline: Annotated[bool, typer.Option(help="time torch.compile of the reference")] = True,
-    timeout: Annotated[float, typer.Option(help="seconds per candidate")] = 300.0,
+    timeout: Annotated[float | None, typer.Option(
+        help="seconds per candidate (default: from the reference's measured time, at least 30 s)")] = None,
+    compile_workers: Annotated[int | None, typer.Option(
+        help="with --suite: processes compiling candidates ahead of timing (default 2 on a GPU, 0 on CPU)")] = None,
     bandwidth_gbps: Annotated[float | None, typer.Option(help="peak memory bandwidth, GB/s")] = None,
     peak_tflops: Annotated[str, typer.Option(
         help="compute limits as DTYPE=TFLOPS,..., e.g. bfloat16=796,tf32=406,float32=51 (float32 also gets "
              "tf32 / 3)")] = "",
 ) -> None:
-    """Judge a candidate kernel against a spec (or a folder of specs) and print a table."""
-    from harness.evaluate import default_device, evaluate
-    from harness.pool import WorkerPool
-    from harness.spec import SpecError
+    """Judge a candidate kernel against a spec (or a folder of problems) and print a table.
 
-    device = device or default_device()
-    config = EvalConfig(trials=trials, time_compile_baseline=compile_baseline, timeout_s=timeout)
+    Exit status: 0 all passed, 1 a candidate failed, 2 bad arguments, 3 a spec could not be run, 130 stopped.
+    """
+    from harness.executor import parse_devices
+    from harness.jobs import default_device
+    from harness.stopping import install_stop_signals
+
+    install_stop_signals()
     try:
         flops_per_s = parse_peak_tflops(peak_tflops)
+        device_list = parse_devices(devices) or [device or default_device()]
     except ValueError as exc:
-        raise typer.BadParameter(f"--peak-tflops: {exc}") from exc
+        raise typer.BadParameter(str(exc)) from exc
+    config = EvalConfig(trials=trials, time_compile_baseline=compile_baseline, timeout_s=timeout)
     peaks = HardwarePeaks(bandwidth_gbps * 1e9 if bandwidth_gbps else None, flops_per_s)
-    rows: list[dict] = []
-    if suite is not None:
-        if not suite.is_dir():
-            raise typer.BadParameter(f"--suite {suite}: not a folder")
-        if candidates is not None and not candidates.is_dir():
-            raise typer.BadParameter(f"--candidates {candidates}: not a folder")
-        with WorkerPool([device], config=config, peaks=peaks) as pool:
-            for spec_path in _spec_files(suite):
-                cand_path = candidates / spec_path.name if candidates else None
-                try:
-                    if cand_path is not None and cand_path.is_file():
-                        verdict = pool.evaluate(spec_path, cand_path.read_text(), backend)
-                        rows.append(_verdict_row(spec_path, verdict))
-                    else:
-                        rows.append(_baseline_row(spec_path, pool.profile(spec_path), peaks))
-                except (SpecError, RuntimeError) as exc:
-                    rows.append({"spec": spec_path.stem, "path": str(spec_path), "status": "spec_error",
-                                 "reasons": [str(exc)]})
-                print(f"{spec_path.name}: {rows[-1]['status']}", file=sys.stderr)
-        payload: dict | list = {"suite": str(suite), "device": device, "backend": backend, "rows": rows}
-    else:
-        if spec is None or candidate is None:
-            raise typer.BadParameter("give SPEC and CANDIDATE, or --suite DIR")
-        if not candidate.is_file():
-            raise typer.BadParameter(f"candidate {candidate}: no such file")
-        try:
-            verdict = evaluate(spec, candidate.read_text(), backend=backend, device=device, config=config,
-                               peaks=peaks)
-        except (SpecError, ValueError) as exc:
-            raise typer.BadParameter(str(exc)) from exc
-        rows.append(_verdict_row(spec, verdict))
-        payload = verdict.to_dict()
-    _print_table(rows, f"kkb bench ({backend} on {device})")
-    if json_out is not None:
-        json_out.parent.mkdir(parents=True, exist_ok=True)
-        json_out.write_text(json.dumps(payload, indent=1, default=str))
-        print(f"wrote {json_out}")
+    try:
+        if suite is not None:
+            if not suite.is_dir():
+                raise typer.BadParameter(f"--suite {suite}: not a folder")
+            if candidates is not None and not candidates.is_dir():
+                raise typer.BadParameter(f"--candidates {candidates}: not a folder")
+            workers = compile_workers if compile_workers is not None else (
+                2 if device_list[0].startswith("cuda") and not ray else 0)
+            code = _suite(suite, candidates, backend, device_list, ray, config, peaks,
+                          json_out or Path(f"bench-{suite.resolve().name}.json"),
+                          SCALE_ELEMENTS if scale and max_elements is None else max_elements, resume,
+                          [s.strip() for s in only.split(",")] if only else None, workers)
+        else:
+            if spec is None or candidate is None:
+                raise typer.BadParameter("give SPEC and CANDIDATE, or --suite DIR")
+            if not candidate.is_file():
+                raise typer.BadParameter(f"candidate {candidate}: no such file")
+            code = _single(spec, candidate, backend, device_list[0], config, peaks, json_out)
+    except KeyboardInterrupt:
+        where = f"; rerun the same command to resume from {json_out or 'its results file'}" if suite else ""
+        typer.echo(f"interrupted: every harness worker was stopped{where}", err=True)
+        raise typer.Exit(int(BenchExit.INTERRUPTED)) from None
+    except ConnectionError as exc:  # an unreachable Ray cluster, named
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(int(BenchExit.USAGE)) from exc
+    raise typer.Exit(int(code))
 
 
 if __name__ == "__main__":

@@ -4,6 +4,9 @@ Usage: from harness.compare import compare_outputs; reasons, diag = compare_outp
 
 Rules: shape and dtype must match exactly; values within |out - ref| <= atol + rtol * |ref|; NaN where the
 reference is finite fails, NaN where the reference is NaN is fine; +-Inf must match exactly.
+
+Large tensors are compared in chunks of `CHUNK_ELEMENTS` (float64 temporaries of one chunk at a time, a few
+GB at most, rather than ten times a 6 GB output); counts, maxima and the worst elements are the same.
 """
 
 from __future__ import annotations
@@ -11,6 +14,40 @@ from __future__ import annotations
 import torch
 
 MAX_WORST = 5  # worst mismatching elements listed in diagnostics
+CHUNK_ELEMENTS = 1 << 26  # elements compared at once: ~0.5 GB per float64 temporary
+# the comparison's own temporaries at their peak, per element of a chunk (two float64 copies, the
+# difference, the relative error and the score, and six masks); harness/memory.py counts them
+WORKSPACE_BYTES_PER_ELEMENT = 5 * 8 + 6
+
+
+def _chunks(out: torch.Tensor, ref: torch.Tensor):
+    """(offset, float64 chunk of out, float64 chunk of ref) over the flattened tensors."""
+    flat_o, flat_r = out.detach().reshape(-1), ref.detach().reshape(-1)
+    for start in range(0, flat_o.numel(), CHUNK_ELEMENTS):
+        yield (start, flat_o[start:start + CHUNK_ELEMENTS].to(torch.float64),
+               flat_r[start:start + CHUNK_ELEMENTS].to(torch.float64))
+
+
+def _compare_chunk(o: torch.Tensor, r: torch.Tensor, atol: float, rtol: float) -> dict:
+    r_nan, o_nan = torch.isnan(r), torch.isnan(o)
+    r_inf, o_inf = torch.isinf(r), torch.isinf(o)
+    both_nan = r_nan & o_nan
+    inf_ok = r_inf & o_inf & (torch.sign(r) == torch.sign(o))
+    finite = ~(r_nan | o_nan | r_inf | o_inf)
+    diff = torch.where(finite, (o - r).abs(), torch.zeros_like(o))
+    bad = (finite & (diff > atol + rtol * r.abs())) | (~finite & ~both_nan & ~inf_ok)
+    n_bad = int(bad.sum())
+    rel = diff / r.abs().clamp_min(1e-12)
+    out = {"n_bad": n_bad, "max_abs": float(diff.max()),
+           "max_rel": float(torch.where(finite & (r.abs() > atol), rel, torch.zeros_like(rel)).max()),
+           "nan_where_ref_finite": int((o_nan & ~r_nan).sum()), "top": []}
+    if n_bad:
+        # worst first: non-finite mismatches rank above everything
+        score = torch.where(bad, torch.where(finite, diff, torch.full_like(diff, float("inf"))),
+                            torch.full_like(diff, -1.0))
+        values, idx = torch.topk(score, min(MAX_WORST, n_bad))
+        out["top"] = [(float(v), int(i), float(o[i]), float(r[i])) for v, i in zip(values, idx)]
+    return out
 
 
 def _flatten(output) -> list:
@@ -40,34 +77,28 @@ def compare_tensor(out: torch.Tensor, ref: torch.Tensor, atol: float, rtol: floa
         return [f"{name}: output on {out.device} but the reference is on {ref.device}"], {}
     if out.numel() == 0:
         return [], {}
-    o = out.detach().double() if out.is_floating_point() else out.detach().to(torch.float64)
-    r = ref.detach().double() if ref.is_floating_point() else ref.detach().to(torch.float64)
-    r_nan, o_nan = torch.isnan(r), torch.isnan(o)
-    r_inf, o_inf = torch.isinf(r), torch.isinf(o)
-    both_nan = r_nan & o_nan
-    inf_ok = r_inf & o_inf & (torch.sign(r) == torch.sign(o))
-    finite = ~(r_nan | o_nan | r_inf | o_inf)
-    diff = torch.where(finite, (o - r).abs(), torch.zeros_like(o))
-    bad = (finite & (diff > atol + rtol * r.abs())) | (~finite & ~both_nan & ~inf_ok)
-    n_bad = int(bad.sum())
-    rel = diff / r.abs().clamp_min(1e-12)
+    n_bad = nan_where = 0
+    max_abs = max_rel = 0.0
+    top: list[tuple[float, int, float, float]] = []
+    for start, o, r in _chunks(out, ref):
+        part = _compare_chunk(o, r, atol, rtol)
+        del o, r
+        n_bad += part["n_bad"]
+        nan_where += part["nan_where_ref_finite"]
+        max_abs, max_rel = max(max_abs, part["max_abs"]), max(max_rel, part["max_rel"])
+        found = [(v, start + i, ov, rv) for v, i, ov, rv in part["top"]]
+        top = sorted(top + found, key=lambda t: (-t[0], t[1]))[:MAX_WORST]  # ties: the first index first
     diag = {
-        "max_abs_err": float(diff.max()),
-        "max_rel_err": float(torch.where(finite & (r.abs() > atol), rel, torch.zeros_like(rel)).max()),
+        "max_abs_err": max_abs,
+        "max_rel_err": max_rel,
         "mismatch_count": n_bad,
         "mismatch_fraction": n_bad / out.numel(),
         "numel": out.numel(),
-        "nan_where_ref_finite": int((o_nan & ~r_nan).sum()),
+        "nan_where_ref_finite": nan_where,
     }
     if n_bad == 0:
         return [], diag
-    # worst first: non-finite mismatches rank above everything
-    score = torch.where(bad, torch.where(finite, diff, torch.full_like(diff, float("inf"))),
-                        torch.full_like(diff, -1.0)).flatten()
-    top = torch.topk(score, min(MAX_WORST, n_bad)).indices.tolist()
-    flat_o, flat_r = o.flatten(), r.flatten()
-    worst = [{"index": _index(i, tuple(out.shape)), "output": float(flat_o[i]), "reference": float(flat_r[i])}
-             for i in top]
+    worst = [{"index": _index(i, tuple(out.shape)), "output": ov, "reference": rv} for _, i, ov, rv in top]
     diag["worst"] = worst
     shown = ", ".join(f"{w['index']}: got {w['output']:.6g}, expected {w['reference']:.6g}" for w in worst[:3])
     reason = (f"{name}: {n_bad} of {out.numel()} elements ({100 * n_bad / out.numel():.3g}%) outside "
@@ -98,15 +129,22 @@ def compare_outputs(out, ref, atol: float, rtol: float, label: str = "output") -
 
 
 def relative_error(out, ref) -> float:
-    """||out - ref|| / ||ref|| over all output tensors (float64)."""
+    """||out - ref|| / ||ref|| over all output tensors (float64, in chunks)."""
     num = den = 0.0
     for o, r in zip(_flatten(out), _flatten(ref)):
         if isinstance(r, torch.Tensor) and r.is_floating_point():
-            o64, r64 = o.detach().double(), r.detach().double()
-            mask = torch.isfinite(r64) & torch.isfinite(o64)
-            num += float(((o64 - r64)[mask] ** 2).sum())
-            den += float((r64[mask] ** 2).sum())
+            for _, o64, r64 in _chunks(o, r):
+                mask = torch.isfinite(r64) & torch.isfinite(o64)
+                num += float(((o64 - r64)[mask] ** 2).sum())
+                den += float((r64[mask] ** 2).sum())
     return (num ** 0.5) / max(den ** 0.5, 1e-30)
+
+
+def _mean(t: torch.Tensor) -> float:
+    total = 0.0
+    for start in range(0, t.numel(), CHUNK_ELEMENTS):
+        total += float(t.detach().reshape(-1)[start:start + CHUNK_ELEMENTS].to(torch.float64).sum())
+    return total / max(1, t.numel())
 
 
 def centered_relative_error(out, ref) -> float:
@@ -114,21 +152,31 @@ def centered_relative_error(out, ref) -> float:
     num = den = 0.0
     for o, r in zip(_flatten(out), _flatten(ref)):
         if isinstance(r, torch.Tensor) and r.is_floating_point():
-            o64, r64 = o.detach().double(), r.detach().double()
-            o64, r64 = o64 - o64.mean(), r64 - r64.mean()
-            num += float(((o64 - r64) ** 2).sum())
-            den += float((r64 ** 2).sum())
+            o_mean, r_mean = _mean(o), _mean(r)
+            for _, o64, r64 in _chunks(o, r):
+                o64, r64 = o64 - o_mean, r64 - r_mean
+                num += float(((o64 - r64) ** 2).sum())
+                den += float((r64 ** 2).sum())
     return (num ** 0.5) / max(den ** 0.5, 1e-30)
+
+
+def _constant_passes(ref: torch.Tensor, value: float, atol: float, rtol: float) -> bool:
+    """Would an output filled with `value` pass the tolerance against `ref`? (chunk by chunk)"""
+    if ref.numel() == 0:
+        return True
+    for start in range(0, ref.numel(), CHUNK_ELEMENTS):
+        r = ref.detach().reshape(-1)[start:start + CHUNK_ELEMENTS]
+        if _compare_chunk(torch.full_like(r, value, dtype=torch.float64), r.to(torch.float64), atol, rtol)["n_bad"]:
+            return False
+    return True
 
 
 def degenerate_reasons(ref, atol: float, rtol: float) -> list[str]:
     """Why this reference output is too weak a test: all-zeros or a constant would pass the tolerance."""
-    zeros = [torch.zeros_like(t.detach()) if isinstance(t, torch.Tensor) else t for t in _flatten(ref)]
-    means = [torch.full_like(t, float(t.detach().double().mean())) if isinstance(t, torch.Tensor) and t.is_floating_point()
-             else t for t in _flatten(ref)]
+    tensors = [t for t in _flatten(ref) if isinstance(t, torch.Tensor)]
     out = []
-    if not compare_outputs(zeros, _flatten(ref), atol, rtol)[0]:
+    if all(_constant_passes(t, 0.0, atol, rtol) for t in tensors):
         out.append("an all-zeros output passes the tolerance (reference is near zero)")
-    if not compare_outputs(means, _flatten(ref), atol, rtol)[0]:
+    if all(_constant_passes(t, _mean(t), atol, rtol) for t in tensors if t.is_floating_point()):
         out.append("a constant (mean) output passes the tolerance (reference is near constant)")
     return out

@@ -7,7 +7,9 @@ No pydantic here: the harness runs from the working tree on a bare GPU box (torc
 
 from __future__ import annotations
 
+import os
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 # Default tolerances keyed by dtype name (str(torch.dtype) without the "torch." prefix): (atol, rtol).
 # A spec overrides them with module-level ATOL / RTOL or TOLERANCE (see harness/spec.py).
@@ -70,9 +72,29 @@ class EvalConfig:
     time_eager_baseline: bool = True
     time_compile_baseline: bool = True  # torch.compile is slow on CPU: tests switch it off
     time_candidate: bool = True
-    timeout_s: float = 300.0  # whole evaluation of one candidate in its worker (includes compiles)
+    # whole evaluation of one candidate in its worker; None = derived from the reference's measured times
+    # (harness/limits.py: floor + slack x the work the checks and timing ask of it), so a hang on a small
+    # spec is caught in seconds; a number overrides (`kkb bench --timeout`)
+    timeout_s: float | None = None
+    timeout_floor_s: float = 20.0  # a derived limit is at least this: import, model build, first calls
+    # added where a candidate's first calls run on a GPU (Triton JIT compiles and autotuning happen there):
+    # a one-shot evaluation, a pool's compile stage, a pool without one
+    compile_allowance_s: float = 60.0
+    timeout_slack: float = 20.0  # the candidate may take this many times the reference's time per call
+    # the same on CPU, where Triton's interpreter runs numpy per program: a few hundred times eager torch on
+    # small inputs, so the floor decides there; larger CPU runs pass --timeout
+    interpreter_slack: float = 300.0
+    timeout_max_s: float = 1800.0  # a derived limit never exceeds this
+    profile_timeout_s: float = 1200.0  # the reference's profile (eager and torch.compile baselines)
+    # get_inputs() runs with the device as the default device, so a 6 GB input is drawn on the GPU in
+    # milliseconds rather than on the host in seconds (falls back to the host if the spec refuses)
+    inputs_on_device: bool = True
     cpu_memory_limit_bytes: int = 8 * 1024**3  # RLIMIT_AS of a CPU worker (torch alone maps ~1 GB)
     gpu_memory_fraction: float = 0.9  # torch.cuda.set_per_process_memory_fraction of a GPU worker
+    # share of a process's cap above the footprint estimate (harness/memory.py), and the smallest cap: a
+    # candidate's own workspace is unknown until it runs (an out-of-memory error is retried alone)
+    memory_cap_factor: float = 2.0
+    memory_cap_min_bytes: int = 2 * 1024**3
     fork_server: bool = True  # fork workers from a process with torch imported (cheap restarts)
     static_checks: bool = True  # source checks before running; tests switch off to prove runtime checks
     max_fraction_of_limit: float = 1.05  # faster than the hardware allows -> rejected
@@ -85,6 +107,13 @@ class EvalConfig:
     def from_dict(cls, data: dict | None) -> EvalConfig:
         return cls(**(data or {}))
 
+    def baseline_fields(self) -> dict:
+        """The settings a spec's baselines depend on (part of their cache key, harness/baselines.py)."""
+        names = ("warmup", "warmup_ms", "min_timed_ms", "min_reps", "max_reps", "max_timing_s", "target_rse",
+                 "l2_flush_bytes", "clone_pool_bytes", "time_eager_baseline", "time_compile_baseline",
+                 "inputs_on_device")
+        return {name: getattr(self, name) for name in names}
+
     @classmethod
     def for_cpu_tests(cls, **overrides) -> EvalConfig:
         """Small settings for the Triton interpreter in CI."""
@@ -94,3 +123,9 @@ class EvalConfig:
         }
         base.update(overrides)
         return cls(**base)
+
+
+def cache_dir() -> Path:
+    """Where the harness caches what it measured once (bandwidth per device, spec baselines):
+    $KKB_HARNESS_CACHE, default ~/.cache/kernelkb."""
+    return Path(os.environ.get("KKB_HARNESS_CACHE") or Path.home() / ".cache" / "kernelkb")

@@ -1,147 +1,57 @@
-"""Judge one candidate: static checks here, everything else in a fresh worker process; build the Verdict.
+"""Judge one candidate: static checks here, everything else in fresh worker processes; build the Verdict.
 
 Usage:
     from harness import evaluate, EvalConfig
     verdict = evaluate("examples/specs/row_softmax.py", source, backend="triton", device="cpu",
                        config=EvalConfig.for_cpu_tests())
+
+The spec's baselines are measured in a worker of their own before the candidate's, or read from the
+baseline cache (harness/baselines.py); the candidate's time limit follows from them (harness/limits.py).
 """
 
 from __future__ import annotations
 
-import hashlib
-import os
-import uuid
 from pathlib import Path
 
-from harness.backends import get_backend
+from harness.baselines import BaselineCache
 from harness.config import EvalConfig, HardwarePeaks
-from harness.peaks import fraction_of_limit
-from harness.process import WorkerProcess
-from harness.spec import Spec, load_spec
-from harness.static_checks import run_static_checks
-from harness.verdict import Status, Verdict
+from harness.device import DeviceRunner
+from harness.jobs import BackendUnavailable, build_verdict, candidate_hash, default_device, make_job, precheck
+from harness.spec import load_spec
+from harness.verdict import Verdict
 
-
-class BackendUnavailable(ValueError):
-    """The backend cannot run on this machine/device; the message says why."""
-
-
-def default_device() -> str:
-    import torch
-
-    return "cuda:0" if torch.cuda.is_available() else "cpu"
-
-
-def candidate_hash(source: str) -> str:
-    return hashlib.sha256(source.encode()).hexdigest()[:16]
-
-
-def make_job(spec: Spec, source: str | None, backend: str, device: str, config: EvalConfig, mode: str,
-             profile: dict | None = None, peaks: HardwarePeaks | None = None) -> dict:
-    need_bw = device.startswith("cuda") and (peaks is None or peaks.memory_bandwidth_bytes_per_s is None)
-    return {
-        "job_id": uuid.uuid4().hex[:12], "mode": mode, "spec_path": str(spec.path), "backend": backend,
-        "device": device, "config": config.to_dict(), "candidate_source": source,
-        "candidate_hash": candidate_hash(source or ""), "profile": profile, "need_bandwidth": need_bw,
-        # never seen by the candidate: only the worker's local variables hold it
-        "secret_seed": int.from_bytes(os.urandom(8), "little"),
-    }
-
-
-def _status(name: str) -> tuple[Status, list[str]]:
-    if name == "harness_error":
-        return Status.crashed, ["(harness error: not the candidate's fault)"]
-    return Status(name), []
-
-
-def build_verdict(result: dict, spec: Spec, source: str, backend: str, device: str, config: EvalConfig,
-                  peaks: HardwarePeaks | None, profile: dict | None) -> Verdict:
-    status, extra = _status(result.get("status", "crashed"))
-    reasons = list(result.get("reasons") or []) + (extra if status is not Status.passed else [])
-    diagnostics = dict(result.get("diagnostics") or {})
-    profile = profile or result.get("profile") or {}
-    timed = profile.get("timed", {}).get("default", {})
-    eager = (timed.get("eager") or {}).get("median_ms")
-    compiled = (timed.get("compile") or {}).get("median_ms")
-    if timed.get("compile_error"):
-        diagnostics["compile_baseline_error"] = timed["compile_error"]
-    timing = (result.get("timing") or {}).get("default") or {}
-    latency = timing.get("median_ms")
-    diagnostics["timing"] = result.get("timing") or {}
-    diagnostics["timing_method"] = timing.get("method") or (timed.get("eager") or {}).get("method")
-    diagnostics["baselines"] = {k: v for k, v in profile.get("timed", {}).items()}
-    peaks = peaks or HardwarePeaks()
-    if peaks.memory_bandwidth_bytes_per_s is None and profile.get("bandwidth_bytes_per_s"):
-        peaks = HardwarePeaks(profile["bandwidth_bytes_per_s"], peaks.flops_per_s)
-        diagnostics["bandwidth_source"] = "measured device copy"
-    frac, kind = fraction_of_limit(timed.get("bytes_moved"), timed.get("flops"), timed.get("flops_dtype"),
-                                   latency, peaks)
-    if status is Status.passed and frac is not None and frac > config.max_fraction_of_limit:
-        status = Status.rejected
-        reasons.append(f"implausible: {frac:.2f}x the {kind} limit ({timed.get('bytes_moved')} bytes, "
-                       f"{timed.get('flops')} FLOPs in {latency:.4g} ms); the timer was likely escaped")
-    if status is not Status.passed and not reasons:
-        reasons = [f"{status.value} (no detail from the worker)"]
-    return Verdict(
-        status=status, reasons=[] if status is Status.passed else reasons,
-        latency_ms=latency, latency_p20_ms=timing.get("p20_ms"), latency_p80_ms=timing.get("p80_ms"),
-        n_timed=int(timing.get("n") or 0), host_launch_ms=timing.get("host_ms"), eager_ms=eager, compile_ms=compiled,
-        speedup_vs_eager=(eager / latency) if eager and latency else None,
-        speedup_vs_compile=(compiled / latency) if compiled and latency else None,
-        fraction_of_limit=frac, limit_kind=kind, bytes_moved=timed.get("bytes_moved"),
-        flops=timed.get("flops"), diagnostics=diagnostics, backend=backend, device=device,
-        spec_name=spec.name, candidate_hash=candidate_hash(source),
-    )
-
-
-def precheck(spec: Spec, source: str, backend: str, device: str, config: EvalConfig) -> Verdict | None:
-    """Backend availability and static checks: a Verdict when the candidate need not run at all."""
-    be = get_backend(backend)
-    why = be.available(device)
-    if why:
-        raise BackendUnavailable(f"backend {backend!r} on {device}: {why}")
-    if not config.static_checks:
-        return None
-    reasons, syntax_ok = run_static_checks(source, be)
-    if not reasons:
-        return None
-    status = Status.rejected if syntax_ok else Status.compile_error
-    return Verdict(status=status, reasons=reasons, backend=backend, device=device, spec_name=spec.name,
-                   candidate_hash=candidate_hash(source), diagnostics={"stage": "static_checks"})
+__all__ = ["BackendUnavailable", "build_verdict", "candidate_hash", "default_device", "evaluate", "make_job",
+           "precheck", "profile_spec"]
 
 
 def evaluate(spec_path: str | Path, candidate_source: str, backend: str = "triton", device: str | None = None,
-             config: EvalConfig | None = None, peaks: HardwarePeaks | None = None) -> Verdict:
-    """Judge one candidate in a fresh worker process (see harness/README.md for what is checked)."""
+             config: EvalConfig | None = None, peaks: HardwarePeaks | None = None,
+             baselines: BaselineCache | None = None) -> Verdict:
+    """Judge one candidate in a fresh worker process (see harness/README.md for what is checked).
+
+    Raises SpecError (SpecTooLarge: the footprint estimate exceeds the device) and BackendUnavailable
+    before running anything; ProfileError when the reference itself fails on the device."""
     config = config or EvalConfig()
     device = device or default_device()
     spec = load_spec(spec_path)
     early = precheck(spec, candidate_source, backend, device, config)
     if early is not None:
         return early
-    worker = WorkerProcess(device, config)
+    runner = DeviceRunner(device, config, peaks, baselines, spare=False)
     try:
-        job = make_job(spec, candidate_source, backend, device, config, "full", peaks=peaks)
-        job["one_shot"] = True
-        result = worker.run(job, config.timeout_s)
+        return runner.evaluate(spec, candidate_source, backend, first_calls=True)
     finally:
-        worker.close()
-    return build_verdict(result, spec, candidate_source, backend, device, config, peaks, None)
+        runner.close()
 
 
 def profile_spec(spec_path: str | Path, device: str | None = None, config: EvalConfig | None = None,
-                 peaks: HardwarePeaks | None = None) -> dict:
-    """The reference alone (eager and torch.compile baselines, bytes, FLOPs) in a fresh worker."""
+                 peaks: HardwarePeaks | None = None, baselines: BaselineCache | None = None) -> dict:
+    """The reference alone (eager and torch.compile baselines, bytes, FLOPs), cached per spec, device and
+    software version."""
     config = config or EvalConfig()
     device = device or default_device()
-    spec = load_spec(spec_path)
-    worker = WorkerProcess(device, config)
+    runner = DeviceRunner(device, config, peaks, baselines, spare=False)
     try:
-        job = make_job(spec, None, "torch", device, config, "profile", peaks=peaks)
-        job["one_shot"] = True
-        result = worker.run(job, config.timeout_s)
+        return runner.profile(load_spec(spec_path))
     finally:
-        worker.close()
-    if result.get("status") != "passed":
-        raise RuntimeError(f"profiling spec {spec.path} on {device} failed: {result.get('reasons')}")
-    return result["profile"]
+        runner.close()

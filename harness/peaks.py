@@ -14,14 +14,13 @@ name and cached in $KKB_HARNESS_CACHE (default ~/.cache/kernelkb/harness_peaks.j
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
-from harness.config import HardwarePeaks
+from harness.config import HardwarePeaks, cache_dir
 
 
 def _cache_path() -> Path:
-    return Path(os.environ.get("KKB_HARNESS_CACHE", Path.home() / ".cache" / "kernelkb")) / "harness_peaks.json"
+    return cache_dir() / "harness_peaks.json"
 
 
 def measured_bandwidth(device: str) -> float | None:

@@ -21,6 +21,7 @@ import sys
 import tempfile
 import threading
 import time
+import weakref
 from multiprocessing.connection import Connection
 from pathlib import Path
 
@@ -107,6 +108,17 @@ class ForkServer:
 _SERVERS: dict[str, ForkServer] = {}
 FORK_BROKEN: dict[str, str] = {}  # device -> why forked workers failed there (then workers are spawned)
 _SERVERS_LOCK = threading.Lock()
+_LIVE: weakref.WeakSet[WorkerProcess] = weakref.WeakSet()  # workers started by this process, not closed
+_LIVE_LOCK = threading.Lock()
+_STOPPING = threading.Event()  # set by kill_all(): no worker starts after it
+
+
+class HarnessStopped(RuntimeError):
+    """The harness was stopped (a signal, or the process exiting): this evaluation has no verdict."""
+
+
+def stopping() -> bool:
+    return _STOPPING.is_set()
 
 
 def fork_server(device: str) -> ForkServer:
@@ -117,17 +129,37 @@ def fork_server(device: str) -> ForkServer:
         return server
 
 
-@atexit.register
-def _close_servers() -> None:
-    for server in list(_SERVERS.values()):
+def kill_all() -> int:
+    """Kill every worker this process started (each with its process group) and the fork servers; the
+    number of workers killed. Run at exit, and by a stop signal (harness/stopping.py); no worker starts
+    after it."""
+    _STOPPING.set()
+    with _LIVE_LOCK:
+        workers = list(_LIVE)
+    for worker in workers:
+        worker.kill()
+    with _SERVERS_LOCK:
+        servers = list(_SERVERS.values())
+        _SERVERS.clear()
+    for server in servers:
         server.close()
-    _SERVERS.clear()
+    return len(workers)
+
+
+def live_worker_pids() -> list[int]:
+    """Process ids of the workers this process started and has not closed (for tests and reports)."""
+    with _LIVE_LOCK:
+        return [w.pid for w in _LIVE if w.pid is not None]
+
+
+atexit.register(kill_all)
 
 
 class WorkerProcess:
-    def __init__(self, device: str, config: EvalConfig | None = None) -> None:
+    def __init__(self, device: str, config: EvalConfig | None = None, stop: threading.Event | None = None) -> None:
         self.device = device
         self.config = config or EvalConfig()
+        self.stop = stop  # its owner's stop flag (DeviceRunner.stop): set, no process starts
         self.pid: int | None = None
         self.proc: subprocess.Popen | None = None  # only without the fork server
         self.server: ForkServer | None = None
@@ -135,6 +167,7 @@ class WorkerProcess:
         self.conn: Connection | None = None
         self.log_path: Path | None = None
         self.jobs_done = 0
+        self.info: dict = {}  # the ready message: device name, memory, versions (harness/worker.py)
 
     # ---- process state -------------------------------------------------------------------------------
     def _wait(self, timeout_s: float) -> int | None:
@@ -158,6 +191,8 @@ class WorkerProcess:
         return self.pid is not None and self._wait(0) is None
 
     def start(self) -> None:
+        if _STOPPING.is_set() or (self.stop is not None and self.stop.is_set()):
+            raise HarnessStopped(f"the harness is stopping: no new worker on {self.device}")
         parent_sock, child_sock = socket.socketpair()
         fd = child_sock.fileno()
         handle, log_name = tempfile.mkstemp(prefix="kkb_worker_", suffix=".log")
@@ -182,9 +217,12 @@ class WorkerProcess:
                                              start_new_session=True)
             self.pid = self.proc.pid
         child_sock.close()
+        with _LIVE_LOCK:
+            _LIVE.add(self)
         self.conn = Connection(parent_sock.detach())
         self.jobs_done = 0
         ready = self._receive(STARTUP_TIMEOUT_S)
+        self.info = {k: v for k, v in ready.items() if k not in ("ready", "pid")} if ready.get("ready") else {}
         if ready.get("status"):
             if self.server is not None and self.device not in FORK_BROKEN:
                 # e.g. CUDA refusing to start in a forked process: spawn workers directly from now on
@@ -268,6 +306,8 @@ class WorkerProcess:
             except OSError:
                 pass
         self.kill()
+        with _LIVE_LOCK:
+            _LIVE.discard(self)
         self.conn = None
         self.pid = None
         if self.log_path is not None:

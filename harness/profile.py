@@ -48,8 +48,13 @@ def flops_of(spec: Spec, inputs: list, counted: int) -> int:
 
 def _profile_variant(spec: Spec, variant: Variant, device: str, config: EvalConfig, clock: Clock,
                      secret: int) -> dict:
+    t0 = clock.perf_counter()
     model = build_model(spec.module.Model, spec, variant, derive_seed(secret, variant.name, "init"), device)
-    inputs = make_inputs(spec, variant, derive_seed(secret, variant.name, "time"), device)
+    sync(device, clock)
+    t1 = clock.perf_counter()
+    inputs = make_inputs(spec, variant, derive_seed(secret, variant.name, "time"), device, config.inputs_on_device)
+    sync(device, clock)
+    t2 = clock.perf_counter()
     with FlopCounterMode(display=False) as counter:
         out = model(*clone_inputs(inputs))
     sync(device, clock)
@@ -58,6 +63,9 @@ def _profile_variant(spec: Spec, variant: Variant, device: str, config: EvalConf
         "bytes_moved": bytes_of(inputs) + bytes_of(outs),
         "flops": flops_of(spec, inputs, int(counter.get_total_flops())),
         "flops_dtype": str(outs[0].dtype).removeprefix("torch.") if outs else None,
+        # the harness's own work per evaluation, for the candidate's time limit (harness/limits.py)
+        "build_s": round(t1 - t0, 6), "inputs_s": round(t2 - t1, 6),
+        "first_call_s": round(clock.perf_counter() - t2, 6),
         "eager": None, "compile": None, "compile_error": None,
     }
     del out, outs
@@ -77,9 +85,21 @@ def build_profile(spec: Spec, device: str, config: EvalConfig, clock: Clock, sec
                   need_bandwidth: bool) -> dict:
     timed = {v.name: _profile_variant(spec, v, device, config, clock, secret)
              for v in spec.variants if v.time}
+    # the variants that are only checked: what building and drawing their inputs costs
+    checked = {}
+    for v in spec.variants:
+        if v.time:
+            continue
+        t0 = clock.perf_counter()
+        build_model(spec.module.Model, spec, v, derive_seed(secret, v.name, "init"), device)
+        t1 = clock.perf_counter()
+        make_inputs(spec, v, derive_seed(secret, v.name, "time"), device, config.inputs_on_device)
+        sync(device, clock)
+        checked[v.name] = {"build_s": round(t1 - t0, 6), "inputs_s": round(clock.perf_counter() - t1, 6)}
     return {
         "spec_sha": spec.sha256,
         "device": device,
         "timed": timed,
+        "checked": checked,
         "bandwidth_bytes_per_s": measured_bandwidth(device) if need_bandwidth else None,
     }

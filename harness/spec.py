@@ -33,6 +33,7 @@ import hashlib
 import importlib.util
 import os
 import sys
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -70,22 +71,37 @@ class Spec:
     module: ModuleType = field(repr=False, compare=False)
 
 
+_LOADED: dict[str, ModuleType] = {}  # module name -> a module whose file has finished executing
+_IMPORT_LOCKS: dict[str, threading.Lock] = {}
+_IMPORT_LOCKS_GUARD = threading.Lock()
+
+
 def import_file(path: Path, prefix: str) -> ModuleType:
-    """Import a python file under a unique module name (file-backed, so triton can read its source)."""
+    """Import a python file under a unique module name (file-backed, so triton can read its source).
+
+    Safe under concurrency: a loader waits for another thread importing the same file, and only a module
+    whose file has finished executing is ever returned (sys.modules holds it during execution, as the
+    import system does, for dataclasses and pickling; that entry is never the answer).
+    """
     digest = hashlib.sha256(path.read_bytes()).hexdigest()[:10]
     mod_name = f"{prefix}_{''.join(c if c.isalnum() else '_' for c in path.stem)}_{digest}"
-    if mod_name in sys.modules:
-        return sys.modules[mod_name]
-    loader_spec = importlib.util.spec_from_file_location(mod_name, path)
-    if loader_spec is None or loader_spec.loader is None:
-        raise SpecError(f"{path}: not importable as a python file")
-    module = importlib.util.module_from_spec(loader_spec)
-    sys.modules[mod_name] = module
-    try:
-        loader_spec.loader.exec_module(module)
-    except BaseException:
-        sys.modules.pop(mod_name, None)
-        raise
+    with _IMPORT_LOCKS_GUARD:
+        lock = _IMPORT_LOCKS.setdefault(mod_name, threading.Lock())
+    with lock:
+        done = _LOADED.get(mod_name)
+        if done is not None:
+            return done
+        loader_spec = importlib.util.spec_from_file_location(mod_name, path)
+        if loader_spec is None or loader_spec.loader is None:
+            raise SpecError(f"{path}: not importable as a python file")
+        module = importlib.util.module_from_spec(loader_spec)
+        sys.modules[mod_name] = module
+        try:
+            loader_spec.loader.exec_module(module)
+        except BaseException:
+            sys.modules.pop(mod_name, None)
+            raise
+        _LOADED[mod_name] = module
     return module
 
 
@@ -151,12 +167,24 @@ def load_spec(path: str | Path) -> Spec:
                 variants=_variants(module, path), dtype=dtype, atol=atol, rtol=rtol, module=module)
 
 
-def make_inputs(spec: Spec, variant: Variant, seed: int, device: str) -> list:
-    """Fresh inputs of one variant under `seed`, floating ones cast to DTYPE, tensors on `device`."""
+def make_inputs(spec: Spec, variant: Variant, seed: int, device: str, on_device: bool = False) -> list:
+    """Fresh inputs of one variant under `seed`, floating ones cast to DTYPE, tensors on `device`.
+
+    on_device: get_inputs() runs with `device` as the default device (tensors are drawn there, no host
+    copy); a spec that cannot (it mixes devices itself) falls back to the host.
+    """
     import torch
 
     torch.manual_seed(seed)
-    inputs = list(spec.module.get_inputs(**variant.kwargs))
+    if on_device and not device.startswith("cpu"):
+        try:
+            with torch.device(device):
+                inputs = list(spec.module.get_inputs(**variant.kwargs))
+        except Exception:  # noqa: BLE001 - drawn on the host instead, as published
+            torch.manual_seed(seed)
+            inputs = list(spec.module.get_inputs(**variant.kwargs))
+    else:
+        inputs = list(spec.module.get_inputs(**variant.kwargs))
     dtype = getattr(torch, spec.dtype) if spec.dtype else None
     out = []
     for x in inputs:

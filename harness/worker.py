@@ -52,7 +52,6 @@ def _reason(exc: BaseException, phase: str, candidate_path: str | None) -> tuple
 
 
 def _run_full(job: dict, clock, workdir: Path) -> dict:
-    import torch
 
     from harness.backends import get_backend
     from harness.checking import check_candidate, derive_seed
@@ -103,7 +102,7 @@ def _run_full(job: dict, clock, workdir: Path) -> dict:
             for variant in spec.variants:
                 seed = derive_seed(secret, variant.name, "compile")
                 model = build_model(cand_cls, spec, variant, seed, device)
-                model(*make_inputs(spec, variant, seed, device))
+                model(*make_inputs(spec, variant, seed, device, config.inputs_on_device))
             if device.startswith("cuda"):
                 clock.synchronize()
             return result
@@ -122,7 +121,8 @@ def _run_full(job: dict, clock, workdir: Path) -> dict:
                     continue
                 seed = derive_seed(secret, variant.name, "init")
                 model = build_model(cand_cls, spec, variant, seed, device)
-                inputs = make_inputs(spec, variant, derive_seed(secret, variant.name, "time"), device)
+                inputs = make_inputs(spec, variant, derive_seed(secret, variant.name, "time"), device,
+                                     config.inputs_on_device)
                 timing = time_callable(model, lambda inputs=inputs: clone_inputs(inputs), device, config, clock)
                 result["timing"][variant.name] = timing.to_dict()
                 # the output after many calls must still be right (no switching behaviour once timed)
@@ -135,10 +135,30 @@ def _run_full(job: dict, clock, workdir: Path) -> dict:
     except BaseException as exc:  # noqa: BLE001 - the candidate's failure, classified
         status = classify(exc, phase)
         reason, tb = _reason(exc, phase, str(path))
-        if isinstance(exc, (torch.OutOfMemoryError, MemoryError)) or "can't allocate memory" in str(exc):
-            reason += " (out of memory under the worker's memory cap)"
         result["diagnostics"]["traceback"] = tb
-        return {**result, "status": status, "reasons": [reason], "poisoned": status == "illegal_memory_access"}
+        owner = oom_owner(exc, str(path))
+        if owner == "harness":  # the harness's own allocation (inputs, clones, the reference): not a verdict
+            return {**result, "status": "harness_error", "oom": owner, "reasons": [
+                f"out of memory in the harness's own allocation ({phase}): {reason}"]}
+        if owner == "candidate":
+            reason += " (out of memory: the candidate's allocation, under the worker's memory cap)"
+        return {**result, "status": status, "reasons": [reason], "poisoned": status == "illegal_memory_access",
+                **({"oom": owner} if owner else {})}
+
+
+def is_oom(exc: BaseException) -> bool:
+    text = str(exc)
+    return (type(exc).__name__ in ("OutOfMemoryError", "MemoryError") or "out of memory" in text.lower()
+            or "can't allocate memory" in text or "Cannot allocate memory" in text)
+
+
+def oom_owner(exc: BaseException, candidate_path: str | None) -> str | None:
+    """For an out-of-memory error: "candidate" when the candidate's code was on the stack of the failed
+    allocation, else "harness" (inputs, clones, the reference, the flush buffer); None for other errors."""
+    if not is_oom(exc):
+        return None
+    frames = traceback.extract_tb(exc.__traceback__)
+    return "candidate" if candidate_path and any(f.filename == candidate_path for f in frames) else "harness"
 
 
 def check_candidate_once(spec, model, ref, inputs, backend, device, clock):
@@ -167,6 +187,70 @@ def _exit_code(status: str) -> int:
         return int(ExitCode.HARNESS_ERROR)
 
 
+def device_info(device: str) -> dict:
+    """What the parent needs to know of this worker's device: name, memory, software versions."""
+    import platform
+
+    import torch
+
+    info = {"device_name": "cpu", "torch": torch.__version__, "python": platform.python_version(),
+            "cuda": torch.version.cuda, "triton": None, "total_bytes": None, "free_bytes": None,
+            "host_available_bytes": None}
+    try:
+        import triton
+
+        info["triton"] = triton.__version__
+    except ImportError:
+        pass
+    if device.startswith("cuda"):
+        info["device_name"] = torch.cuda.get_device_name(torch.device(device))
+        info["free_bytes"], info["total_bytes"] = torch.cuda.mem_get_info(torch.device(device))
+    else:
+        info["device_name"] = f"cpu ({platform.machine()}, {os.cpu_count()} cores)"
+        try:
+            info["host_available_bytes"] = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        except (ValueError, OSError):
+            pass
+    return info
+
+
+def _before_job(job: dict, device: str) -> None:
+    """The job's memory cap (a share of the device, from the parent's budget) and fresh peak counters."""
+    import torch
+
+    if not device.startswith("cuda"):
+        return
+    cap = job.get("memory_cap_bytes")
+    if cap:
+        total = torch.cuda.mem_get_info(torch.device(device))[1]
+        torch.cuda.set_per_process_memory_fraction(min(1.0, float(cap) / total))
+    torch.cuda.reset_peak_memory_stats()
+
+
+RELEASE_ABOVE_BYTES = 1 << 30  # a job that leaves more cached than this returns it to the device
+
+
+def _after_job(result: dict, device: str) -> None:
+    """Return the job's memory to the device (a worker must not keep a spec's gigabytes cached for the
+    next job or the processes beside it) and report the peak it reached. Small jobs skip the collection
+    (tens of milliseconds with torch loaded), which keeps the throughput of small candidates."""
+    import torch
+
+    if not device.startswith("cuda"):
+        return
+    try:
+        result["memory"] = {"peak_allocated_bytes": torch.cuda.max_memory_allocated(),
+                            "peak_reserved_bytes": torch.cuda.max_memory_reserved()}
+        if torch.cuda.memory_reserved() > RELEASE_ABOVE_BYTES:
+            import gc
+
+            gc.collect()
+            torch.cuda.empty_cache()
+        result["memory"]["reserved_after_bytes"] = torch.cuda.memory_reserved()
+    except RuntimeError:  # an unusable context (illegal address): the worker exits next
+        pass
+
+
 def serve(fd: int, device: str, cpu_memory_bytes: int = 0, gpu_memory_fraction: float = 0.0) -> None:
     """Answer jobs on the Connection over `fd` until it closes (or a job leaves the context unusable)."""
     from multiprocessing.connection import Connection
@@ -192,18 +276,22 @@ def serve(fd: int, device: str, cpu_memory_bytes: int = 0, gpu_memory_fraction: 
 
     StreamTracker.install()
     workdir = Path(tempfile.mkdtemp(prefix="kkb_worker_"))
-    conn.send_bytes(json.dumps({"ready": True, "pid": os.getpid()}).encode())
+    conn.send_bytes(json.dumps({"ready": True, "pid": os.getpid(), **device_info(device)}).encode())
     while True:
         try:
             job = json.loads(conn.recv_bytes())
         except (EOFError, OSError):
             break
         try:
+            _before_job(job, device)
             with torch.no_grad():  # inference: no autograd graphs (modules keep their default mode)
                 result = _run_full(job, clock, workdir)
         except BaseException as exc:  # noqa: BLE001 - the spec or the harness failed, not the candidate
             result = {"status": "harness_error", "reasons": [f"harness error: {type(exc).__name__}: {exc}"],
                       "diagnostics": {"traceback": traceback.format_exc()[-4000:]}}
+            if is_oom(exc):
+                result["oom"] = "harness"
+        _after_job(result, device)
         result["job_id"] = job.get("job_id")
         conn.send_bytes(json.dumps(result, default=str).encode())
         if result.get("poisoned") or job.get("one_shot"):

@@ -7,6 +7,8 @@ Control protocol on a SOCK_SEQPACKET socket, one JSON message per packet:
   {"op": "fork", "log": PATH, "cpu_memory_bytes": N, "gpu_memory_fraction": F} + 1 passed fd -> {"pid": P}
   {"op": "wait", "pid": P, "timeout_s": T} -> {"returncode": C}  (None while it runs; -N = signal N)
 The forked worker starts its own session (os.setsid), so the parent kills it and its children as a group.
+When the parent goes away (its end of the control socket closes), the fork server kills every worker it
+forked, with their process groups, and exits; a worker also dies with the fork server (PR_SET_PDEATHSIG).
 """
 
 from __future__ import annotations
@@ -37,10 +39,36 @@ def _preload() -> None:
         torch.empty(1)
 
 
-def _child(worker_fd: int, ctl: socket.socket, request: dict, device: str) -> None:
+def _die_with(parent_pid: int) -> None:
+    """SIGKILL this process when its parent (the fork server, single-threaded) dies (Linux)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent_pid:  # the parent died before the request took effect
+        os._exit(1)
+
+
+def _kill_children(children: set[int]) -> None:
+    for pid in children:
+        try:
+            os.killpg(pid, signal.SIGKILL)  # each worker leads its own session: its children go too
+        except (ProcessLookupError, PermissionError):
+            pass
+    for pid in children:
+        try:
+            os.waitpid(pid, 0)
+        except ChildProcessError:
+            pass
+
+
+def _child(worker_fd: int, ctl: socket.socket, request: dict, device: str, parent_pid: int) -> None:
     try:
         ctl.close()
         os.setsid()
+        _die_with(parent_pid)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         log_fd = os.open(request["log"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         os.dup2(log_fd, 1)
@@ -76,23 +104,31 @@ def main() -> None:
     ctl = socket.socket(fileno=args.ctl_fd)
     _preload()
     ctl.send(json.dumps({"ready": True, "pid": os.getpid()}).encode())
-    while True:
-        try:
+    children: set[int] = set()
+    me = os.getpid()
+    try:
+        while True:
             data, fds, _flags, _addr = socket.recv_fds(ctl, 65536, 1)
-        except OSError:
-            break
-        if not data:
-            break
-        request = json.loads(data)
-        if request["op"] == "fork":
-            pid = os.fork()
-            if pid == 0:
-                _child(fds[0], ctl, request, args.device)
-            for fd in fds:
-                os.close(fd)
-            ctl.send(json.dumps({"pid": pid}).encode())
-        elif request["op"] == "wait":
-            ctl.send(json.dumps({"returncode": _wait(int(request["pid"]), float(request["timeout_s"]))}).encode())
+            if not data:
+                break  # the parent went away
+            request = json.loads(data)
+            if request["op"] == "fork":
+                pid = os.fork()
+                if pid == 0:
+                    _child(fds[0], ctl, request, args.device, me)
+                children.add(pid)
+                for fd in fds:
+                    os.close(fd)
+                ctl.send(json.dumps({"pid": pid}).encode())
+            elif request["op"] == "wait":
+                code = _wait(int(request["pid"]), float(request["timeout_s"]))
+                if code is not None:
+                    children.discard(int(request["pid"]))
+                ctl.send(json.dumps({"returncode": code}).encode())
+    except OSError:
+        pass  # the control socket broke: the parent is gone
+    finally:
+        _kill_children(children)
     sys.exit(0)
 
 

@@ -25,6 +25,8 @@ class SessionConfig:
     backend: str = "triton"
     target: str = "h200"  # accelerator id whose facts shape the prompts (and peaks, on a GPU)
     device: str = "cpu"  # where the harness evaluates: "cpu" (Triton interpreter) or "cuda:N"
+    devices: list[str] | None = None  # several devices of this host (one timing worker each); None = [device]
+    ray_address: str | None = None  # evaluate on the Ray cluster there instead of this host's devices
     provider: str = "offline"
     provider_options: dict = field(default_factory=dict)  # e.g. replay's {"source": "SESSION_ID"}
     policy: str = "greedy"

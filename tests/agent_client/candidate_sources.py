@@ -44,3 +44,15 @@ def wrong(block: int = 128) -> str:
 
 def compile_error() -> str:
     return good().replace("tl.where(x > 0, x, 0.0)", "tl.no_such_function(x)")
+
+
+def hangs() -> str:
+    """Launches the good kernel, then hangs in forward; writes its process id to $KKB_TEST_PIDFILE first."""
+    body = good().replace("import torch\n", "import os\nimport pathlib\nimport time\n\nimport torch\n", 1)
+    return body.replace("        return out\n", (
+        "        note = os.environ.get('KKB_TEST_PIDFILE')\n"
+        "        if note:\n"
+        "            pathlib.Path(note).write_text(str(os.getpid()))\n"
+        "        while True:\n"
+        "            time.sleep(0.2)\n"
+        "        return out\n"))

@@ -13,3 +13,60 @@ REPO = HERE.parents[1]
 
 def candidate(name: str) -> str:
     return (CANDIDATES / f"{name}.py").read_text()
+
+
+def descendants(pid: int) -> set[int]:
+    """Every process below `pid` (children, their children...), from /proc (Linux)."""
+    import os
+
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        children.setdefault(ppid, []).append(int(entry))
+    found, todo = set(), [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
+
+
+def alive(pids: set[int]) -> set[int]:
+    """The pids that still run (a zombie counts as gone: it has exited, only its parent has not reaped it)."""
+    out = set()
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != "Z":
+            out.add(pid)
+    return out
+
+
+def wait_gone(pids: set[int], timeout_s: float) -> set[int]:
+    """Wait until none of `pids` runs; the ones still running after timeout_s."""
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while alive(pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return alive(pids)
+
+
+def harness_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    """Environment of a `python -m harness.cli` subprocess: the repo importable, the interpreter on, a cache
+    folder of its own."""
+    import os
+
+    return {**os.environ, "PYTHONPATH": str(REPO), "TRITON_INTERPRET": "1", "PYTHONUNBUFFERED": "1",
+            "KKB_HARNESS_CACHE": str(tmp_path / "cache"), **extra}

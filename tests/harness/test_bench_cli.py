@@ -75,7 +75,7 @@ def test_peak_tflops_sets_the_compute_limit(tmp_path):
     args = [str(tmp_path / "mm.py"), str(tmp_path / "mm_new.py"), "--backend", "torch", "--device", "cpu",
             "--no-compile-baseline", "--trials", "1", "--json", str(tmp_path / "v.json")]
     result = CliRunner().invoke(app, [*args, "--peak-tflops", "float32=1e-9"])
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 1, result.output  # a rejected candidate: exit status 1
     data = json.loads((tmp_path / "v.json").read_text())
     assert data["status"] == "rejected" and data["limit_kind"] == "compute" and data["flops"] == 2 * 16 * 32 * 8
     assert "compute limit" in data["reasons"][0]

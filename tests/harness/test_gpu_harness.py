@@ -108,3 +108,38 @@ def test_causal_attention_is_judged_on_the_flops_it_needs():
     assert verdict.limit_kind == "compute" and 0.3 < verdict.fraction_of_limit < 1.0
     dense = 4 * 4 * 16 * 4096 * 4096 * 128  # what FlopCounterMode counts on the reference
     assert verdict.flops < dense / 2 + dense / 4096 and dense / (verdict.latency_ms * 1e-3) > 1.05 * 796e12
+
+
+BIG_RELU = """import torch
+from torch import nn
+
+N = 1 << 30  # 4 GiB of fp32 input
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+
+
+def get_inputs():
+    return [torch.rand(N) - 0.5]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_memory_returned_after_a_big_evaluation_and_estimate_bounds_the_peak(tmp_path):
+    path = tmp_path / "big_relu.py"
+    path.write_text(BIG_RELU)
+    source = (REPO / "tests" / "harness" / "candidates" / "suite" / "1_TinyRelu.py").read_text()
+    derived = EvalConfig(max_timing_s=0.3, time_compile_baseline=False)  # its time limit from the reference
+    with WorkerPool(["cuda:0"], config=derived) as pool:
+        verdict = pool.evaluate(path, source)
+        again = pool.evaluate(path, source)  # the same worker: the first one's gigabytes were returned
+    assert verdict.passed and again.passed, verdict.reasons + again.reasons
+    memory = verdict.diagnostics["memory"]
+    assert memory["reserved_after_bytes"] < 1 << 30  # not the tens of GB the evaluation used
+    assert 4 << 30 < memory["peak_reserved_bytes"] <= memory["evaluation_bytes"]  # the estimate bounds the peak
+    assert verdict.diagnostics["time_limit_s"] < 120  # floor, compile allowance and the reference's share

@@ -69,3 +69,25 @@ def test_relative_error():
     ref = torch.randn(1000)
     assert relative_error(ref, ref) == 0.0
     assert abs(relative_error(torch.zeros(1000), ref) - 1.0) < 1e-9
+
+
+def test_chunked_comparison_gives_the_same_answer(monkeypatch):
+    # a 6 GB output is compared chunk by chunk (a few GB of float64 temporaries, not ten times the output):
+    # counts, maxima, the worst elements and the degenerate-reference checks do not depend on the chunking
+    from harness import compare
+
+    torch.manual_seed(3)
+    ref = torch.randn(40, 25) * 10
+    out = ref + torch.randn(40, 25) * 1e-3
+    ref[3, 4], out[3, 4], out[7, 1] = float("nan"), float("nan"), float("nan")
+    ref[9, 9], out[9, 9] = float("inf"), float("-inf")
+    whole = compare.compare_outputs(out, ref, 1e-4, 1e-4), compare.relative_error(out, ref)
+    flat = torch.full((500,), 3.0) + torch.randn(500) * 1e-6
+    degenerate = compare.degenerate_reasons(flat, 1e-4, 1e-4)
+    monkeypatch.setattr(compare, "CHUNK_ELEMENTS", 97)  # 11 chunks, the last one short
+    assert repr(compare.compare_outputs(out, ref, 1e-4, 1e-4)) == repr(whole[0])  # NaN-safe equality
+    assert abs(compare.relative_error(out, ref) - whole[1]) < 1e-12 * whole[1]  # the sums' order only
+    assert compare.degenerate_reasons(flat, 1e-4, 1e-4) == degenerate == [
+        "a constant (mean) output passes the tolerance (reference is near constant)"]
+    reasons, diag = whole[0]
+    assert diag["output"]["mismatch_count"] > 2 and "NaN where the reference is finite" in reasons[0]

@@ -77,3 +77,52 @@ def test_example_specs_run_and_are_not_degenerate(path):
 
 def test_at_least_eight_examples():
     assert len(EXAMPLES) >= 8
+
+
+SLOW_IMPORT_SPEC = """import time
+
+import torch
+from torch import nn
+
+time.sleep(0.4)  # a spec whose import takes a while (KernelBench files that build tables at import)
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return x * 2
+
+
+def get_inputs():
+    return [torch.randn(4, 4)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_concurrent_loads_never_see_a_half_built_spec(tmp_path):
+    # eight threads load one spec at once: each waits for the first import to finish rather than seeing
+    # the module before its Model exists (the transient "missing ['Model', ...]" error)
+    import threading
+
+    path = tmp_path / "slow_spec.py"
+    path.write_text(SLOW_IMPORT_SPEC)
+    results: list = []
+    start = threading.Barrier(8)
+
+    def load() -> None:
+        start.wait()
+        try:
+            results.append(load_spec(path))
+        except SpecError as exc:
+            results.append(exc)
+
+    threads = [threading.Thread(target=load) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    errors = [r for r in results if isinstance(r, Exception)]
+    assert errors == [] and len(results) == 8
+    assert len({id(r.module) for r in results}) == 1  # imported once, the same module for every loader

@@ -1,0 +1,286 @@
+"""A suite: every problem of a folder (KernelBench's level folders as published), with its candidates, into
+one results file that a killed run resumes.
+
+Usage:
+    problems = suite_problems(Path("KernelBench/level1"), max_elements=1 << 18, work_dir=Path("out.scaled"))
+    run = run_suite(problems, executor, candidates=Path("cands"), backend="triton", results=Path("out.json"))
+    run.summary["fast_p"]["eager"]["1.0"], run.exit_code
+
+Candidates of a problem `23_Softmax.py`: `CANDIDATES/23_Softmax.py`, and every `*.py` in `CANDIDATES/23_Softmax/`.
+A problem with no candidate gets a baseline row (its profile). The results file is rewritten (atomically)
+after every row; a run given the same results file skips the rows already there (same suite, backend and
+sizes), so a kill loses at most the candidates in flight. Rows hold problem names and numbers only.
+
+Summary, as KernelBench defines it over the problems that have candidates: fast_p = the share of problems
+whose best passing candidate is more than p times faster than the baseline (p = 0: the share with a passing
+candidate), over eager and over torch.compile; geometric means of the best speedups of the problems with a
+passing candidate; the median seconds from a candidate's submission to its verdict.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+import os
+import re
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, wait
+from dataclasses import dataclass, field
+from enum import IntEnum
+from pathlib import Path
+
+from harness.spec import SpecError
+from harness.verdict import Verdict
+
+FAST_P_THRESHOLDS = (0.0, 1.0, 1.5, 2.0)
+FORMAT = 1
+
+
+class BenchExit(IntEnum):
+    """Exit status of `kkb bench` (one candidate, or a suite)."""
+
+    OK = 0  # every candidate passed (a suite without candidates: every problem was profiled)
+    CANDIDATE_FAILED = 1  # a candidate got a verdict other than passed
+    USAGE = 2  # bad arguments (missing files, unknown options)
+    SPEC_ERROR = 3  # a spec could not be run: import error, too large for the device, its reference failed
+    INTERRUPTED = 130  # Ctrl-C or SIGTERM: every worker was stopped; a suite resumes from its results file
+
+
+@dataclass(frozen=True)
+class Problem:
+    name: str  # file stem, e.g. "23_Softmax"
+    path: Path  # as published
+    run_path: Path  # what is evaluated: the published file, or its scaled copy
+    scaling: dict | None = None  # {"factor", "changes", "input_elements", "max_elements"} when scaled
+
+
+@dataclass
+class SuiteRun:
+    rows: list[dict]
+    summary: dict
+    exit_code: BenchExit
+    resumed_rows: int = 0  # rows taken from an earlier run's results file
+    extra: dict = field(default_factory=dict)
+
+
+def spec_files(folder: Path) -> list[Path]:
+    """The problems of a folder in KernelBench's order (by their number prefix, then name)."""
+    def key(p: Path):
+        m = re.match(r"(\d+)_", p.name)
+        return (int(m.group(1)) if m else 1 << 30, p.name)
+
+    return sorted((p for p in folder.glob("*.py") if not p.name.startswith("_")), key=key)
+
+
+def suite_problems(folder: Path, max_elements: int | None = None, work_dir: Path | None = None,
+                   only: list[str] | None = None) -> list[Problem]:
+    """The folder's problems; with max_elements, each scaled (harness/scaling.py) into work_dir."""
+    from harness.scaling import ScalingError, scale_spec_source
+
+    problems = []
+    for path in spec_files(folder):
+        if only and path.stem not in only:
+            continue
+        if max_elements is None:
+            problems.append(Problem(path.stem, path, path))
+            continue
+        if work_dir is None:
+            raise ValueError("scaled problems need a work_dir for their copies")
+        work_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            scaled = scale_spec_source(path.read_text(), max_elements, name=str(path))
+            info = {"factor": scaled.factor, "changes": {k: list(v) for k, v in scaled.changes.items()},
+                    "input_elements": scaled.input_elements, "max_elements": max_elements}
+            text = scaled.source
+        except (ScalingError, SyntaxError) as exc:  # run as published; the row says why
+            info = {"factor": 1.0, "changes": {}, "error": str(exc), "max_elements": max_elements}
+            text = path.read_text()
+        run_path = work_dir / path.name
+        if not run_path.is_file() or run_path.read_text() != text:
+            run_path.write_text(text)
+        problems.append(Problem(path.stem, path, run_path, info))
+    return problems
+
+
+def candidates_for(problem: Problem, folder: Path | None) -> list[Path]:
+    if folder is None:
+        return []
+    found = [folder / f"{problem.name}.py"] if (folder / f"{problem.name}.py").is_file() else []
+    if (folder / problem.name).is_dir():
+        found += sorted((folder / problem.name).glob("*.py"))
+    return found
+
+
+def _row_key(problem: str, candidate: str | None) -> str:
+    return f"{problem}::{candidate or '-'}"
+
+
+def verdict_row(problem: Problem, candidate: str, verdict: Verdict, seconds: float) -> dict:
+    row = verdict.to_dict()
+    diag = row.pop("diagnostics")
+    keep = {k: diag.get(k) for k in ("timing_method", "time_limit_s", "evaluation_s", "memory", "oom", "stage", "ray")
+            if k in diag}
+    return {"spec": problem.name, "candidate": candidate, **row, **keep, "time_to_verdict_s": round(seconds, 3),
+            "scaling": problem.scaling}
+
+
+def baseline_row(problem: Problem, profile: dict, seconds: float) -> dict:
+    timed = profile.get("timed", {}).get("default", {})
+    eager = (timed.get("eager") or {}).get("median_ms")
+    compiled = (timed.get("compile") or {}).get("median_ms")
+    return {"spec": problem.name, "candidate": None, "status": "baseline", "latency_ms": None,
+            "eager_ms": eager, "compile_ms": compiled,
+            "compile_vs_eager": (eager / compiled) if eager and compiled else None,
+            "bytes_moved": timed.get("bytes_moved"), "flops": timed.get("flops"),
+            "timing_method": (timed.get("eager") or {}).get("method"), "reasons": [],
+            "peak_bytes": (profile.get("memory") or {}).get("peak_allocated_bytes"),
+            "time_to_verdict_s": round(seconds, 3), "scaling": problem.scaling}
+
+
+def error_row(problem: Problem, candidate: str | None, exc: BaseException) -> dict:
+    status = "too_large" if type(exc).__name__ == "SpecTooLarge" else "spec_error"
+    return {"spec": problem.name, "candidate": candidate, "status": status, "reasons": [str(exc)],
+            "scaling": problem.scaling}
+
+
+def _geomean(values: list[float]) -> float | None:
+    values = [v for v in values if v and v > 0]
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
+
+
+def summarize(rows: list[dict]) -> dict:
+    """fast_p over eager and torch.compile, geometric means, counts and the median time to a verdict."""
+    by_problem: dict[str, list[dict]] = {}
+    for row in rows:
+        if row.get("candidate") is not None:
+            by_problem.setdefault(row["spec"], []).append(row)
+    best: dict[str, dict[str, float]] = {}
+    for name, items in by_problem.items():
+        passed = [r for r in items if r["status"] == "passed"]
+        best[name] = {basis: max((r.get(f"speedup_vs_{basis}") or 0.0) for r in passed) if passed else -1.0
+                      for basis in ("eager", "compile")}
+    n = len(best)
+    fast_p = {basis: {str(p): (sum(1 for b in best.values() if b[basis] > p or (p == 0 and b[basis] >= 0)) / n
+                               if n else None) for p in FAST_P_THRESHOLDS}
+              for basis in ("eager", "compile")}
+    candidates = [r for r in rows if r.get("candidate") is not None and r["status"] not in ("spec_error", "too_large")]
+    times = [r["time_to_verdict_s"] for r in candidates if r.get("time_to_verdict_s") is not None]
+    evaluations = [r["evaluation_s"] for r in candidates if r.get("evaluation_s") is not None]
+    statuses: dict[str, int] = {}
+    for r in rows:
+        statuses[r["status"]] = statuses.get(r["status"], 0) + 1
+    return {
+        "problems": len({r["spec"] for r in rows}), "problems_with_candidates": n,
+        "candidates": len(candidates), "passed": sum(1 for r in candidates if r["status"] == "passed"),
+        "statuses": statuses, "fast_p": fast_p,
+        "geomean_speedup_vs_eager": _geomean([b["eager"] for b in best.values() if b["eager"] > 0]),
+        "geomean_speedup_vs_compile": _geomean([b["compile"] for b in best.values() if b["compile"] > 0]),
+        # from submission (at most `max_inflight` candidates queued), and from the start on a device
+        "median_time_to_verdict_s": statistics.median(times) if times else None,
+        "median_evaluation_s": statistics.median(evaluations) if evaluations else None,
+        "max_evaluation_s": max(evaluations) if evaluations else None,
+    }
+
+
+def exit_code(rows: list[dict]) -> BenchExit:
+    if any(r.get("candidate") is not None and r["status"] not in ("passed", "spec_error", "too_large")
+           for r in rows):
+        return BenchExit.CANDIDATE_FAILED
+    if any(r["status"] in ("spec_error", "too_large") for r in rows):
+        return BenchExit.SPEC_ERROR
+    return BenchExit.OK
+
+
+def _write(path: Path, payload: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    with os.fdopen(handle, "w") as f:
+        json.dump(payload, f, indent=1, default=str)
+    os.replace(tmp, path)
+
+
+def _earlier_rows(results: Path, identity: dict) -> list[dict]:
+    try:
+        data = json.loads(results.read_text())
+    except (OSError, ValueError):
+        return []
+    if data.get("format") != FORMAT or data.get("identity") != identity:
+        return []
+    return list(data.get("rows") or [])
+
+
+def run_suite(problems: list[Problem], executor, results: Path, identity: dict, candidates: Path | None = None,
+              backend: str = "triton", resume: bool = True, max_inflight: int = 2,
+              on_row: Callable[[dict], None] | None = None, extra: dict | None = None) -> SuiteRun:
+    """Evaluate every candidate of every problem through `executor` (WorkerPool, RayPool: anything with
+    submit(spec_path, source, backend) -> Future[Verdict] and profile(spec_path) -> dict).
+
+    identity: what must match for a results file to be resumed (suite folder, backend, sizes, device kind).
+    Raises whatever stops the harness (KeyboardInterrupt, HarnessStopped) after the rows done so far are
+    written."""
+    earlier = _earlier_rows(results, identity) if resume else []
+    done = {_row_key(r["spec"], r.get("candidate")): r for r in earlier if r["status"] not in ("spec_error",)}
+    rows: list[dict] = list(done.values())
+    started = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    payload = {"format": FORMAT, "identity": identity, "started": started, **(extra or {}), "rows": rows,
+               "summary": summarize(rows)}
+
+    order = {p.name: i for i, p in enumerate(problems)}
+
+    def record(row: dict) -> None:
+        rows.append(row)
+        rows.sort(key=lambda r: (order.get(r["spec"], len(order)), r.get("candidate") or ""))
+        payload["summary"] = summarize(rows)
+        _write(results, payload)
+        if on_row is not None:
+            on_row(row)
+
+    _write(results, payload)
+    inflight: dict[Future, tuple[Problem, str, float]] = {}
+
+    def harvest(block: bool) -> None:
+        if not inflight:
+            return
+        finished, _ = wait(list(inflight), timeout=None if block else 0, return_when=FIRST_COMPLETED)
+        for fut in finished:
+            problem, name, t0 = inflight.pop(fut)
+            exc = fut.exception()
+            if exc is None:
+                record(verdict_row(problem, name, fut.result(), time.monotonic() - t0))
+            elif isinstance(exc, (SpecError, RuntimeError)) and type(exc).__name__ != "HarnessStopped":
+                record(error_row(problem, name, exc))
+            else:
+                raise exc
+
+    for problem in problems:
+        cands = candidates_for(problem, candidates)
+        if not cands:
+            if _row_key(problem.name, None) in done:
+                continue
+            t0 = time.monotonic()
+            try:
+                record(baseline_row(problem, executor.profile(problem.run_path), time.monotonic() - t0))
+            except (SpecError, RuntimeError) as exc:
+                if type(exc).__name__ == "HarnessStopped":
+                    raise
+                record(error_row(problem, None, exc))
+            continue
+        for cand in cands:
+            name = cand.name if cand.parent == candidates else f"{cand.parent.name}/{cand.name}"
+            if _row_key(problem.name, name) in done:
+                continue
+            while len(inflight) >= max_inflight:
+                harvest(block=True)
+            try:
+                inflight[executor.submit(problem.run_path, cand.read_text(), backend)] = (
+                    problem, name, time.monotonic())
+            except SpecError as exc:  # the spec cannot be loaded: no candidate of it runs
+                record(error_row(problem, name, exc))
+            harvest(block=False)
+    while inflight:
+        harvest(block=True)
+    return SuiteRun(rows, payload["summary"], exit_code(rows), resumed_rows=len(done))

@@ -1,0 +1,72 @@
+"""Time limits that fit the spec (harness/limits.py): derived from the reference's measured costs, with a
+floor, overridden by --timeout; and the bar: a hang after an honest launch is caught within 90 s."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+from harness.config import EvalConfig
+from harness.limits import candidate_timeout_s
+from tests.harness.harness_helpers import CANDIDATES, REPO, SPECS, harness_env
+
+
+def profile(eager_ms: float, inputs_s: float = 0.001, build_s: float = 0.001, checked: int = 2) -> dict:
+    entry = {"eager": {"median_ms": eager_ms}, "inputs_s": inputs_s, "build_s": build_s, "first_call_s": 0.01}
+    return {"timed": {"default": entry},
+            "checked": {f"v{i}": {"inputs_s": inputs_s, "build_s": build_s} for i in range(checked)}}
+
+
+def test_given_timeout_overrides():
+    seconds, how = candidate_timeout_s(EvalConfig(timeout_s=7.0), profile(1.0), "cuda:0")
+    assert seconds == 7.0 and "given" in how
+
+
+def test_microsecond_reference_gets_about_the_floor():
+    config = EvalConfig()
+    gpu, _ = candidate_timeout_s(config, profile(0.005), "cuda:0", first_calls=False)
+    assert config.timeout_floor_s <= gpu < config.timeout_floor_s + 10  # seconds, not the old 300
+    first, _ = candidate_timeout_s(config, profile(0.005), "cuda:0", first_calls=True)
+    assert first - gpu == config.compile_allowance_s  # a first call compiles on a GPU
+    cpu, _ = candidate_timeout_s(config, profile(0.005), "cpu")  # the interpreter: no compile allowance
+    assert config.timeout_floor_s <= cpu < config.timeout_floor_s + 10
+
+
+def test_slow_reference_and_slow_inputs_get_more_time():
+    config = EvalConfig()
+    fast, _ = candidate_timeout_s(config, profile(0.01), "cuda:0")
+    slow_ref, _ = candidate_timeout_s(config, profile(50.0), "cuda:0")  # 50 ms a call: ~60 calls x 20
+    slow_inputs, how = candidate_timeout_s(config, profile(0.01, inputs_s=5.0), "cuda:0")  # inputs on the host
+    assert slow_ref > fast + 50 and slow_inputs > fast + 100
+    assert "harness's work" in how
+    capped, _ = candidate_timeout_s(config, profile(1e5), "cuda:0")
+    assert capped == config.timeout_max_s
+
+
+def test_a_busy_machine_does_not_stretch_the_limit():
+    # wall-clock timing on a shared CPU: other processes inflate the median; the 20th percentile is used
+    config = EvalConfig()
+    quiet, _ = candidate_timeout_s(config, profile(0.02), "cpu")
+    busy = profile(20.0)  # a median 1000 times the undisturbed call...
+    busy["timed"]["default"]["eager"]["p20_ms"] = 0.02  # ...whose fastest fifth ran undisturbed
+    assert candidate_timeout_s(config, busy, "cpu")[0] == quiet < config.timeout_floor_s + 5
+
+
+def test_no_profile_gives_the_floor():
+    seconds, how = candidate_timeout_s(EvalConfig(), None, "cpu")
+    assert seconds == EvalConfig().timeout_floor_s and "no profile" in how
+
+
+def test_hang_after_an_honest_launch_times_out_within_90_s(tmp_path):
+    # `kkb bench` with its default options on CPU (torch.compile baseline included, no --timeout), from a
+    # cold baseline cache: the whole command, worker start-up and baselines included, ends within 90 s
+    cmd = [sys.executable, "-m", "harness.cli", str(SPECS / "tiny_softmax.py"),
+           str(CANDIDATES / "launch_then_hang.py"), "--device", "cpu", "--json", str(tmp_path / "v.json")]
+    t0 = time.monotonic()
+    done = subprocess.run(cmd, cwd=REPO, env=harness_env(tmp_path), capture_output=True, text=True, timeout=300,
+                          check=False)
+    elapsed = time.monotonic() - t0
+    assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "timeout" in done.stdout and "no result within" in done.stdout
+    assert elapsed < 90, f"the timeout verdict took {elapsed:.0f} s"
