@@ -1,6 +1,6 @@
 """The `kkb ingest` verb.
 
-Usage: kkb ingest corpus/ [--accelerator h100] [--vendor nvidia] [--kind guide] [--prune] [--json]
+Usage: kkb ingest [PATH...] [--accelerator h100] [--vendor nvidia] [--kind guide] [--prune] [--json]
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ from ingest.pipeline import IngestError, IngestOptions, ingest_paths
 
 
 def ingest(
-    paths: Annotated[list[Path], typer.Argument(help="Files or folders to ingest (md, pdf, html, kernel+yaml).")],
+    paths: Annotated[list[Path] | None, typer.Argument(
+        help="Files or folders to ingest (md, pdf, html, kernel+yaml); default: the bundled corpus.")] = None,
     accelerator: Annotated[list[str] | None, typer.Option(
         help="Accelerator id(s) for files without front matter (repeat or comma-separate); default any.")] = None,
     vendor: Annotated[str | None, typer.Option(
@@ -30,7 +31,7 @@ def ingest(
     json_out: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
 ) -> None:
     """Ingest documents and kernels into the knowledge base (unchanged files are skipped)."""
-    from kb_server.config import get_settings
+    from kb_server.config import bundled_corpus_dir, get_settings
     from kb_server.store import Store, StoreError
 
     err = Console(stderr=True)
@@ -45,7 +46,8 @@ def ingest(
             return lambda n: bar.advance(task, n)
 
         try:
-            report = ingest_paths(Store(get_settings()), paths, options, progress=progress)
+            report = ingest_paths(Store(get_settings()), paths or [bundled_corpus_dir()], options,
+                                  progress=progress)
         except (IngestError, StoreError) as exc:
             err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
             raise typer.Exit(1) from exc
