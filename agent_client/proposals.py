@@ -1,6 +1,9 @@
 """The provider interface: what a tuning session asks of a model (or of the offline library).
 
-Usage: from agent_client.providers.base import Provider, ProposalRequest, Proposal, NodeView
+Usage: from agent_client.proposals import Provider, ProposalRequest, Proposal, NodeView
+
+The session (agent_client/session/) and the providers (agent_client/providers/, agent_client/offline/)
+meet here: both import these types, and the session imports no provider.
 
 A provider turns one ProposalRequest (the assembled prompt, the spec, the parent node) into a few
 Proposals (candidate sources defining `ModelNew`). Providers never evaluate, never write the
