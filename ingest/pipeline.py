@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ingest.bundle import bundled_source
 from ingest.chunking import Block, pack_blocks
 from ingest.frontmatter import FrontMatterError, parse_front_matter
 from ingest.html import html_blocks
@@ -95,9 +96,10 @@ class _File:
 
 
 def file_hash(f: _File) -> str:
-    digest = hashlib.sha256(f.path.read_bytes())
-    if f.kind == "kernel":
-        digest.update(sidecar_for(f.path).read_bytes())
+    if f.kind != "kernel":
+        return hashlib.sha256(f.path.read_bytes()).hexdigest()
+    digest = hashlib.sha256(bundled_source(f.path).encode())  # a shared helper's change is the kernel's
+    digest.update(sidecar_for(f.path).read_bytes())
     return digest.hexdigest()
 
 

@@ -144,37 +144,13 @@ OPTIONS: list[tuple[str, str, dict, str]] = [
     ("rmsnorm", "pairs_warps4_rows2", {"PAIRS": True, "PAIR_WARPS": 4, "ROWS_FUSED": 2}, "bf16"),  # ragged last program
     *[(family, name, overrides, "") for family in ("softmax", "log_softmax") for name, overrides in [
         ("fused_one_warp", {"ROWS_FUSED": 1, "num_warps_fused": 1}),  # shuffle-only reductions
-        ("coop", {"WIDE_STRATEGY": "coop"}),  # split rows: partials published, the last program merges
-        ("coop_small_chunks",
+        ("coop", {"WIDE_STRATEGY": "coop"}),  # split rows: (max, sum) words published, each program merges
+        ("coop_small_chunks",  # several chunks a row (50257, 20011: misaligned rows)
          {"WIDE_STRATEGY": "coop", "COOP_CHUNK": 4096, "COOP_PROGRAMS_PER_SM": 3, "num_warps_coop": 4}),
-        ("looped_no_hints", {"WIDE_STRATEGY": "looped", "EVICT_LOOP": False, "ONE_EXP": False, "BLOCK_LOOP": 2048}),
-        ("looped_one_exp", {"WIDE_STRATEGY": "looped", "ONE_EXP": True, "BLOCK_LOOP": 1024}),
-        ("looped_evict", {"WIDE_STRATEGY": "looped", "EVICT_LOOP": True}),
-        ("coop_tagged_prefetch",  # 64-bit (max, sum) ready words, next chunk loaded while polling; split trees
-         {"WIDE_STRATEGY": "coop", "COOP_SYNC": "tagged", "COOP_TREE": "split", "COOP_PREFETCH": 1, "COOP_CHUNK": 8192,
-          "num_warps_coop": 8, "COOP_PROGRAMS_PER_SM": 2}),
-        ("coop_tagged_prefetch_early",  # next chunk loaded before the reduce; many chunks per row
-         {"WIDE_STRATEGY": "coop", "COOP_SYNC": "tagged", "COOP_PREFETCH": 2, "COOP_CHUNK": 4096,
-          "num_warps_coop": 4, "COOP_PROGRAMS_PER_SM": 4}),
-        ("coop_counter_prefetch",
-         {"WIDE_STRATEGY": "coop", "COOP_SYNC": "counter", "COOP_PREFETCH": 1, "COOP_CHUNK": 16384}),
-        # per-lane (max, sum) and one tree; 4096-value chunks: several a row (50257, 20011: misaligned rows)
-        ("coop_lane_fma_unmasked",  # whole chunks unmasked, the row's last masked with both edges
-         {"WIDE_STRATEGY": "coop", "COOP_SYNC": "tagged", "COOP_TREE": "lane", "COOP_EXP2": "fma",
-          "COOP_UNMASKED": True, "COOP_PREFETCH": 1, "COOP_CHUNK": 4096, "num_warps_coop": 4,
-          "COOP_PROGRAMS_PER_SM": 4}),
-        ("coop_lane_exp2_prefetch_early",  # even widths, all masked; 8192-value chunks as [2, 4096]
-         {"WIDE_STRATEGY": "coop", "COOP_SYNC": "tagged", "COOP_TREE": "lane", "COOP_EXP2": True,
-          "COOP_PREFETCH": 2, "COOP_CHUNK": 8192, "num_warps_coop": 8, "COOP_PROGRAMS_PER_SM": 2}),
-        ("coop_lane_unmasked_no_prefetch",
-         {"WIDE_STRATEGY": "coop", "COOP_SYNC": "tagged", "COOP_TREE": "lane", "COOP_UNMASKED": True,
-          "COOP_PREFETCH": 0, "COOP_CHUNK": 4096, "num_warps_coop": 4, "COOP_PROGRAMS_PER_SM": 5}),
+        ("looped_no_hints", {"WIDE_STRATEGY": "looped", "EVICT_LOOP": False, "BLOCK_LOOP": 2048}),
+        ("looped_evict", {"WIDE_STRATEGY": "looped", "EVICT_LOOP": True, "BLOCK_LOOP": 1024}),
+        ("looped_stream", {"WIDE_STRATEGY": "looped", "EVICT_LOOP": "stream"}),
     ]],
-    # misaligned rows (50257, 20011 fp32): a head to the 16-byte boundary, unmasked body, masked tail
-    ("log_softmax", "looped_aligned_stream",
-     {"WIDE_STRATEGY": "looped", "ALIGN_LOOP": True, "BLOCK_LOOP": 2048, "LOOP_STAGES": 3, "EVICT_LOOP": "stream"}, ""),
-    ("log_softmax", "looped_aligned_two_exp",
-     {"WIDE_STRATEGY": "looped", "ALIGN_LOOP": True, "ONE_EXP": False, "EVICT_LOOP": True}, "vocab"),
     ("pointwise", "original_formulas", {"FAST": 0}, ""),
     ("pointwise", "fewer_transcendentals", {"FAST": 1}, ""),
     # FMA-pipe polynomials and the chain's interval analysis (fp32 specs: FAST 1; no tanh.approx on CPU)
