@@ -97,32 +97,15 @@ OPTIONS: list[tuple[str, str, dict, str]] = [
     ("cumsum", "fp32_chunks_compensated", {"FP64_ACC": 2}, ""),  # compensated carry across chunks
     ("cumsum", "one_chunk_two_rows", {"FP64_ACC": 2, "BLOCK": 4096, "TILE": 8192}, ""),
     ("cumsum", "plain_fp32", {"FP64_ACC": 0, "BLOCK": 512}, ""),
-    ("groupnorm", "coop", {"GROUP_STRATEGY": "coop"}, ""),
-    ("groupnorm", "coop_all_small_chunks",
-     {"GROUP_STRATEGY": "coop", "COOP_ALL": True, "COOP_CHUNK": 4096, "COOP_PROGRAMS_PER_SM": 3}, ""),
-    ("groupnorm", "coop_all_prefetch_cut_planes",  # 256-value chunks cut the 32x32 and 64x64 planes
-     {"COOP_ALL": True, "COOP_PREFETCH": 1, "COOP_CHUNK": 256, "COOP_PROGRAMS_PER_SM": 8, "num_warps_coop": 2}, ""),
-    ("groupnorm", "coop_all_tagged_prefetch_early",  # 64-bit (mean, M2) ready words, next load before the reduce
-     {"COOP_ALL": True, "COOP_SYNC": "tagged", "COOP_PREFETCH": 2, "COOP_CHUNK": 1024, "COOP_PROGRAMS_PER_SM": 4}, ""),
-    ("groupnorm", "coop_tagged_prefetch", {"COOP_SYNC": "tagged", "COOP_PREFETCH": 1}, ""),  # groups > MAX_FUSED_N
-    ("groupnorm", "coop_all_unmasked_shifted_epoch",  # 2048-value chunks tile the 64x64 and 32x32 groups: no masks;
-     {"COOP_ALL": True, "COOP_UNMASKED": True, "COOP_STATS": "shifted", "COOP_WORKSPACE": "epoch",  # odd maps
-      "COOP_CHUNK": 2048, "num_warps_coop": 4}, ""),  # (7x5, 91x97) masked
-    ("groupnorm", "coop_all_unmasked_chan_prefetch_early",  # Chan stats from one-level sums, next load before them
-     {"COOP_ALL": True, "COOP_UNMASKED": True, "COOP_PREFETCH": 2, "COOP_CHUNK": 1024, "COOP_PROGRAMS_PER_SM": 4}, ""),
-    ("groupnorm", "coop_shifted_unmasked_no_prefetch",  # groups > 4096: coop without COOP_ALL; 3 programs an SM
-     {"MAX_FUSED_N": 4096, "COOP_UNMASKED": True, "COOP_STATS": "shifted", "COOP_PREFETCH": 0, "COOP_CHUNK": 4096,
-      "COOP_PROGRAMS_PER_SM": 3}, ""),
-    ("groupnorm", "coop_all_masked_chan_fill",  # the forms before the unmasked/shifted/epoch defaults
-     {"COOP_ALL": True, "COOP_UNMASKED": False, "COOP_STATS": "chan", "COOP_WORKSPACE": "fill", "COOP_CHUNK": 2048,
-      "num_warps_coop": 4}, ""),
-    ("groupnorm", "coop_all_counter",  # counter partials: the shifted/epoch defaults are tagged-only, so ignored
-     {"COOP_ALL": True, "COOP_SYNC": "counter", "COOP_CHUNK": 1024, "COOP_PROGRAMS_PER_SM": 4}, ""),
-    ("groupnorm", "fused_flat_warps", {"FUSED_LAYOUT": "flat", "num_warps_fused": 4}, ""),
-    ("groupnorm", "fused_2d_evict", {"FUSED_LAYOUT": "2d", "GROUPS_PER_PROG": 1, "EVICT_FUSED": True}, ""),
-    ("groupnorm", "fused_2d_gpp4", {"FUSED_LAYOUT": "2d", "GROUPS_PER_PROG": 4}, ""),  # a partial last program
-    ("groupnorm", "looped_evict",
-     {"GROUP_STRATEGY": "looped", "MAX_FUSED_N": 64, "BLOCK_LOOP": 32, "EVICT_LOOP": True}, ""),
+    ("groupnorm", "coop_small_chunks",  # groups over 4096 values split; 3 programs an SM
+     {"MAX_FUSED_N": 4096, "COOP_CHUNK": 4096, "COOP_PROGRAMS_PER_SM": 3}, ""),
+    ("groupnorm", "coop_all_cut_planes",  # every group split: 256-value chunks cut the 32x32 and 64x64 planes
+     {"MAX_FUSED_N": 16, "COOP_CHUNK": 256, "COOP_PROGRAMS_PER_SM": 8, "num_warps_coop": 2}, ""),
+    ("groupnorm", "coop_all_unmasked",  # 2048-value chunks tile the 64x64 and 32x32 groups: no masks; odd maps
+     {"MAX_FUSED_N": 16, "COOP_UNMASKED": True, "COOP_CHUNK": 2048, "num_warps_coop": 4}, ""),  # (7x5, 91x97) masked
+    ("groupnorm", "coop_all_masked", {"MAX_FUSED_N": 16, "COOP_UNMASKED": False, "COOP_CHUNK": 1024}, ""),
+    ("groupnorm", "fused_2d_warps2", {"num_warps_2d": 2}, ""),
+    ("groupnorm", "fused_2d_gpp4", {"GROUPS_PER_PROG": 4}, ""),  # a partial last program
     ("layernorm", "warps4_rows1", {"num_warps_fused": 4, "ROWS_FUSED": 1, "RELOAD": False}, ""),  # whole rows held
     ("layernorm", "warps8_rows2", {"num_warps_fused": 8, "ROWS_FUSED": 2, "RELOAD": False}, ""),  # ragged last program
     ("layernorm", "no_pairs", {"PAIRS": False}, "bf16"),  # bf16 through the reload kernel: 5120 = 2.5 chunks
