@@ -18,82 +18,8 @@ ONE_LAYOUT = {"LAYOUT_STRIDE1": ""}
 
 # (family, id, overrides, only specs whose name contains this)
 OPTIONS: list[tuple[str, str, dict, str]] = [
-    ("batchnorm", "coop", {"STRATEGY": "coop"}, ""),  # channels split across programs merging partial stats
-    ("batchnorm", "coop_small_chunks",
-     {"STRATEGY": "coop", "COOP_CHUNK": 4096, "COOP_PROGRAMS_PER_SM": 3, "num_warps_coop": 4}, ""),  # many rounds
-    ("batchnorm", "coop_prefetch_cut_planes",  # 128-value chunks cut 16x16 planes; 7x9 planes: a partial last chunk
-     {"STRATEGY": "coop", "COOP_PREFETCH": 1, "COOP_CHUNK": 128, "COOP_PROGRAMS_PER_SM": 2, "num_warps_coop": 4}, ""),
-    ("batchnorm", "coop_tagged_prefetch_early",  # 64-bit (mean, M2) ready words, next load before the reduce
-     {"STRATEGY": "coop", "COOP_SYNC": "tagged", "COOP_PREFETCH": 2, "COOP_CHUNK": 512, "COOP_PROGRAMS_PER_SM": 8,
-      "num_warps_coop": 2}, ""),
-    ("batchnorm", "coop_tagged_prefetch_cut_planes",
-     {"STRATEGY": "coop", "COOP_SYNC": "tagged", "COOP_PREFETCH": 1, "COOP_CHUNK": 128, "COOP_PROGRAMS_PER_SM": 16,
-      "num_warps_coop": 1}, ""),
-    ("batchnorm", "coop_last",  # the last arriver merges and publishes one (mean, rstd) word; many rounds
-     {"STRATEGY": "coop", "COOP_SYNC": "last", "COOP_CHUNK": 4096, "COOP_PROGRAMS_PER_SM": 3, "num_warps_coop": 4},
-     ""),
-    ("batchnorm", "coop_last_prefetch_cut_planes",  # next chunk loaded while polling; 128-value chunks cut planes
-     {"STRATEGY": "coop", "COOP_SYNC": "last", "COOP_PREFETCH": 1, "COOP_CHUNK": 128, "COOP_PROGRAMS_PER_SM": 2,
-      "num_warps_coop": 4}, ""),
-    ("batchnorm", "coop_last_prefetch_early",
-     {"STRATEGY": "coop", "COOP_SYNC": "last", "COOP_PREFETCH": 2, "COOP_CHUNK": 512, "COOP_PROGRAMS_PER_SM": 8,
-      "num_warps_coop": 2}, ""),
-    ("batchnorm", "two_kernel_evict", {"STRATEGY": "two_kernel", "EVICT_APPLY": True, "EVICT_STATS": True}, ""),
-    ("batchnorm", "staged", {"STRATEGY": "staged"}, ""),  # one stage of all channels (tiny tensors)
-    ("batchnorm", "staged_channel_stages",  # one channel a stage; 128-value rows cut the 16x16 and 70x70 planes
-     {"STRATEGY": "staged", "STAGE_BYTES": 1024, "STAGE_TILE": 1024, "STAGE_RUN": 128, "num_warps_staged": 4}, ""),
-    ("batchnorm", "staged_lag2_partial_last_stage",  # 3 then 2 channels (odd_maps); y two stages behind
-     {"STRATEGY": "staged", "STAGE_BYTES": 2048, "STAGE_LAG": 2, "STAGE_TILE": 256, "STAGE_RUN": 64,
-      "STAGE_PROGRAMS_PER_SM": 2, "num_warps_staged": 2}, ""),
-    ("batchnorm", "staged_many_programs_one_channel_stages",  # 16 programs: shares of a few rows, some empty
-     {"STRATEGY": "staged", "STAGE_BYTES": 1024, "STAGE_LAG": 2, "STAGE_TILE": 256, "STAGE_RUN": 64,
-      "STAGE_PROGRAMS_PER_SM": 4, "num_warps_staged": 2, "STAGE_EVICT": False}, ""),
-    ("batchnorm", "staged_prefetch_partial_last_stage",  # next stage's head loaded a step ahead; 128-value rows
-     {"STRATEGY": "staged", "STAGE_PREFETCH": 1, "STAGE_BYTES": 2048, "STAGE_TILE": 256, "STAGE_RUN": 128,  # cut planes
-      "num_warps_staged": 4}, ""),
-    ("batchnorm", "staged_prefetch_early_apply_lag2",  # 16 programs, some shares empty; apply tiles read before polls
-     {"STRATEGY": "staged", "STAGE_PREFETCH": 2, "STAGE_BYTES": 1024, "STAGE_LAG": 2, "STAGE_TILE": 128,
-      "STAGE_RUN": 64, "STAGE_PROGRAMS_PER_SM": 4, "num_warps_staged": 2}, ""),
-    ("batchnorm", "staged_prefetch_heads_span_channels",  # one stage; a head of 32 rows meets several channels
-     {"STRATEGY": "staged", "STAGE_PREFETCH": 2, "STAGE_TILE": 2048, "STAGE_RUN": 64, "num_warps_staged": 4}, ""),
-    ("batchnorm", "streamed", {"STRATEGY": "streamed"}, ""),  # default STREAM_* (auto's pick for x larger than L2):
-    #                                                            one stage (tiny tensors); 70x70 planes: a masked tile
-    ("batchnorm", "streamed_small_shares_ahead",  # 64-value tiles, shares of a tile or two, loads a tile ahead
-     {"STRATEGY": "streamed", "STREAM_BYTES": 2048, "STREAM_TILE": 64, "STREAM_AHEAD": True, "STREAM_STAGES": 1,
-      "num_warps_streamed": 2}, ""),
-    ("batchnorm", "streamed_lag3_many_programs",  # 16 programs, some with no tiles; y three stages behind
-     {"STRATEGY": "streamed", "STREAM_BYTES": 64, "STREAM_TILE": 256, "STREAM_LAG": 3, "STREAM_STAGES": 2,
-      "STREAM_AHEAD": False, "STREAM_PROGRAMS_PER_SM": 4, "num_warps_streamed": 2}, ""),
-    ("batchnorm", "streamed_planes_ragged_shares_cut_channels",  # [4, 64] tiles: N = 3 and 2 (variants) leave planes
-     {"STRATEGY": "streamed", "STREAM_PLANES": 4, "STREAM_TILE": 64, "STREAM_BYTES": 2048,  # off; 70x70: columns
-      "num_warps_streamed": 2}, ""),  # off too
-    ("batchnorm", "streamed_planes_cp_async_many_programs",  # [2, 256] tiles through cp.async; 16 programs
-     {"STRATEGY": "streamed", "STREAM_PLANES": 2, "STREAM_TILE": 256, "STREAM_BYTES": 64, "STREAM_AHEAD": False,
-      "STREAM_STAGES": 3, "STREAM_PROGRAMS_PER_SM": 4, "num_warps_streamed": 2}, ""),
-    ("batchnorm", "streamed_fill_two_planes",  # the session-5 defaults: -1-filled words, 16 KiB tiles, 2 an SM
-     {"STRATEGY": "streamed", "WORKSPACE": "fill", "STREAM_PLANES": 0, "STREAM_LANES": 4096,
-      "STREAM_PROGRAMS_PER_SM": 2}, ""),
-    ("batchnorm", "streamed_epoch_lanes_ahead2_ragged",  # [4, 64] tiles as 16 rows of 16 lanes, loads 2 tiles ahead
-     {"STRATEGY": "streamed", "WORKSPACE": "epoch", "STREAM_PLANES": 4, "STREAM_TILE": 64, "STREAM_LANES": 16,
-      "STREAM_AHEAD": 2, "STREAM_BYTES": 2048, "num_warps_streamed": 2}, ""),
-    ("batchnorm", "streamed_lanes_ahead2_many_programs",  # 16 programs, 256-value tiles as rows of 64
-     {"STRATEGY": "streamed", "STREAM_TILE": 256, "STREAM_LANES": 64, "STREAM_AHEAD": 2, "STREAM_BYTES": 64,
-      "STREAM_PROGRAMS_PER_SM": 4, "num_warps_streamed": 2}, ""),
-    ("batchnorm", "streamed_words_unmasked_one_tree",  # bf16 as 32-bit words; 16x16 planes: whole 64-value tiles
-     {"STRATEGY": "streamed", "STREAM_WORDS": True, "STREAM_UNMASKED": True, "STREAM_ONE_TREE": True,  # unmasked;
-      "STREAM_TILE": 64, "STREAM_BYTES": 2048, "num_warps_streamed": 2}, ""),  # odd planes fall back to values
-    ("batchnorm", "streamed_words_ragged_five_per_sm",  # 70x70 planes: a masked last word tile; 20 programs
-     {"STRATEGY": "streamed", "STREAM_WORDS": True, "STREAM_ONE_TREE": True, "STREAM_PROGRAMS_PER_SM": 5,
-      "STREAM_BYTES": 64, "STREAM_TILE": 256, "STREAM_LANES": 64, "num_warps_streamed": 1}, ""),
-    ("batchnorm", "streamed_unmasked_planes_ahead2",  # [4, 64] tiles: whole where N % 4 == 0, else masked
-     {"STRATEGY": "streamed", "STREAM_UNMASKED": True, "STREAM_PLANES": 4, "STREAM_TILE": 64, "STREAM_LANES": 16,
-      "STREAM_AHEAD": 2, "STREAM_BYTES": 2048, "num_warps_streamed": 2}, ""),
-    ("batchnorm", "streamed_values_masked_two_trees",  # the session-6 defaults: values (not words), masked loads,
-     {"STRATEGY": "streamed", "STREAM_WORDS": False, "STREAM_UNMASKED": False,  # two and three reduction trees
-      "STREAM_ONE_TREE": False, "STREAM_TILE": 64, "STREAM_BYTES": 2048, "num_warps_streamed": 2}, ""),
-    ("batchnorm", "staged_epoch_lag2",
-     {"STRATEGY": "staged", "WORKSPACE": "epoch", "STAGE_BYTES": 2048, "STAGE_LAG": 2, "STAGE_TILE": 256,
-      "STAGE_RUN": 64, "num_warps_staged": 2}, ""),
+    ("batchnorm", "two_kernel_small_blocks",  # 32 planes a channel split 4 ways; planes cut into 64-value blocks
+     {"STRATEGY": "two_kernel", "SPLIT": 4, "BLOCK_STATS": 1024, "MAX_BLOCK_APPLY": 64, "num_warps_apply": 4}, ""),
     ("cumsum", "fp32_chunks_compensated", {"FP64_ACC": 2}, ""),  # compensated carry across chunks
     ("cumsum", "one_chunk_two_rows", {"FP64_ACC": 2, "BLOCK": 4096, "TILE": 8192}, ""),
     ("cumsum", "plain_fp32", {"FP64_ACC": 0, "BLOCK": 512}, ""),
