@@ -1,15 +1,16 @@
-"""A library kernel as one self-contained source: the shared helpers it imports, inlined.
+"""A library kernel as one self-contained source: the helper modules it imports, inlined.
 
 Usage: source = bundled_source(Path("corpus/kernels/softmax/kernel.py"))
        module = import_bundled(Path("corpus/kernels/softmax/kernel.py"), "test_softmax")
 
-Helpers that several families use live once, in `corpus/kernels/_shared/<name>.py`, and a kernel file
-imports them as `from corpus.kernels._shared.<name> import ...` (so the file also imports and lints as it
+Helpers that several families use live once, in `corpus/kernels/_shared/<name>.py`, and a family's kernel
+may keep a part of itself in a module of its folder (`corpus/kernels/<family>/<name>.py`). A kernel file
+imports them as `from corpus.kernels.<folder>.<name> import ...` (so the file also imports and lints as it
 is, with the repository on sys.path). A candidate is one file, so each such statement is replaced by the
-helper module: the imports it needs that the kernel does not already make, then its code, between two
-marker comments. Helpers that import helpers are inlined the same way, each module once. The folder is
-found from the kernel's own path (`../_shared`), so a copy of the corpus, or the installed package,
-bundles the same. Standard library only: benchmarks on a bare GPU box use it too.
+module: the imports it needs that the kernel does not already make, then its code, between two marker
+comments. Modules that import modules are inlined the same way, each once. The folders are found from the
+kernel's own path (`..`), so a copy of the corpus, or the installed package, bundles the same. Standard
+library only: benchmarks on a bare GPU box use it too.
 """
 
 from __future__ import annotations
@@ -22,11 +23,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-SHARED_PREFIX = "corpus.kernels._shared."
+MODULE_PREFIX = "corpus.kernels."
 
 
 class BundleError(ValueError):
-    """A kernel's shared import that cannot be inlined: `path:line: reason`."""
+    """A kernel's module import that cannot be inlined: `path:line: reason`."""
 
     def __init__(self, path: object, line: int, reason: str):
         self.path, self.line, self.reason = str(path), line, reason
@@ -34,8 +35,8 @@ class BundleError(ValueError):
 
 
 def bundled_source(kernel: Path) -> str:
-    """The source of `kernel` with its shared helpers inlined (the file's text where it imports none)."""
-    return bundle(kernel.read_text(encoding="utf-8"), kernel.resolve().parent.parent / "_shared", str(kernel))
+    """The source of `kernel` with its helper modules inlined (the file's text where it imports none)."""
+    return bundle(kernel.read_text(encoding="utf-8"), kernel.resolve().parent.parent, str(kernel))
 
 
 def import_bundled(kernel: Path, prefix: str):
@@ -73,7 +74,7 @@ def _user() -> str:
         return "anyone"
 
 
-def bundle(source: str, shared_dir: Path, origin: str = "<kernel>") -> str:
+def bundle(source: str, kernels_dir: Path, origin: str = "<kernel>") -> str:
     tree = ast.parse(source, filename=origin)
     if not any(_is_shared(node) for node in tree.body):
         return source
@@ -85,36 +86,40 @@ def bundle(source: str, shared_dir: Path, origin: str = "<kernel>") -> str:
             continue
         out.append("".join(lines[last:node.lineno - 1]))
         last = node.end_lineno
-        out.append(_inline(node, origin, shared_dir, present, done))
+        out.append(_inline(node, origin, kernels_dir, present, done))
     out.append("".join(lines[last:]))
     return "".join(out)
 
 
 def _is_shared(node: ast.stmt) -> bool:
-    return isinstance(node, ast.ImportFrom) and (node.module or "").startswith(SHARED_PREFIX)
+    return isinstance(node, ast.ImportFrom) and (node.module or "").startswith(MODULE_PREFIX)
 
 
 def _text(source: str, node: ast.stmt) -> str:
     return " ".join(ast.get_source_segment(source, node).split())
 
 
-def _inline(node: ast.ImportFrom, origin: str, shared_dir: Path, present: set[str], done: set[str]) -> str:
-    """The code that replaces one `from corpus.kernels._shared.<name> import ...` statement."""
-    name = node.module[len(SHARED_PREFIX):]
-    path = shared_dir / f"{name}.py"
-    if "." in name or not path.is_file():
+def _inline(node: ast.ImportFrom, origin: str, kernels_dir: Path, present: set[str], done: set[str]) -> str:
+    """The code that replaces one `from corpus.kernels.<folder>.<name> import ...` statement."""
+    name = node.module[len(MODULE_PREFIX):]
+    parts = name.split(".")
+    path = kernels_dir.joinpath(*parts[:-1], f"{parts[-1]}.py")
+    if len(parts) != 2 or parts[1] == "kernel":
+        raise BundleError(origin, node.lineno, f"imports {node.module}: only corpus.kernels.<folder>.<module> "
+                          "modules other than a family's kernel.py are inlined")
+    if not path.is_file():
         raise BundleError(origin, node.lineno, f"imports {node.module}, but {path} does not exist")
     source = path.read_text(encoding="utf-8")
     tree = ast.parse(source, filename=str(path))
-    defined = {t.id for n in tree.body for t in _targets(n)} | {
-        n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    defined = _bound_names(tree.body)
     missing = [a.name for a in node.names if a.name not in defined]
     if missing:
         raise BundleError(origin, node.lineno, f"{path.name} defines no {', '.join(missing)}")
     if name in done:
         return ""
     done.add(name)
-    parts = [f"# ---- shared helpers: corpus/kernels/_shared/{name}.py\n"]
+    where = "corpus/kernels/" + "/".join(parts) + ".py"
+    pieces = [f"# ---- inlined from {where}\n"]
     lines = source.splitlines(keepends=True)
     start = 0
     for child in tree.body:  # the docstring and the imports above the code
@@ -122,23 +127,36 @@ def _inline(node: ast.ImportFrom, origin: str, shared_dir: Path, present: set[st
         if isinstance(child, ast.ImportFrom) and child.module == "__future__":
             raise BundleError(path, child.lineno, "a shared helper cannot use __future__ imports")
         if _is_shared(child):
-            parts.append(_inline(child, str(path), shared_dir, present, done))
+            pieces.append(_inline(child, str(path), kernels_dir, present, done))
         elif isinstance(child, (ast.Import, ast.ImportFrom)):
             text = _text(source, child)
             if text not in present:
                 present.add(text)
-                parts.append(ast.get_source_segment(source, child) + "\n")
+                pieces.append(ast.get_source_segment(source, child) + "\n")
         elif not is_doc:
             break
         start = child.end_lineno
     body = "".join(lines[start:]).strip("\n")
-    parts.append(f"\n\n{body}\n# ---- end of corpus/kernels/_shared/{name}.py\n")
-    return "".join(parts)
+    pieces.append(f"\n\n{body}\n# ---- end of {where}\n")
+    return "".join(pieces)
 
 
-def _targets(node: ast.stmt) -> list[ast.Name]:
-    if isinstance(node, ast.Assign):
-        return [t for t in node.targets if isinstance(t, ast.Name)]
-    if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
-        return [node.target]
-    return []
+def _bound_names(body: list[ast.stmt]) -> set[str]:
+    """The names a module's top level binds: assignments, definitions and imports, inside try and if blocks too."""
+    names: set[str] = set()
+    for node in body:
+        if isinstance(node, ast.Assign):
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+        elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, ast.Try):
+            names |= _bound_names(node.body + node.orelse + node.finalbody)
+            for handler in node.handlers:
+                names |= _bound_names(handler.body)
+        elif isinstance(node, ast.If):
+            names |= _bound_names(node.body + node.orelse)
+    return names

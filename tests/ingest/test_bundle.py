@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ingest.bundle import SHARED_PREFIX, BundleError, bundled_source, import_bundled
+from ingest.bundle import MODULE_PREFIX, BundleError, bundled_source, import_bundled
 from ingest.kernels import read_kernel
 
 REPO = Path(__file__).resolve().parents[2]
@@ -27,6 +27,13 @@ def _corpus(tmp_path: Path, kernel: str, helpers: dict[str, str]) -> Path:
     return path
 
 
+def test_a_module_of_the_family_folder_is_inlined(tmp_path: Path):
+    path = _corpus(tmp_path, "from corpus.kernels.fam.part import f\n\nY = f()\n", {})
+    (path.parent / "part.py").write_text("def f():\n    return 3\n")
+    source = bundled_source(path)
+    assert "inlined from corpus/kernels/fam/part.py" in source and MODULE_PREFIX not in source
+
+
 def test_a_kernel_without_shared_imports_is_its_file(tmp_path: Path):
     path = _corpus(tmp_path, "import math\n\nX = math.pi\n", {})
     assert bundled_source(path) == path.read_text()
@@ -41,7 +48,7 @@ def test_helpers_are_inlined_once_with_the_imports_they_need(tmp_path: Path):
     kernel = ("import math\n\nfrom corpus.kernels._shared.base import TWO\nfrom corpus.kernels._shared.top import four"
               "\n\nY = four(3) + TWO\n")
     source = bundled_source(_corpus(tmp_path, kernel, helpers))
-    assert SHARED_PREFIX not in source and '"""Doc."""' not in source
+    assert MODULE_PREFIX not in source and '"""Doc."""' not in source
     assert source.count("def twice(") == 1 and source.count("import math") == 1
     assert source.count("import functools") == 1
     namespace: dict = {}
@@ -51,10 +58,11 @@ def test_helpers_are_inlined_once_with_the_imports_they_need(tmp_path: Path):
 
 @pytest.mark.parametrize("kernel, helpers, expected", [
     ("from corpus.kernels._shared.nothere import f\n", {}, "kernel.py:1: imports corpus.kernels._shared.nothere"),
+    ("from corpus.kernels.fam.kernel import X\n", {}, "kernel.py:1: imports corpus.kernels.fam.kernel"),
     ("\nfrom corpus.kernels._shared.base import g\n", {"base": "def f():\n    pass\n"}, ":2: base.py defines no g"),
     ("from corpus.kernels._shared.base import f\n", {"base": "from __future__ import annotations\n\n\ndef f(): ..."},
      "cannot use __future__ imports"),
-], ids=["missing-module", "missing-name", "future-import"])
+], ids=["missing-module", "a-kernel-file", "missing-name", "future-import"])
 def test_what_cannot_be_inlined_is_named(tmp_path: Path, kernel: str, helpers: dict, expected: str):
     with pytest.raises(BundleError, match=expected.replace(".", r"\.")):
         bundled_source(_corpus(tmp_path, kernel, helpers))
