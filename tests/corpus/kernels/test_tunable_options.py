@@ -13,9 +13,6 @@ import pytest
 from harness import Status
 from tests.corpus.kernels.library_check import evaluate_tiny_with, family_specs
 
-# pool2d: stride-1 windows take LAYOUT_STRIDE1 ("groups"); "" makes them follow LAYOUT, so a row tests the layout it names
-ONE_LAYOUT = {"LAYOUT_STRIDE1": ""}
-
 # (family, id, overrides, only specs whose name contains this)
 OPTIONS: list[tuple[str, str, dict, str]] = [
     ("batchnorm", "two_kernel_small_blocks",  # 32 planes a channel split 4 ways; planes cut into 64-value blocks
@@ -79,29 +76,19 @@ OPTIONS: list[tuple[str, str, dict, str]] = [
     ("cross_entropy", "lane_online", {"ONLINE": "lane", "BLOCK": 1024}, ""),
     ("cross_entropy", "aligned_stages_evict", {"ONLINE": "aligned", "BLOCK": 1024, "STAGES": 3, "EVICT": True}, ""),
     ("cross_entropy", "group_online", {"ONLINE": "group", "BLOCK": 4096, "num_warps": 8}, ""),
-    ("pool2d", "tile", {**ONE_LAYOUT, "LAYOUT": "tile"}, ""),  # the original per-plane tiles
-    ("pool2d", "flat_scalar", {**ONE_LAYOUT, "LAYOUT": "flat", "PAIR": 0, "XBLOCK": 256}, ""),  # one load per window column
-    ("pool2d", "flat_pairs_wide", {**ONE_LAYOUT, "LAYOUT": "flat", "PAIR": 1, "XBLOCK": 4096}, ""),  # spans several planes
-    ("pool2d", "vec4", {**ONE_LAYOUT, "LAYOUT": "flat", "VEC": 4, "XBLOCK": 1024}, ""),  # one 8-wide load per window row
-    ("pool2d", "vec2_small", {**ONE_LAYOUT, "LAYOUT": "flat", "VEC": 2, "XBLOCK": 64}, ""),  # groups span rows and planes
-    ("pool2d", "rows_gather", {**ONE_LAYOUT, "LAYOUT": "rows", "TAPS": "gather", "ROWS": 4}, ""),  # shifted columns by tl.gather
-    ("pool2d", "rows_gather_wide", {**ONE_LAYOUT, "LAYOUT": "rows", "TAPS": "gather", "ROWS": 32, "num_warps_rows": 8}, ""),
-    ("pool2d", "rows_load", {**ONE_LAYOUT, "LAYOUT": "rows", "TAPS": "load", "ROWS": 8, "num_warps_rows": 2}, ""),  # own loads
-    ("pool2d", "rows_direct", {**ONE_LAYOUT, "LAYOUT": "rows", "TAPS": "direct", "ROWS": 16}, ""),  # no reshape, no gather
-    ("pool2d", "rows_shared", {**ONE_LAYOUT, "LAYOUT": "rows", "SHARE_ROWS": True, "ROWS": 8}, ""),  # input rows loaded once
-    ("pool2d", "rows_unshared", {**ONE_LAYOUT, "LAYOUT": "rows", "SHARE_ROWS": False, "STRIPS": 0}, "s1"),  # stride 1, per-row loads
-    ("pool2d", "rows_shared_load_narrow",  # own loads per tap; 3-row strips cut planes, 2 strips a program
-     {**ONE_LAYOUT, "LAYOUT": "rows", "SHARE_ROWS": True, "TAPS": "load", "ROWS": 3, "STRIPS": 2, "num_warps_rows": 2}, ""),
-    ("pool2d", "groups", {**ONE_LAYOUT, "LAYOUT": "groups"}, ""),  # a 16-byte column group a thread, 8-row strips
-    ("pool2d", "groups_words_persist",  # bf16 as words; 3-row strips cut planes; 4 programs loop over blocks
-     {**ONE_LAYOUT, "LAYOUT": "groups", "WORDS": 1, "ROWS": 3, "GROUPS": 16, "AHEAD": 2, "PERSIST": 1, "num_warps_groups": 1}, ""),
+    ("pool2d", "rows", {"LAYOUT": "rows", "LAYOUT_STRIDE1": "rows", "ROWS": 4}, ""),  # stride 1: strips of rows
+    ("pool2d", "rows_wide_blocks", {"LAYOUT": "rows", "LAYOUT_STRIDE1": "rows", "ROWS": 32, "num_warps_rows": 8}, ""),
+    ("pool2d", "rows_narrow_strips",  # 3-row strips cut planes, 2 strips a program
+     {"LAYOUT": "rows", "LAYOUT_STRIDE1": "rows", "ROWS": 3, "STRIPS": 2, "num_warps_rows": 2}, ""),
+    ("pool2d", "groups", {"LAYOUT": "groups", "LAYOUT_STRIDE1": "groups"}, ""),  # stride 2 too
+    ("pool2d", "groups_words_blocks",  # bf16 as words; 3-row strips cut planes; 16-item blocks (halos by loads)
+     {"LAYOUT": "groups", "LAYOUT_STRIDE1": "groups", "WORDS": 1, "ROWS": 3, "GROUPS": 16, "AHEAD": 2,
+      "num_warps_groups": 1}, ""),
     ("pool2d", "groups_narrow_planes",  # 4-column groups walking whole planes, no loads ahead
-     {**ONE_LAYOUT, "LAYOUT": "groups", "GROUP_V": 4, "ROWS": 56, "GROUPS": 64, "AHEAD": 1, "num_warps_groups": 2}, ""),
-    ("pool2d", "groups_shfl_all_ahead",  # halo columns from neighbour lanes; a strip's rows all loaded up front
-     {**ONE_LAYOUT, "LAYOUT": "groups", "HALO": "shfl", "GROUP_V": 4, "ROWS": 8, "AHEAD": 16, "GROUPS": 64,
+     {"LAYOUT": "groups", "LAYOUT_STRIDE1": "groups", "GROUP_V": 4, "ROWS": 56, "GROUPS": 64, "AHEAD": 1,
       "num_warps_groups": 2}, ""),
-    ("pool2d", "groups_shfl_wide_one_warp",  # 16-byte groups (4 units) sharing halos; 3-row strips cut planes
-     {**ONE_LAYOUT, "LAYOUT": "groups", "HALO": "shfl", "GROUP_V": 0, "ROWS": 3, "AHEAD": 6, "GROUPS": 32,
+    ("pool2d", "groups_wide_one_warp",  # 16-byte groups (4 units) sharing halos; 3-row strips cut planes
+     {"LAYOUT": "groups", "LAYOUT_STRIDE1": "groups", "GROUP_V": 0, "ROWS": 3, "AHEAD": 6, "GROUPS": 32,
       "num_warps_groups": 1}, ""),
     ("attention", "block_m_256",  # 256 query rows a program: one block covers the tiny specs, and the ragged 200
      {"BLOCK_M": 256, "num_warps": 16}, ""),
