@@ -57,7 +57,6 @@ OPTIONS: list[tuple[str, str, dict, str]] = [
         ("looped_evict", {"WIDE_STRATEGY": "looped", "EVICT_LOOP": True, "BLOCK_LOOP": 1024}),
         ("looped_stream", {"WIDE_STRATEGY": "looped", "EVICT_LOOP": "stream"}),
     ]],
-    ("pointwise", "original_formulas", {"FAST": 0}, ""),
     ("pointwise", "fewer_transcendentals", {"FAST": 1}, ""),
     # FMA-pipe polynomials and the chain's interval analysis (fp32 specs: FAST 1; no tanh.approx on CPU)
     ("pointwise", "bounded_forms", {"FAST": 3}, ""),
