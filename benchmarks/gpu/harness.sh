@@ -19,7 +19,7 @@ echo "bench exit: $?"
 echo "== 2. GPU tests: python3 -m pytest -m 'gpu and not slow' tests/harness =="
 timeout 90 python3 -m pytest -m "gpu and not slow" tests/harness -q -p no:cacheprovider -o addopts="" 2>&1 | tail -n 30
 echo "pytest exit: ${PIPESTATUS[0]}"
-# hand the results files back when run through the device tool ($OUT comes back to the lead's machine)
+# when OUT names a folder, the results files are copied there too
 if [ -n "${OUT:-}" ] && [ -d "${OUT:-}" ]; then
-  cp benchmarks/results/harness-*.json "$OUT"/ 2>/dev/null && echo "copied results to \$OUT"
+  cp benchmarks/results/harness-*.json "$OUT"/ 2>/dev/null && echo "copied results to the OUT folder"
 fi
