@@ -32,7 +32,7 @@ def _root(version: bool = typer.Option(False, "--version", help="Print the versi
     """kernelkb: hardware knowledge base and kernel tuning."""
 
 # Each entry: (module, function names it offers as verbs). A module that is missing is skipped so a
-# partial install (e.g. the harness alone on a GPU box) still offers what it has.
+# partial install (e.g. the harness alone on a CUDA machine) still offers what it has.
 _VERBS = {
     "ingest.cli": ["ingest"],
     "kb_server.cli": ["search", "kernels"],
@@ -56,7 +56,7 @@ for module_name, verbs in _VERBS.items():
     try:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
-        # A verb whose third-party dependency is missing (fastapi on a bare GPU box) is left out;
+        # A verb whose third-party dependency is missing (fastapi on a bare CUDA machine) is left out;
         # a missing module of our own is a real error.
         if (exc.name or "").split(".")[0] in _OURS:
             raise

@@ -1,7 +1,7 @@
 """The skill library's shared runner: every family kernel against each of its specs, through the harness.
 
 Usage:
-    python3 benchmarks/bench_library.py --families softmax,layernorm --label mem        (GPU box, repo root)
+    python3 benchmarks/bench_library.py --families softmax,layernorm --label mem        (a CUDA machine, repo root)
     python3 benchmarks/bench_library.py --all --tunables SWEEP.json --label compute
     python3 benchmarks/bench_library.py --table benchmarks/results/library-h200-mem-*.json
     python3 benchmarks/bench_library.py --families cumsum --device cpu --tiny           (CPU smoke run)
@@ -40,7 +40,7 @@ from ingest.bundle import bundled_source
 
 KERNELS = REPO / "corpus" / "kernels"
 RESULTS = REPO / "benchmarks" / "results"
-H200_COPY_BANDWIDTH_GBPS = 4250.0  # measured device-to-device copy on the H200 (team brief)
+H200_COPY_BANDWIDTH_GBPS = 4250.0  # measured device-to-device copy on the H200 (corpus/accelerators/h200.yaml)
 # measured matmul rates on the H200 (corpus/accelerators/h200.yaml measured_*_tflops; a test keeps them equal)
 H200_PEAK_TFLOPS = "bfloat16=796,tf32=406,float32=51"
 

@@ -1,6 +1,6 @@
 """Library kernels against the vendor library's piece, timed by the harness in one window, alternating.
 
-Usage (GPU box, repo root):
+Usage (a CUDA machine, repo root):
     python3 benchmarks/bench_vendor.py [--specs linear_gelu_bf16_4096,attention_bf16_d128] [--out FILE]
     python3 benchmarks/bench_vendor.py --device cpu --tiny        (CPU smoke run, interpreter)
 

@@ -1,6 +1,6 @@
 """Sweep TUNABLES of skill-library kernels on the GPU, for choosing their defaults.
 
-Usage (GPU box, repo root):
+Usage (a CUDA machine, repo root):
     python3 benchmarks/sweep_library.py corpus/kernels/*/grids/*.json --budget-s 240 --out benchmarks/results/sweep-X.json
 
 A grid file is JSON: {"family": "softmax", "spec": "softmax_wide_rows", "configs": [{...}, {...}]}

@@ -10,7 +10,7 @@ is, with the repository on sys.path). A candidate is one file, so each such stat
 module: the imports it needs that the kernel does not already make, then its code, between two marker
 comments. Modules that import modules are inlined the same way, each once. The folders are found from the
 kernel's own path (`..`), so a copy of the corpus, or the installed package, bundles the same. Standard
-library only: benchmarks on a bare GPU box use it too.
+library only: benchmarks on a bare CUDA machine use it too.
 """
 
 from __future__ import annotations

@@ -111,7 +111,7 @@ def _copy_phrase(spec: str, copy: dict[str, float]) -> str:
 
 
 def bar_summary(rows: list[dict], copy: dict[str, float] | None = None) -> str:
-    """The issue's bars over the memory-bound specs: geometric means over eager and torch.compile, and which
+    """The library's goals for the memory-bound specs: geometric means over eager and torch.compile, and which
     specs fall short of 85% of copy bandwidth or of torch.compile (with compile's own share of the limit, and
     where `copy` has the spec, what a device copy of its bytes reaches at its size)."""
     copy = copy or {}

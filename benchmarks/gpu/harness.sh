@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Usage: bash benchmarks/gpu/harness.sh   (from the repo root on the GPU box)
+# Usage: bash benchmarks/gpu/harness.sh   (from the repo root on a CUDA machine)
 #        KKB_HARNESS_BUDGET_S=190 bash benchmarks/gpu/harness.sh   (default budget 145 s in all)
 #        KKB_HARNESS_WITH_CUDA=1 ...   also the CUDA (load_inline) crash case: nvcc adds 30-60 s
 # GPU validation of the benchmark harness, within the budget:

@@ -1,6 +1,6 @@
 """Run library kernels once each inside a profiler range, for Nsight Compute's hardware counters.
 
-Usage (GPU box, repo root):
+Usage (a CUDA machine, repo root):
     ncu --profile-from-start off --clock-control none --section SpeedOfLight ... \
         python3 benchmarks/gpu/ncu_library.py batchnorm/batchnorm_train_bf16 'attention/attention_bf16_d128:{"BLOCK_N_D128": 64}'
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Usage: [SWEEP_BUDGET_S=240] bash benchmarks/gpu/sweep.sh [GRID.json ...]   (repo root, GPU box)
+# Usage: [SWEEP_BUDGET_S=240] bash benchmarks/gpu/sweep.sh [GRID.json ...]   (repo root, a CUDA machine)
 # Sweeps the skill library's TUNABLES over the grid files (default: every corpus/kernels/*/grids/*.json) with
 # benchmarks/sweep_library.py: each config checked against the spec's reference, then timed with
 # triton.testing.do_bench next to eager and torch.compile of the reference. Writes

@@ -77,7 +77,7 @@ def sidecar_reasons(family: str) -> list[str]:
             reasons.append(f"{family}: TUNABLES[{name!r}] = {value!r} is not among kernel.yaml's {allowed.get(name)}")
     if len(family_specs(family)) < 2:
         reasons.append(f"{family}: fewer than 2 specs")
-    try:  # the ingest's dependencies (pydantic): installed by the package, absent on a bare GPU box
+    try:  # the ingest's dependencies (pydantic): installed by the package, absent on a bare CUDA machine
         from ingest.frontmatter import FrontMatterError
         from ingest.kernels import read_kernel
     except ImportError:
