@@ -3,7 +3,7 @@
 Usage:
     python3 scripts/library_table.py [RESULTS.json ...] [--pick newest|median] [--drop FILE_STEM:SPEC ...]
         [--copy-at-size copy_at_size-X.json ...] [--update-sidecars] [--doc docs/LIBRARY.md]
-    python3 scripts/library_table.py --compare RESULTS.json [--within 0.03] [--json OUT.json]
+    python3 scripts/library_table.py --compare RESULTS.json [RESULTS.json ...] [--within 0.03] [--json OUT.json]
 
 With no files, reads every benchmarks/results/library-h200-*.json. For each (family, spec) the newest
 row wins (files ordered by their "date"), or with --pick median the row with the median latency across the
@@ -13,8 +13,9 @@ passed row into corpus/kernels/<family>/kernel.yaml `measurements` (KernelMeasur
 an earlier measurement of the same accelerator and spec. --copy-at-size (files of benchmarks/gpu/copy_at_size.py,
 the later file winning per spec) puts beside each spec under a bar what a device copy of its bytes reaches at its
 size: short kernels pay a launch, ramp-up and tail that a 2 GiB copy does not. --compare instead sets a run's
-latencies beside the table's (the kernel.yaml measurements of its accelerator), spec by spec, and exits 1 where a
-spec is missing, failed, or is more than --within slower.
+latencies beside the table's (the kernel.yaml measurements of its accelerator), spec by spec (a later file's row
+wins: a rerun of some specs completes a run cut short), and exits 1 where a spec is missing, failed, or is more
+than --within slower.
 """
 
 from __future__ import annotations
@@ -172,16 +173,16 @@ def update_sidecar(sidecar: Path, new: list[dict]) -> None:
     sidecar.write_text(text)
 
 
-def compare(results: Path, within: float) -> dict:
-    """The run's latency per spec against the table's (kernel.yaml measurements of the run's accelerator)."""
-    payload = json.loads(results.read_text())
-    accelerator = payload.get("accelerator", "unknown")
+def compare(results: list[Path], within: float) -> dict:
+    """The runs' latency per spec against the table's (kernel.yaml measurements of the runs' accelerator)."""
+    payloads = [json.loads(f.read_text()) for f in results]
+    accelerator = payloads[0].get("accelerator", "unknown")
     table = {}
     for sidecar in sorted((REPO / "corpus" / "kernels").glob("*/kernel.yaml")):
         for m in (yaml.safe_load(sidecar.read_text()) or {}).get("measurements") or []:
             if m.get("accelerator") == accelerator:
                 table[m["spec"]] = (sidecar.parent.name, m["latency_ms"])
-    run = {row["spec"]: row for row in payload.get("rows", [])}
+    run = {row["spec"]: row for payload in payloads for row in payload.get("rows", [])}
     specs = []
     for spec, (family, before) in sorted(table.items()):
         row = run.get(spec)
@@ -190,7 +191,7 @@ def compare(results: Path, within: float) -> dict:
         specs.append({"family": family, "spec": spec, "table_ms": before, "run_ms": now, "ratio": ratio,
                       "status": row["status"] if row else "not run",
                       "ok": ratio is not None and ratio <= 1.0 + within})
-    return {"results_file": str(results), "accelerator": accelerator, "within": within,
+    return {"results_files": [str(f) for f in results], "accelerator": accelerator, "within": within,
             "ok": all(s["ok"] for s in specs) and bool(specs), "specs": specs}
 
 
@@ -217,7 +218,8 @@ def main() -> int:
                    help="copy_at_size results: what a copy of each spec's bytes reaches at its size; repeatable")
     p.add_argument("--drop", action="append", default=[], metavar="FILE_STEM:SPEC",
                    help="skip this row (it measured a configuration reverted since); repeatable")
-    p.add_argument("--compare", type=Path, metavar="RESULTS", help="set a run's latencies beside the table's")
+    p.add_argument("--compare", type=Path, nargs="+", metavar="RESULTS",
+                   help="set runs' latencies beside the table's (later files win per spec)")
     p.add_argument("--within", type=float, default=0.03, help="--compare: the slowdown allowed (0.03: 3%%)")
     p.add_argument("--json", type=Path, default=None, help="--compare: also write the comparison here")
     args = p.parse_args()
