@@ -13,13 +13,15 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+# (written with [ ] and [.] so that this file does not hold the words it looks for)
 BUILD_WORDS = re.compile(
-    r"\bsessions? \d+\b|\bsession \d+'s|\bdevice tool\b|\bGPU box\b|\bH200 box\b|\bteam brief\b|\.\./shared/",
+    r"\bsessions?[ ]\d+\b|\bdevice[ ]tool\b|\bGPU[ ]box\b|\bH200[ ]box\b|\bteam[ ]brief\b|[.][.]/shared/",
     re.IGNORECASE)
+BOX, SHARED = "GPU" + " box", ".." + "/shared/"
 # Lines in files whose owners change them in their own work; empty this as they land.
 KNOWN = {
-    ("harness/README.md", "GPU box"), ("harness/config.py", "GPU box"),
-    ("tests/harness/test_gpu_harness.py", "GPU box"), ("kb_server/schemas.py", "../shared/"),
+    ("harness/README.md", BOX), ("harness/config.py", BOX), ("tests/harness/test_gpu_harness.py", BOX),
+    ("kb_server/schemas.py", SHARED),
 }
 
 
@@ -37,8 +39,8 @@ def _hits(path: Path) -> list[tuple[int, str]]:
 
 
 def test_the_words_are_caught():
-    assert BUILD_WORDS.search("as measured in session 18") and BUILD_WORDS.search("see ../shared/ARCHITECTURE.md")
-    assert BUILD_WORDS.search("on the GPU box") and not BUILD_WORDS.search("a tuning session's nodes")
+    assert BUILD_WORDS.search("as measured in session" + " 18") and BUILD_WORDS.search(f"see {SHARED}ARCHITECTURE.md")
+    assert BUILD_WORDS.search(f"on the {BOX}") and not BUILD_WORDS.search("a tuning session's nodes")
 
 
 @pytest.mark.skipif(not (REPO / ".git").exists(), reason="needs the git checkout")
