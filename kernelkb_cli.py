@@ -1,18 +1,38 @@
 """The `kkb` command: a thin layer that registers each package's verbs.
 
-Usage: kkb --help
+Usage: kkb --help | kkb --version
 """
 
 from __future__ import annotations
 
 import importlib
+from importlib import metadata
 
 import typer
 
 app = typer.Typer(help="kernelkb: hardware knowledge base and kernel tuning.", no_args_is_help=True)
 
+
+def _version() -> str:
+    try:
+        return metadata.version("kernelkb")
+    except metadata.PackageNotFoundError:  # the source tree on sys.path, not installed
+        return "unknown (not installed)"
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"kernelkb {_version()}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(version: bool = typer.Option(False, "--version", help="Print the version and exit.",
+                                       callback=_print_version, is_eager=True)) -> None:
+    """kernelkb: hardware knowledge base and kernel tuning."""
+
 # Each entry: (module, function names it offers as verbs). A module that is missing is skipped so a
-# partial install (e.g. the harness alone on a GPU box) still offers what it has.
+# partial install (e.g. the harness alone on a CUDA machine) still offers what it has.
 _VERBS = {
     "ingest.cli": ["ingest"],
     "kb_server.cli": ["search", "kernels"],
@@ -47,7 +67,7 @@ for module_name, verbs in _VERBS.items():
     try:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
-        # A verb whose third-party dependency is missing (fastapi on a bare GPU box) is left out;
+        # A verb whose third-party dependency is missing (fastapi on a bare CUDA machine) is left out;
         # a missing module of our own is a real error.
         if (exc.name or "").split(".")[0] in _OURS:
             raise

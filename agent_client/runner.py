@@ -21,6 +21,7 @@ from agent_client.config import ClientSettings
 from agent_client.kb import open_kb
 from agent_client.live import make_view
 from agent_client.policies import get_policy
+from agent_client.prompting import PromptBuilder
 from agent_client.providers import get_provider
 from agent_client.session.evaluator import HarnessEvaluator, default_eval_options
 from agent_client.session.loop import SessionResult, Tuner
@@ -86,7 +87,8 @@ def run_session(config: SessionConfig, settings: ClientSettings, resume: bool = 
         evaluate.open()
         store = SessionStore.open(folder) if resume else SessionStore.create(folder, config)
         with make_view(console or Console(stderr=True), live) as view:
-            tuner = Tuner(config, store, kb, provider, policy, evaluate, view=view, accelerator_name=accelerator_name)
+            tuner = Tuner(config, store, kb, provider, policy, evaluate, prompts_for(config, kb, accelerator_name),
+                          view=view)
             result = tuner.run()
         (folder / "result.json").write_text(json.dumps(result.to_dict(), indent=2) + "\n", encoding="utf-8")
         if report:
@@ -99,6 +101,14 @@ def run_session(config: SessionConfig, settings: ClientSettings, resume: bool = 
         evaluate.close(kill=stopped)
         if store is not None:
             store.close()
+
+
+def prompts_for(config: SessionConfig, kb: Any, accelerator_name: str) -> PromptBuilder:
+    """The prompt builder of a session: its spec, target, backend and token budgets."""
+    spec_source = Path(config.spec_path).read_text(encoding="utf-8")
+    return PromptBuilder(kb, spec_source, config.target, config.backend, config.token_budget,
+                         config.iteration_token_budget, accelerator_name=accelerator_name,
+                         tools=config.provider == "anthropic", retrieval=config.retrieval)
 
 
 def _target(kb: Any, config: SessionConfig) -> tuple[str, dict]:

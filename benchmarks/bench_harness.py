@@ -1,7 +1,7 @@
 """GPU validation of the benchmark harness: timing accuracy, stability, crash containment, throughput.
 
 Usage: python3 benchmarks/bench_harness.py [--device cuda:0] [--budget-s 130] [--with-cuda] [--quick]
-       (on the GPU box through benchmarks/gpu/harness.sh; --device cpu --quick runs a small smoke version)
+       (on a CUDA machine through benchmarks/gpu/harness.sh; --device cpu --quick runs a small smoke version)
 
 Sections, in this order (each guarded so one failure does not hide the others; the JSON is rewritten
 after each, so a kill at the time limit keeps what was measured):

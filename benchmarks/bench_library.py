@@ -1,7 +1,7 @@
 """The skill library's shared runner: every family kernel against each of its specs, through the harness.
 
 Usage:
-    python3 benchmarks/bench_library.py --families softmax,layernorm --label mem        (GPU box, repo root)
+    python3 benchmarks/bench_library.py --families softmax,layernorm --label mem        (a CUDA machine, repo root)
     python3 benchmarks/bench_library.py --all --tunables SWEEP.json --label compute
     python3 benchmarks/bench_library.py --table benchmarks/results/library-h200-mem-*.json
     python3 benchmarks/bench_library.py --families cumsum --device cpu --tiny           (CPU smoke run)
@@ -36,9 +36,11 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+from ingest.bundle import bundled_source
+
 KERNELS = REPO / "corpus" / "kernels"
 RESULTS = REPO / "benchmarks" / "results"
-H200_COPY_BANDWIDTH_GBPS = 4250.0  # measured device-to-device copy on the H200 (team brief)
+H200_COPY_BANDWIDTH_GBPS = 4250.0  # measured device-to-device copy on the H200 (corpus/accelerators/h200.yaml)
 # measured matmul rates on the H200 (corpus/accelerators/h200.yaml measured_*_tflops; a test keeps them equal)
 H200_PEAK_TFLOPS = "bfloat16=796,tf32=406,float32=51"
 
@@ -47,7 +49,7 @@ H200_PEAK_TFLOPS = "bfloat16=796,tf32=406,float32=51"
 class Task:
     family: str
     spec_path: Path  # the spec the harness loads (a tiny copy with --tiny)
-    source: str  # kernel.py, with the TUNABLES literal replaced when --tunables names this spec
+    source: str  # kernel.py bundled (ingest/bundle.py), its TUNABLES literal replaced when --tunables names this spec
 
 
 def with_tunables(source: str, overrides: dict) -> str:
@@ -88,7 +90,7 @@ def library_tasks(families: list[str], tiny: bool, tunables: dict[str, dict], on
         folder = KERNELS / family
         if not (folder / "kernel.py").is_file():
             raise SystemExit(f"bench_library: {folder}/kernel.py does not exist (family {family!r})")
-        source = (folder / "kernel.py").read_text()
+        source = bundled_source(folder / "kernel.py")
         for spec in sorted((folder / "specs").glob("*.py")):
             if only and spec.stem not in only:
                 continue

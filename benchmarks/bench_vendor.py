@@ -1,6 +1,6 @@
 """Library kernels against the vendor library's piece, timed by the harness in one window, alternating.
 
-Usage (GPU box, repo root):
+Usage (a CUDA machine, repo root):
     python3 benchmarks/bench_vendor.py [--specs linear_gelu_bf16_4096,attention_bf16_d128] [--out FILE]
     python3 benchmarks/bench_vendor.py --device cpu --tiny        (CPU smoke run, interpreter)
 
@@ -41,8 +41,9 @@ import torch.nn.functional as F
 
 from benchmarks.bench_library import tiny_copy
 from harness import EvalConfig
-from harness.spec import build_model, import_file, load_spec, make_inputs
+from harness.spec import build_model, load_spec, make_inputs
 from harness.timing import time_callable
+from ingest.bundle import import_bundled
 
 FAMILIES = ("gemm_epilogue", "attention")
 
@@ -63,7 +64,7 @@ def vendor_pieces(family: str, spec, ref) -> dict:
 def measure(family: str, spec_path: Path, device: str, config: EvalConfig, runs: int) -> dict:
     spec = load_spec(spec_path)
     variant = spec.variants[0]
-    kernel = import_file(REPO / f"corpus/kernels/{family}/kernel.py", f"vendor_{family}_{spec_path.stem}")
+    kernel = import_bundled(REPO / f"corpus/kernels/{family}/kernel.py", f"vendor_{family}_{spec_path.stem}")
     ref = build_model(spec.module.Model, spec, variant, 0, device)
     ours = build_model(kernel.ModelNew, spec, variant, 0, device)
     inputs = make_inputs(spec, variant, 1, device)

@@ -1,7 +1,7 @@
 """Sweep TUNABLES of skill-library kernels on the GPU, for choosing their defaults.
 
-Usage (GPU box, repo root):
-    python3 benchmarks/sweep_library.py benchmarks/grids/*.json --budget-s 240 --out benchmarks/results/sweep-X.json
+Usage (a CUDA machine, repo root):
+    python3 benchmarks/sweep_library.py corpus/kernels/*/grids/*.json --budget-s 240 --out benchmarks/results/sweep-X.json
 
 A grid file is JSON: {"family": "softmax", "spec": "softmax_wide_rows", "configs": [{...}, {...}]}
 or a list of such objects. Each config is merged over the kernel's TUNABLES defaults (the defaults themselves
@@ -18,6 +18,7 @@ the chosen defaults are written into kernel.py.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 import time
@@ -52,7 +53,8 @@ def sweep(grids: list[dict], budget_s: float, compile_ref: bool) -> dict:
     from triton.testing import do_bench
 
     from harness.checking import tolerance
-    from harness.spec import build_model, import_file, load_spec, make_inputs
+    from harness.spec import build_model, load_spec, make_inputs
+    from ingest.bundle import import_bundled
 
     torch.set_grad_enabled(False)
     t0, rows, best, refs = time.time(), [], {}, {}
@@ -62,7 +64,7 @@ def sweep(grids: list[dict], budget_s: float, compile_ref: bool) -> dict:
             print(f"[sweep] budget spent; skipping {family}/{name}", flush=True)
             continue
         try:
-            kernel = import_file(REPO / f"corpus/kernels/{family}/kernel.py", f"sweep_{family}_{len(rows)}")
+            kernel = import_bundled(REPO / f"corpus/kernels/{family}/kernel.py", f"sweep_{family}_{len(rows)}")
             defaults = dict(kernel.TUNABLES)
             spec = load_spec(REPO / f"corpus/kernels/{family}/specs/{name}.py")
             variant = spec.variants[0]
@@ -70,19 +72,19 @@ def sweep(grids: list[dict], budget_s: float, compile_ref: bool) -> dict:
             inputs = make_inputs(spec, variant, 1, "cuda")
             expected = ref(*[x.clone() if torch.is_tensor(x) else x for x in inputs])
         except Exception as exc:  # noqa: BLE001 - a kernel file or spec that does not load: record, go on
-            rows.append(dict(family=family, spec=name, config=None, status="error",
-                             error=f"setup: {type(exc).__name__}: {str(exc)[:300]}"))
+            rows.append({"family": family, "spec": name, "config": None, "status": "error",
+                         "error": f"setup: {type(exc).__name__}: {str(exc)[:300]}"})
             print(f"[sweep] {family}/{name}: setup failed: {exc}", flush=True)
             continue
         nbytes = _nbytes(inputs, expected)
         bench = lambda f: do_bench(f, warmup=25, rep=100, return_mode="median")
         if name not in refs:
-            refs[name] = {"eager_ms": bench(lambda: ref(*inputs))}
+            refs[name] = {"eager_ms": bench(functools.partial(ref, *inputs))}
             if compile_ref:
                 try:
                     comp = torch.compile(ref)
                     comp(*inputs)
-                    refs[name]["compile_ms"] = bench(lambda: comp(*inputs))
+                    refs[name]["compile_ms"] = bench(functools.partial(comp, *inputs))
                 except Exception as exc:  # noqa: BLE001
                     refs[name]["compile_error"] = f"{type(exc).__name__}: {str(exc)[:160]}"
             print(f"[sweep] {family}/{name} reference: {json.dumps(refs[name])}", flush=True)
@@ -101,12 +103,12 @@ def sweep(grids: list[dict], budget_s: float, compile_ref: bool) -> dict:
                 ok = torch.allclose(out.double(), expected.double(), atol=atol, rtol=rtol, equal_nan=False)
                 if not ok:
                     err = f"max abs err {(out.double() - expected.double()).abs().max().item():.3g}"
-                ms = bench(lambda: cand(*inputs))
+                ms = bench(functools.partial(cand, *inputs))
                 status = "passed" if ok else "wrong"
             except Exception as exc:  # noqa: BLE001 - a config that fails to compile or launch
                 status, err = "error", f"{type(exc).__name__}: {str(exc)[:300]}"
-            row = dict(family=family, spec=name, config=cfg, status=status, latency_ms=ms,
-                       gbps=nbytes / ms / 1e6 if ms else None, error=err, **refs[name])
+            row = {"family": family, "spec": name, "config": cfg, "status": status, "latency_ms": ms,
+                   "gbps": nbytes / ms / 1e6 if ms else None, "error": err, **refs[name]}
             if ms and "compile_ms" in refs[name]:
                 row["x_compile"] = refs[name]["compile_ms"] / ms
             if ms:

@@ -1,10 +1,11 @@
 """The `kkb ingest` verb.
 
-Usage: kkb ingest corpus/ [--accelerator h100] [--vendor nvidia] [--kind guide] [--prune] [--json]
+Usage: kkb ingest [PATH...] [--accelerator h100] [--vendor nvidia] [--kind guide] [--prune] [--json]
        kkb ingest path/to/accelerators/new-chip.yaml     # an accelerator's facts, answered at once
 
-Files that cannot be read as what they are (malformed YAML, a field of the wrong type, a fact without
-its unit or source) are listed with file, line and field; the others are ingested; the exit code is 1.
+With no PATH, the corpus that ships with kernelkb is ingested. Files that cannot be read as what they are
+(malformed YAML, a field of the wrong type, a fact without its unit or source) are listed with file, line
+and field; the others are ingested; the exit code is 1.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from ingest.pipeline import IngestError, IngestOptions, ingest_paths
 
 
 def ingest(
-    paths: Annotated[list[Path], typer.Argument(help="Files or folders to ingest (md, pdf, html, kernel+yaml).")],
+    paths: Annotated[list[Path] | None, typer.Argument(
+        help="Files or folders to ingest (md, pdf, html, kernel+yaml); default: the bundled corpus.")] = None,
     accelerator: Annotated[list[str] | None, typer.Option(
         help="Accelerator id(s) for files without front matter (repeat or comma-separate); default any.")] = None,
     vendor: Annotated[str | None, typer.Option(
@@ -34,7 +36,7 @@ def ingest(
     json_out: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
 ) -> None:
     """Ingest documents and kernels into the knowledge base (unchanged files are skipped)."""
-    from kb_server.config import get_settings
+    from kb_server.config import bundled_corpus_dir, get_settings
     from kb_server.store import Store, StoreError
 
     err = Console(stderr=True)
@@ -49,7 +51,8 @@ def ingest(
             return lambda n: bar.advance(task, n)
 
         try:
-            report = ingest_paths(Store(get_settings()), paths, options, progress=progress)
+            report = ingest_paths(Store(get_settings()), paths or [bundled_corpus_dir()], options,
+                                  progress=progress)
         except (IngestError, StoreError) as exc:
             err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
             raise typer.Exit(1) from exc

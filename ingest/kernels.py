@@ -3,7 +3,8 @@
 Usage: record = read_kernel(Path("corpus/kernels/softmax/kernel.py"))
 The sidecar is `<stem>.yaml` (or `.yml`) next to the source, e.g. kernel.py + kernel.yaml; its
 fields are those of KernelRecord except `source` (the file) and `id` (the hash of backend and
-source, unless the sidecar gives one). Errors name the sidecar, its line and the field.
+source, unless the sidecar gives one). Errors name the sidecar, its line and the field. The source is
+bundled: shared helpers the kernel imports are inlined (ingest/bundle.py), so a record is one candidate.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ingest.bundle import BundleError, bundled_source
 from ingest.frontmatter import FrontMatterError, validate_yaml_block
 from kb_server.kernel_store import kernel_id
 from kb_server.schemas import KernelMeasurement, KernelRecord
@@ -49,7 +51,10 @@ def read_kernel(source: Path, display_path: str | None = None) -> KernelRecord:
     if sidecar is None:
         raise FrontMatterError(source, 1, None, f"no sidecar {source.with_suffix('.yaml').name} next to the kernel")
     meta = validate_yaml_block(KernelSidecar, sidecar.read_text(encoding="utf-8"), sidecar, first_line=1)
-    code = source.read_text(encoding="utf-8")
+    try:
+        code = bundled_source(source)
+    except BundleError as exc:
+        raise FrontMatterError(exc.path, exc.line, None, exc.reason) from exc
     fields = meta.model_dump(exclude={"id"})
     return KernelRecord(id=meta.id or kernel_id(code, meta.backend), source=code,
                         path=display_path or str(source), **fields)

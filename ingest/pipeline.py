@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ingest.bundle import bundled_source
 from ingest.chunking import CHUNKER_VERSION, Block, pack_blocks
 from ingest.facts import FACTS_SUFFIXES, is_facts_file, read_facts
 from ingest.frontmatter import FrontMatterError, parse_front_matter
@@ -106,10 +107,12 @@ def chunking_signature(settings) -> str:
 
 
 def file_hash(f: _File) -> str:
-    """The stored hash of a file: its bytes (and its sidecar's); an upload is stored under this name."""
-    digest = hashlib.sha256(f.path.read_bytes())
-    if f.kind == "kernel":
-        digest.update(sidecar_for(f.path).read_bytes())
+    """The stored hash of a file: its bytes (a kernel: its bundled source, so a shared helper's change is the
+    kernel's, and its sidecar's); an upload is stored under this name."""
+    if f.kind != "kernel":
+        return hashlib.sha256(f.path.read_bytes()).hexdigest()
+    digest = hashlib.sha256(bundled_source(f.path).encode())
+    digest.update(sidecar_for(f.path).read_bytes())
     return digest.hexdigest()
 
 

@@ -12,7 +12,19 @@ from pathlib import Path
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-_REPO_ROOT = Path(__file__).resolve().parent.parent
+
+def bundled_corpus_dir() -> Path:
+    """The corpus that ships with kernelkb: the installed package `kernelkb_corpus`, or the checkout's
+    `corpus` package where the source tree is on sys.path without an install."""
+    try:
+        from kernelkb_corpus import CORPUS_DIR
+    except ImportError:
+        try:
+            from corpus import CORPUS_DIR
+        except ImportError as exc:
+            raise RuntimeError("kernelkb's corpus is missing: neither the package kernelkb_corpus nor a checkout's "
+                               "corpus/ is importable; reinstall kernelkb or set KKB_CORPUS_DIR") from exc
+    return CORPUS_DIR
 
 
 def _default_model() -> str:
@@ -30,7 +42,8 @@ class KBSettings(BaseSettings):
     home: Path = Path("~/.local/share/kernelkb")  # KKB_HOME: chroma files, lexical index cache
     chroma_url: str | None = None  # KKB_CHROMA_URL, e.g. http://127.0.0.1:8000; unset = embedded store
     model: str = Field(default_factory=_default_model)  # KKB_MODEL: sentence-transformers path or name
-    corpus_dir: Path = _REPO_ROOT / "corpus"  # KKB_CORPUS_DIR: accelerators/*.yaml live here
+    # KKB_CORPUS_DIR: accelerators/*.yaml live here
+    corpus_dir: Path = Field(default_factory=bundled_corpus_dir)
     api_key: str | None = None  # KKB_API_KEY: required by the HTTP API when set
 
     collection_prefix: str = "kkb"  # chroma collections: <prefix>_chunks, <prefix>_kernels, <prefix>_documents

@@ -693,14 +693,29 @@ def _conv_direct(name: str, node, outputs: list, buffers: dict, target: str) -> 
     w.indent += 1
     w.push()
     ci = Index.var("ci", cin_g)
-    for kk in _offsets(ksz):
-        koff = [Index.of(v) for v in kk]
-        coords, valid = _conv_coords(o, koff, stride, padding, dilation, transposed, sp_in)
+    # a strided transposed convolution reaches each output from one tap in `stride` per dim: walk only
+    # those (tap = phase + stride * t), not the whole window of mostly invalid taps
+    phased = transposed and all(d == 1 for d in dilation) and any(st > 1 for st in stride)
+    taps = [-(-k // st) for k, st in zip(ksz, stride)] if phased else list(ksz)
+    for kk in _offsets(taps):
+        if phased:
+            koff, coords, valid = [], [], None
+            for j, t in enumerate(kk):
+                base = o[j] + padding[j]
+                koff.append(base % stride[j] + stride[j] * t)
+                c = base // stride[j] - t
+                coords.append(c)
+                cond = (f"(({koff[-1].render()}) < {ksz[j]}) & (({c.render()}) >= 0) & "
+                        f"(({c.render()}) < {sp_in[j]})")
+                valid = cond if valid is None else f"{valid} & {cond}"
+        else:
+            koff = [Index.of(v) for v in kk]
+            coords, valid = _conv_coords(o, koff, stride, padding, dilation, transposed, sp_in)
         xv, xc = _eval(w, x, [b_idx, g * cin_g + ci] + coords, node, valid)
         if not transposed:
             wv, wc = _eval(w, wt, [co, ci] + koff)
         else:
-            wv, wc = _eval(w, wt, [g * cin_g + ci, co % cout_g] + koff)
+            wv, wc = _eval(w, wt, [g * cin_g + ci, co % cout_g] + koff, cond=valid if phased else None)
         w.emit(f"acc += tl.where({valid}, {w.cast(xv, xc, 'f32')}, 0.0) * {w.cast(wv, wc, 'f32')}")
     w.pop()
     w.indent -= 1

@@ -24,7 +24,7 @@ from agent_client.offline.adapt import AdaptError, adapt
 from agent_client.offline.families import render_forward
 from agent_client.offline.tunables import diverse_points, get_tunables, key, neighbours, set_tunables
 from agent_client.opgraph.trace import TraceError
-from agent_client.providers.base import Proposal, ProposalRequest, ProviderError
+from agent_client.proposals import Proposal, ProposalRequest, ProviderError
 from agent_client.signature import trace_signature
 
 _NEEDS_A_MODEL = ("a model-backed provider may still serve it: `--provider anthropic` (set ANTHROPIC_API_KEY) "

@@ -11,9 +11,9 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from agent_client.providers.base import NodeView, Proposal, ProposalRequest, Provider, ProviderError
+from agent_client.proposals import Provider
 
-__all__ = ["PROVIDERS", "NodeView", "Proposal", "ProposalRequest", "Provider", "ProviderError", "get_provider"]
+__all__ = ["PROVIDERS", "get_provider"]
 
 # name -> (module, factory function taking (settings, **options))
 PROVIDERS: dict[str, tuple[str, str]] = {

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from agent_client.providers.base import Proposal, ProposalRequest, ProviderError
+from agent_client.proposals import Proposal, ProposalRequest, ProviderError
 from agent_client.providers.extract import extract_code
 from agent_client.providers.retry import RETRYABLE_STATUS, call_with_retries, status_of
 

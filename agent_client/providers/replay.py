@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from agent_client.providers.base import Proposal, ProposalRequest, ProviderError
+from agent_client.proposals import Proposal, ProposalRequest, ProviderError
 
 
 class ReplayProvider:

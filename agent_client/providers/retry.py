@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
-from agent_client.providers.base import ProviderError
+from agent_client.proposals import ProviderError
 
 T = TypeVar("T")
 MAX_DELAY_S = 60.0

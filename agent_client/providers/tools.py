@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 
-from agent_client.providers.base import ProposalRequest
+from agent_client.proposals import ProposalRequest
 
 MAX_EVALUATIONS = 2  # harness runs one proposal's tool loop may ask for
 PASSAGE_CHARS = 1200

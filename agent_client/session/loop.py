@@ -1,6 +1,6 @@
 """The search loop of a tuning session: draft, evaluate, select, expand, until a stop condition.
 
-Usage: result = Tuner(config, store, kb, provider, policy, evaluate).run()
+Usage: result = Tuner(config, store, kb, provider, policy, evaluate, prompts).run()
 
 Generation overlaps evaluation: the harness runs candidates on a thread pool (each in its own
 worker process) while this thread asks the provider for the next proposals, up to
@@ -20,8 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agent_client.prompting import PromptBuilder
-from agent_client.providers.base import ProposalRequest, Provider
+from agent_client.proposals import ProposalRequest, Provider
 from agent_client.session.records import (
     Node, SessionConfig, conclusion, fitness, speedup_text, stand_in_verdict,
 )
@@ -55,7 +54,9 @@ class SessionResult:
 
 class Tuner:
     def __init__(self, config: SessionConfig, store: SessionStore, kb: Any, provider: Provider, policy: Any,
-                 evaluate: Callable[[str], dict], view: Any = None, accelerator_name: str | None = None):
+                 evaluate: Callable[[str], dict], prompts: Any, view: Any = None):
+        """prompts: the session's prompt builder (agent_client.prompting.PromptBuilder), made where the session
+        is assembled (agent_client/runner.py)."""
         self.config = config
         self.store = store
         self.kb = kb
@@ -65,9 +66,7 @@ class Tuner:
         self.view = view
         self.spec_path = Path(config.spec_path)
         self.spec_source = self.spec_path.read_text(encoding="utf-8")
-        self.prompts = PromptBuilder(kb, self.spec_source, config.target, config.backend, config.token_budget,
-                                     config.iteration_token_budget, accelerator_name=accelerator_name,
-                                     tools=config.provider == "anthropic", retrieval=config.retrieval)
+        self.prompts = prompts
         self.nodes: dict[str, Node] = {}
         self.inflight: dict[Future, str] = {}
         self.provider_failures = 0

@@ -10,7 +10,7 @@ import dataclasses
 import json
 from dataclasses import dataclass, field
 
-from agent_client.providers.base import NodeView
+from agent_client.proposals import NodeView
 
 FAILED_STATUSES = ("wrong", "compile_error", "runtime_error", "illegal_memory_access", "timeout",
                    "crashed", "rejected", "malformed", "eval_error")

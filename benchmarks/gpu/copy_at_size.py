@@ -1,6 +1,6 @@
 """Device-copy bandwidth at the sizes of the short memory-bound specs, for reading their "% of limit".
 
-Usage (GPU box, repo root): python3 benchmarks/gpu/copy_at_size.py [--out-dir benchmarks/results]
+Usage (a CUDA machine, repo root): python3 benchmarks/gpu/copy_at_size.py [--out-dir benchmarks/results]
 
 The library's "% of limit" divides a kernel's bytes (inputs + outputs) per second by 4.25 TB/s, a large
 copy's rate. A kernel of ~30 us pays its launch, ramp-up and tail like a copy of the same bytes does, so

@@ -1,6 +1,6 @@
 """fp32 GEMM precision against a float64 reference: cuBLAS fp32, our "ieee" and our "tf32x3" kernels.
 
-Usage (GPU box, repo root):
+Usage (a CUDA machine, repo root):
     python3 benchmarks/gpu/gemm_precision.py benchmarks/results/gemm_precision-h200.json
     python3 benchmarks/gpu/gemm_precision.py /tmp/p.json --device cpu --size 256   # CPU: emulated 3xTF32 only
 
@@ -85,7 +85,10 @@ def measure(device: str, size: int) -> dict:
     import torch.nn.functional as F
 
     spec = _load(SPEC, "precision_spec")
-    kernel = _load(KERNEL, "precision_kernel")
+    sys.path.insert(0, str(REPO))
+    from ingest.bundle import import_bundled
+
+    kernel = import_bundled(KERNEL, "precision_kernel")  # the one candidate source, helpers inlined
     torch.manual_seed(0)
     model = spec.Model(size, size, spec.SCALE, spec.ACTIVATION).to(device)
     x = torch.randn(size, size, device=device)

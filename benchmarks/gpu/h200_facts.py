@@ -1,6 +1,6 @@
 """Measure the H200's ceilings and properties as PyTorch sees them, for corpus/accelerators/h200.yaml.
 
-Usage (on the GPU box, from the repo root): python3 benchmarks/gpu/h200_facts.py [--out benchmarks/results]
+Usage (on a CUDA machine, from the repo root): python3 benchmarks/gpu/h200_facts.py [--out benchmarks/results]
 
 Copy bandwidth counts bytes read plus bytes written. Matmuls run on random data (zeros run faster
 and would flatter the peak). Each figure is the median of triton.testing.do_bench after warm-up.

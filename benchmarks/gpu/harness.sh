@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Usage: bash benchmarks/gpu/harness.sh   (from the repo root on the GPU box)
+# Usage: bash benchmarks/gpu/harness.sh   (from the repo root on a CUDA machine)
 #        KKB_HARNESS_BUDGET_S=190 bash benchmarks/gpu/harness.sh   (default budget 145 s in all)
 #        KKB_HARNESS_WITH_CUDA=1 ...   also the CUDA (load_inline) crash case: nvcc adds 30-60 s
 # GPU validation of the benchmark harness, within the budget:
@@ -19,7 +19,7 @@ echo "bench exit: $?"
 echo "== 2. GPU tests: python3 -m pytest -m 'gpu and not slow' tests/harness =="
 timeout 90 python3 -m pytest -m "gpu and not slow" tests/harness -q -p no:cacheprovider -o addopts="" 2>&1 | tail -n 30
 echo "pytest exit: ${PIPESTATUS[0]}"
-# hand the results files back when run through the device tool ($OUT comes back to the lead's machine)
+# when OUT names a folder, the results files are copied there too
 if [ -n "${OUT:-}" ] && [ -d "${OUT:-}" ]; then
-  cp benchmarks/results/harness-*.json "$OUT"/ 2>/dev/null && echo "copied results to \$OUT"
+  cp benchmarks/results/harness-*.json "$OUT"/ 2>/dev/null && echo "copied results to the OUT folder"
 fi

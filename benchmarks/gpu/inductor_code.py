@@ -1,6 +1,6 @@
 """What torch.compile runs for a library spec: Inductor's Triton source and the config its autotuner chose.
 
-Usage (GPU box, repo root): python3 benchmarks/gpu/inductor_code.py FAMILY/SPEC [...] [--out FILE]
+Usage (a CUDA machine, repo root): python3 benchmarks/gpu/inductor_code.py FAMILY/SPEC [...] [--out FILE]
 
 For the specs where torch.compile sits at the hardware limit and ours is a little behind, the generated kernel
 (block shapes, warps, eviction hints, masks) is the fact worth reading. Each spec's reference is compiled with
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import functools
 import io
 import logging
 import sys
@@ -25,7 +26,7 @@ sys.path.insert(0, str(REPO))
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("specs", nargs="+", help="FAMILY/SPEC, e.g. layernorm/layernorm_4096_fp32")
-    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
     ap.add_argument("--out", default=str(REPO / f"benchmarks/results/inductor-code-{stamp}.txt"))
     args = ap.parse_args(argv)
 
@@ -55,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
         log_buf.truncate()
         comp = torch.compile(model)
         _, codes = run_and_get_code(comp, *inputs)
-        ms = do_bench(lambda: comp(*inputs), warmup=25, rep=100, return_mode="median")
+        ms = do_bench(functools.partial(comp, *inputs), warmup=25, rep=100, return_mode="median")
         parts.append(f"\n######## {item}: torch.compile {ms:.4f} ms\n## autotuning log\n{log_buf.getvalue()}")
         for i, code in enumerate(codes):
             parts.append(f"## generated module {i}\n{code}\n")

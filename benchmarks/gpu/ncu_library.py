@@ -1,6 +1,6 @@
 """Run library kernels once each inside a profiler range, for Nsight Compute's hardware counters.
 
-Usage (GPU box, repo root):
+Usage (a CUDA machine, repo root):
     ncu --profile-from-start off --clock-control none --section SpeedOfLight ... \
         python3 benchmarks/gpu/ncu_library.py batchnorm/batchnorm_train_bf16 'attention/attention_bf16_d128:{"BLOCK_N_D128": 64}'
 
@@ -39,7 +39,8 @@ def main(argv: list[str]) -> int:
     import torch
 
     sys.path.insert(0, str(REPO))
-    from harness.spec import build_model, import_file, load_spec, make_inputs
+    from harness.spec import build_model, load_spec, make_inputs
+    from ingest.bundle import import_bundled
 
     try:  # every argument checked before the first (slow) kernel run
         targets = [parse_target(arg) for arg in argv]
@@ -48,7 +49,7 @@ def main(argv: list[str]) -> int:
         return 2
     torch.set_grad_enabled(False)
     for i, (family, name, overrides) in enumerate(targets):
-        kernel = import_file(REPO / f"corpus/kernels/{family}/kernel.py", f"ncu_{family}_{i}")
+        kernel = import_bundled(REPO / f"corpus/kernels/{family}/kernel.py", f"ncu_{family}_{i}")
         kernel.TUNABLES.update(overrides)
         spec = load_spec(REPO / f"corpus/kernels/{family}/specs/{name}.py")
         variant = spec.variants[0]

@@ -1,8 +1,8 @@
 """Keep the GPU busy for a few seconds before a measured run, from its own process.
 
-Usage (GPU box, repo root): python3 benchmarks/gpu/prewarm.py [SECONDS]   (default 15)
+Usage (a CUDA machine, repo root): python3 benchmarks/gpu/prewarm.py [SECONDS]   (default 15)
 
-Why: on the H200 box the first specs timed after the machine sat idle came out bimodal (ours and
+Why: on the H200 the first specs timed after the machine sat idle came out bimodal (ours and
 torch.compile's alike: benchmarks/results/library-h200-r6-20261130T155330Z.json, sweep-20261130T164547Z.json's
 first rows); 15 s of bf16 matmuls and copies from a separate process before the run removed it
 (library-h200-r6-20261130T155636Z.json); the same load from inside the measuring process did not

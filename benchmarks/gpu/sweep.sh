@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
-# Usage: [SWEEP_BUDGET_S=240] bash benchmarks/gpu/sweep.sh [GRID.json ...]   (repo root, GPU box)
-# Sweeps the skill library's TUNABLES over the grid files (default: every benchmarks/grids/*.json) with
+# Usage: [SWEEP_BUDGET_S=240] bash benchmarks/gpu/sweep.sh [GRID.json ...]   (repo root, a CUDA machine)
+# Sweeps the skill library's TUNABLES over the grid files (default: every corpus/kernels/*/grids/*.json) with
 # benchmarks/sweep_library.py: each config checked against the spec's reference, then timed with
 # triton.testing.do_bench next to eager and torch.compile of the reference. Writes
-# benchmarks/results/sweep-<UTC>.json (and copies it to $OUT when run through the device tool).
+# benchmarks/results/sweep-<UTC>.json (copied into the folder OUT names too, when set).
 set -u
 cd "$(dirname "$0")/../.."
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 STAMP=$(date -u +%Y%m%dT%H%M%SZ)
 GRIDS=("$@")
-[ ${#GRIDS[@]} -eq 0 ] && GRIDS=(benchmarks/grids/*.json)
+[ ${#GRIDS[@]} -eq 0 ] && GRIDS=(corpus/kernels/*/grids/*.json)
 python3 benchmarks/gpu/prewarm.py "${KKB_PREWARM_S:-15}"  # an idle GPU times its first specs bimodal
 python3 benchmarks/sweep_library.py "${GRIDS[@]}" --compile --budget-s "${SWEEP_BUDGET_S:-240}" \
   --out "benchmarks/results/sweep-$STAMP.json"

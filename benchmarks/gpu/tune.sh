@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Usage: bash benchmarks/gpu/tune.sh            (from the repo root on the GPU box; at most about 9.5 minutes)
+# Usage: bash benchmarks/gpu/tune.sh            (from the repo root on a CUDA machine; at most about 9.5 minutes)
 #        KKB_CPU_SMOKE=1 bash benchmarks/gpu/tune.sh   (CPU check of the script: one spec, budget 2)
 #
 # Offline tuning sessions (no model: the skill library, adapted and tuned) on five example specs:
@@ -31,7 +31,7 @@ else
   ARGS=(--device cuda:0 --budget "${TUNE_BUDGET:-10}" --time-budget "${TUNE_TIME_BUDGET:-45}" --total-budget "${TUNE_TOTAL_BUDGET:-390}")
 fi
 echo "== kkb ingest corpus (KKB_HOME=$KKB_HOME) =="
-# ingest's own verb, not kernelkb_cli: that one also imports the HTTP server (fastapi), absent on the GPU box
+# ingest's own verb, not kernelkb_cli: that one also imports the HTTP server (fastapi), absent on a CUDA machine
 timeout 150 "$PY" -c 'import sys, typer; from ingest.cli import ingest; sys.argv = ["ingest", "corpus"]; typer.run(ingest)' 2>&1 | tail -n 3
 echo "ingest exit: ${PIPESTATUS[0]}"
 echo "== bench_tune.py ${ARGS[*]} =="

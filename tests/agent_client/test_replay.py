@@ -7,8 +7,8 @@ import io
 import pytest
 from rich.console import Console
 
-from agent_client.providers import ProviderError, get_provider
-from agent_client.providers.base import ProposalRequest
+from agent_client.proposals import ProposalRequest, ProviderError
+from agent_client.providers import get_provider
 from agent_client.runner import new_config, run_session
 from agent_client.session.store import SessionStore
 from tests.agent_client.agent_helpers import FAST_EVAL, SPEC

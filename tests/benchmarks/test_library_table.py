@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
-import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "scripts"))
-sys.path.insert(0, str(REPO / "benchmarks"))
-
-from library_table import bar_summary, copy_fractions, latest_rows, median_rows
+_spec = importlib.util.spec_from_file_location("kkb_library_table", REPO / "scripts" / "library_table.py")
+library_table = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(library_table)
+bar_summary, copy_fractions = library_table.bar_summary, library_table.copy_fractions
+latest_rows, median_rows = library_table.latest_rows, library_table.median_rows
 
 
 def _results(path: Path, date: str, latency: float) -> Path:
@@ -106,3 +107,42 @@ def test_copy_at_size_notes_what_a_copy_of_the_bytes_reaches(tmp_path: Path):
            "size: 97%), sm 80.0%." in text
     assert "Below torch.compile: pool 0.980x (compile at 82% of the limit; a copy of its bytes at this size: 88%)." \
         in text
+
+
+def test_compare_sets_a_run_beside_the_table(tmp_path: Path):
+    """The table's rows are the kernel.yaml measurements: a run at the table's latencies is within; one spec 5%
+    slower, one failed and one not run are named."""
+    c = library_table.compare([_run(tmp_path, {})], 0.03)
+    assert c["ok"] and len(c["specs"]) >= 30 and all(s["ratio"] == 1.0 for s in c["specs"])
+    table = {s["spec"]: s for s in c["specs"]}
+    slow, failed, missing = sorted(table)[:3]
+    c = library_table.compare([_run(tmp_path, {slow: 1.05, failed: "wrong", missing: None})], 0.03)
+    bad = {s["spec"]: s for s in c["specs"] if not s["ok"]}
+    assert not c["ok"] and set(bad) == {slow, failed, missing}
+    assert abs(bad[slow]["ratio"] - 1.05) < 1e-9 and bad[failed]["status"] == "wrong"
+    assert bad[missing]["status"] == "not run"
+    rerun = tmp_path / "rerun.json"  # a later file completes the run: its rows win
+    rerun.write_text(json.dumps({"accelerator": "h200", "rows": [{"spec": s, "status": "passed",
+                                                                  "latency_ms": table[s]["table_ms"]}
+                                                                 for s in (slow, failed, missing)]}))
+    assert library_table.compare([_run(tmp_path, {slow: 1.05, failed: "wrong", missing: None}), rerun], 0.03)["ok"]
+
+
+def _run(tmp_path: Path, changes: dict) -> Path:
+    """A results file whose rows are the table's h200 measurements, with `changes`: spec -> a latency factor,
+    a failed status, or None (the spec left out)."""
+    import yaml
+
+    rows = []
+    for sidecar in sorted((REPO / "corpus" / "kernels").glob("*/kernel.yaml")):
+        for m in yaml.safe_load(sidecar.read_text()).get("measurements") or []:
+            if m["accelerator"] != "h200" or (m["spec"] in changes and changes[m["spec"]] is None):
+                continue
+            change = changes.get(m["spec"], 1.0)
+            status = change if isinstance(change, str) else "passed"
+            factor = change if isinstance(change, float) else 1.0
+            rows.append({"family": sidecar.parent.name, "spec": m["spec"], "status": status,
+                         "latency_ms": m["latency_ms"] * factor})
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps({"accelerator": "h200", "rows": rows}))
+    return path

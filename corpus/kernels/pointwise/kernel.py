@@ -14,42 +14,28 @@ kernel as constexpr op codes (up to MAX_OPS), so each distinct chain is its own 
 Bytes moved: one read of x and one write of y (plus the bias, which stays in L2); every op in between
 runs in registers in fp32, so a chain of k ops costs what one op costs -- while the chain is cheap.
 A chain of transcendental ops (silu, mish, softplus, gelu_tanh, sigmoid, tanh) is bound by the SFU
-(16 ex2/lg2/rcp/tanh per clock per SM), not by memory, so TUNABLES["FAST"] picks the formulas:
-- 0: the original forms (mish as x * tanh(softplus(x)): two exps, a log and a division; log by libdevice).
+(16 ex2/lg2/rcp/tanh per clock per SM) and the issue slots, not by memory, so TUNABLES["FAST"] picks the
+formulas (NOTES.md has what each costs):
 - 1: fewer transcendentals, portable: mish = x * n / (n + 2), n = e^x (e^x + 2) (one exp, one division:
-  tanh(log(1 + u)) = ((1+u)^2 - 1) / ((1+u)^2 + 1)); gelu_tanh = x * sigmoid(2z); exps as exp2.
-- 2: 1 plus the hardware's tanh.approx.f32 (one SFU op, relative error <= 2^-10.7) for silu, sigmoid,
-  gelu_tanh and tanh, and lg2.approx.f32 for softplus; only for 16-bit inputs on a GPU, whose tolerance
-  is bf16's (fp32 inputs and the CPU interpreter use 1).
+  tanh(log(1 + u)) = ((1+u)^2 - 1) / ((1+u)^2 + 1)); gelu_tanh = x * sigmoid(2z); exps as exp2. What fp32
+  inputs always use.
 - 3: one SFU op per transcendental op at most, the rest on the FMA pipe (8x the SFU's rate), for 16-bit
-  inputs (fp32 inputs use 1; the CPU interpreter runs the same forms with an exp-based tanh):
-  silu and gelu_tanh as h + h tanh(z), sigmoid as 0.5 + 0.5 tanh(x/2); mish = y (1 + t) S(t), t = tanh(y/2),
-  S(t) = (3 - t) / (t^2 - 2t + 5) as a degree-5 polynomial (relative error 1.3e-4); softplus =
-  max(x, 0) + w q(w), w = 2^(-|x| log2 e), q(w) = log1p(w) / w of degree 4 (5.7e-5). An interval
-  analysis of the chain (`_input_ranges`) then drops the SFU where the input is bounded: tanh of an input
-  in [-1, 1] (after sigmoid or tanh) is x P(x^2) of degree 3 (8.2e-5), sigmoid of an input in [-2, 2]
-  likewise, and relu of an input >= 0 is dropped. The error near saturation is tanh.approx's: where
-  1 + t is tiny (silu, mish of x << 0) the result's error is about |x| 2^-12 absolute.
-- 4: 3 plus a fitted tail (16-bit inputs; fp32 inputs use 1): the longest suffix of the chain that is a
-  smooth, saturating function G of its input y is one polynomial, fitted at init in fp64 (`_suffix_fit`).
-  Its variable is z = c tanh(s y) + d (s = 1/2 or 1/4: an approach to G(+-inf) like e^-y is then
-  analytic in t = tanh(s y)), or z = a y + b where the interval analysis bounds y; the least degree
-  (<= 10) whose fp32 Horner form is within 2^-FIT_BITS of max |G| wins. Taken only where it drops SFU ops:
-  the spec's tail mish .. relu (5 ops, 4 SFU ops) becomes one tanh and a degree-6 polynomial, so the chain
-  costs 2 SFU ops. The tanh.approx error adds |G'(t)| t 2^-10.7 on the GPU. The default: on the H200 that
-  chain takes 0.2538 ms (99% of the copy rate) against FAST 3's 0.3948 (sweep-20261130T165611Z.json).
-
-Instruction budget per element (the H200's issue rate is 1 warp instruction per clock per scheduler, the
-SFU's is 1/8 of that): the 7-op chain silu, mish, softplus, gelu_tanh, sigmoid, tanh, relu in bf16 takes
-(SASS for sm_90, BLOCK 1024, 4 warps) 8 SFU ops and 43.5 instructions with FAST 2 (SFU-bound: 64 clocks
-per 32 elements per scheduler, the measured 0.54 ms), and 5 SFU ops and about 40 instructions with FAST 3
-(about 40 clocks predicted): the SFU and the issue slots bind alike, so trading an SFU op for an FMA-pipe
-emulation (an exp2 is ~8 instructions) gains nothing. FAST 4 (silu, then the tail as tanh + degree 6)
-takes 2 SFU ops and 18 instructions (16.5 at 16 elements per thread). Loads and stores are 16-byte
-vectors (8 bf16 per thread per access); the bf16 <-> fp32 conversions cost 2 instructions per element,
-addressing about 2 at 8 elements per thread (BLOCK / (32 num_warps)), 1 at 16. Packed f16x2/bf16x2 SFU
-instructions do not help on sm_90: ptxas splits each into two scalar MUFU ops. Triton's fp32 `/` is already
-div.full.f32 (one MUFU.RCP).
+  inputs (on a GPU with the hardware's tanh.approx.f32, relative error <= 2^-10.7; the CPU interpreter runs
+  the same forms with an exp-based tanh): silu and gelu_tanh as h + h tanh(z), sigmoid as 0.5 + 0.5 tanh(x/2);
+  mish = y (1 + t) S(t), t = tanh(y/2), S(t) = (3 - t) / (t^2 - 2t + 5) as a degree-5 polynomial (relative
+  error 1.3e-4); softplus = max(x, 0) + w q(w), w = 2^(-|x| log2 e), q(w) = log1p(w) / w of degree 4
+  (5.7e-5). An interval analysis of the chain (`_input_ranges`) then drops the SFU where the input is
+  bounded: tanh of an input in [-1, 1] (after sigmoid or tanh) is x P(x^2) of degree 3 (8.2e-5), sigmoid of
+  an input in [-2, 2] likewise, and relu of an input >= 0 is dropped. Where 1 + t is tiny (silu, mish of
+  x << 0) the result's error is about |x| 2^-12 absolute.
+- 4 (the default): 3 plus a fitted tail (16-bit inputs): the longest suffix of the chain that is a smooth,
+  saturating function G of its input y is one polynomial, fitted at init in fp64 (`_suffix_fit`). Its
+  variable is z = c tanh(s y) + d (s = 1/2 or 1/4: an approach to G(+-inf) like e^-y is then analytic in
+  t = tanh(s y)), or z = a y + b where the interval analysis bounds y; the least degree (<= 10) whose fp32
+  Horner form is within 2^-FIT_BITS of max |G| wins. Taken only where it drops SFU ops: the spec's tail
+  mish .. relu (5 ops, 4 SFU ops) becomes one tanh and a degree-6 polynomial, so the chain costs 2 SFU ops
+  and 18 instructions an element (sm_90 SASS). The tanh.approx error adds |G'(t)| t 2^-10.7 on the GPU.
+Loads and stores are 16-byte vectors (8 bf16 per thread per access).
 """
 
 import functools
@@ -82,12 +68,6 @@ def _tanh(z):
 
 
 @triton.jit
-def _softplus(z):
-    # torch's softplus (beta=1, threshold=20): linear above the threshold
-    return tl.where(z > 20.0, z, tl.log(1.0 + tl.exp(tl.minimum(z, 20.0))))
-
-
-@triton.jit
 def _tanh_hw(z):
     # one SFU op (sm_75+); max relative error 2**-10.7
     return tl.inline_asm_elementwise("tanh.approx.f32 $0, $1;", "=f,f", [z], dtype=tl.float32, is_pure=True,
@@ -117,7 +97,8 @@ def _sigmoid_fast(z, HW: tl.constexpr):
 
 @triton.jit
 def _apply_fast(x, bias, a, b, OP: tl.constexpr, HW: tl.constexpr):
-    """The ops with fewer transcendentals (FAST >= 1); HW: hardware tanh/lg2 approximations."""
+    """The ops with fewer transcendentals (FAST 1, and FAST 3's ops without a bounded form); HW: hardware tanh/lg2
+    approximations."""
     if OP == 3:  # 0.5 x (1 + tanh z) == x * sigmoid(2z)
         z = 0.7978845608028654 * (x + 0.044715 * x * x * x)
         if HW:
@@ -246,9 +227,7 @@ def _fit_eval(y, a, b, c, d, k0, k1, k2, k3, k4, k5, k6, k7, k8, k9, k10,
 
 @triton.jit
 def _apply_any(x, bias, a, b, OP: tl.constexpr, FAST: tl.constexpr, HW: tl.constexpr):
-    if FAST == 0:
-        x = _apply(x, bias, a, b, OP)
-    elif FAST >= 3:
+    if FAST >= 3:
         x = _apply_bounded(x, bias, a, b, OP, HW)
     else:
         x = _apply_fast(x, bias, a, b, OP, HW)
@@ -257,18 +236,11 @@ def _apply_any(x, bias, a, b, OP: tl.constexpr, FAST: tl.constexpr, HW: tl.const
 
 @triton.jit
 def _apply(x, bias, a, b, OP: tl.constexpr):
+    """The ops with no transcendental to save (gelu's erf aside)."""
     if OP == 1:
         x = tl.maximum(x, 0.0)
     elif OP == 2:
         x = 0.5 * x * (1.0 + tl.erf(x * 0.7071067811865476))
-    elif OP == 3:
-        x = 0.5 * x * (1.0 + _tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)))
-    elif OP == 4:
-        x = x / (1.0 + tl.exp(-x))
-    elif OP == 5:
-        x = x * _tanh(_softplus(x))
-    elif OP == 6:
-        x = _softplus(x)
     elif OP == 7:
         x = x * tl.minimum(tl.maximum(x + 3.0, 0.0), 6.0) / 6.0
     elif OP == 8:
@@ -281,10 +253,6 @@ def _apply(x, bias, a, b, OP: tl.constexpr):
         x = x + a
     elif OP == 12:
         x = x + bias
-    elif OP == 13:
-        x = 1.0 / (1.0 + tl.exp(-x))
-    elif OP == 14:
-        x = _tanh(x)
     return x
 
 
@@ -507,11 +475,11 @@ def _launch(x: torch.Tensor, codes: list[int], values: list[float], params: torc
     b = bias.contiguous() if has_bias else params  # any pointer will do when HAS_BIAS is False
     block = TUNABLES["BLOCK"]
     fast = TUNABLES["FAST"]
-    if fast >= 2 and x.dtype not in (torch.bfloat16, torch.float16):
+    if fast not in (1, 3, 4):
+        raise ValueError(f"pointwise: TUNABLES['FAST'] = {fast!r}, expected 1, 3 or 4")
+    if x.dtype not in (torch.bfloat16, torch.float16):
         fast = 1  # the approximations are sized for a 16-bit output's tolerance
-    hw = fast >= 2 and x.is_cuda  # inline asm: GPU only, not the interpreter
-    if fast == 2 and not hw:
-        fast = 1
+    hw = fast >= 3 and x.is_cuda  # inline asm: GPU only, not the interpreter
     if fast != 4:
         fit = None
     if fast >= 3:

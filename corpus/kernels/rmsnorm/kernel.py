@@ -26,6 +26,9 @@ import triton
 import triton.language as tl
 from torch import nn
 
+from corpus.kernels._shared.bf16_words import _bf16_pair, _bf16_word, _row_sum
+from corpus.kernels._shared.device import _num_sms
+
 TUNABLES = {
     "MAX_FUSED_N": 16384,  # widest row kept whole in registers
     "BLOCK_LOOP": 4096,
@@ -68,38 +71,6 @@ def _rmsnorm_fused_kernel(
     w = tl.load(w_ptr + cols, mask=col_mask, other=0.0).to(tl.float32)
     y = x * rstd[:, None] * w[None, :]
     tl.store(y_ptr + rows[:, None] * stride_y + cols[None, :], y.to(y_ptr.dtype.element_ty), mask=mask)
-
-
-@triton.jit
-def _bf16_pair(words):
-    """fp32 (low, high) values of 32-bit words holding two bf16 values (little-endian: low = even column)."""
-    lo = (words << 16).to(tl.float32, bitcast=True)
-    hi = (words & -65536).to(tl.float32, bitcast=True)
-    return lo, hi
-
-
-@triton.jit
-def _bf16_word(lo, hi, ASM: tl.constexpr):
-    """32-bit words of two bf16 values rounded from fp32 (lo, hi): one packed cvt a word on the GPU (Triton's
-    own conversion of separate tensors takes one a value plus a byte permute)."""
-    if ASM:  # cvt's first source goes to the upper half
-        return tl.inline_asm_elementwise("cvt.rn.bf16x2.f32 $0, $2, $1;", "=r,f,f", [lo, hi], dtype=tl.int32,
-                                         is_pure=True, pack=1)
-    lo_bits = lo.to(tl.bfloat16).to(tl.int16, bitcast=True).to(tl.int32) & 0xFFFF
-    hi_bits = hi.to(tl.bfloat16).to(tl.int16, bitcast=True).to(tl.int32)
-    return (hi_bits << 16) | lo_bits
-
-
-@triton.jit
-def _add_pairs(a_lo, a_hi, b_lo, b_hi):
-    return a_lo + b_lo, a_hi + b_hi
-
-
-@triton.jit
-def _row_sum(lo, hi):
-    """Per-row sum of the low and high values: one reduction tree for both, each in-thread step one add."""
-    s_lo, s_hi = tl.reduce((lo, hi), 1, _add_pairs)
-    return s_lo + s_hi
 
 
 @triton.jit
@@ -181,12 +152,6 @@ def _pair_warps(rows: int, n_cols: int, bytes_per_warp: int) -> int:
     (layernorm's rule: its 5120-wide bf16 rows ran best with 2)."""
     want = triton.cdiv(rows * n_cols * 2, bytes_per_warp)
     return min(16, triton.next_power_of_2(want))
-
-
-def _num_sms(device: torch.device) -> int:
-    if device.type == "cuda":
-        return torch.cuda.get_device_properties(device).multi_processor_count
-    return 4  # the CPU interpreter: a small grid
 
 
 def _pair_words(x2: torch.Tensor, w: torch.Tensor):

@@ -14,7 +14,7 @@ os.environ.setdefault("TRITON_INTERPRET", "1")
 from agent_client.kb import LocalKB
 from agent_client.offline import OfflineProvider
 from agent_client.offline.tunables import get_tunables, neighbours, set_tunables
-from agent_client.providers.base import NodeView, ProposalRequest, ProviderError
+from agent_client.proposals import NodeView, ProposalRequest, ProviderError
 
 REPO = Path(__file__).resolve().parents[3]
 FAST = {"trials": 1, "min_reps": 1, "max_reps": 2, "warmup": 0, "max_timing_s": 0.3,

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from agent_client.prompting import PromptBuilder
-from agent_client.providers import ProviderError, get_provider
-from agent_client.providers.base import ProposalRequest
+from agent_client.proposals import ProposalRequest, ProviderError
+from agent_client.providers import get_provider
 from tests.agent_client.agent_helpers import SPEC, client_settings
 from tests.agent_client.candidate_sources import good
 from tests.agent_client.fake_anthropic import Reply, text_with_code

@@ -1,7 +1,7 @@
 """Helpers shared by the memory-bound library tests (test_<family>.py): tiny spec copies, the harness
 call on CPU, and the sidecar-vs-TUNABLES check.
 
-Usage: from library_check import family_tests, family_kernel, evaluate_tiny, ...
+Usage: from tests.corpus.kernels.library_check import family_tests, family_kernel, evaluate_tiny, ...
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import yaml
 os.environ.setdefault("TRITON_INTERPRET", "1")  # direct kernel calls in the tests run in the interpreter
 
 from harness import EvalConfig, Status, Verdict, evaluate
-from harness.spec import import_file
+from ingest.bundle import bundled_source, import_bundled
 
 KERNELS = Path(__file__).resolve().parents[3] / "corpus" / "kernels"
 # correctness only: one trial per variant, no timing (wall-clock interpreter times mean nothing)
@@ -36,9 +36,14 @@ def tiny_copy(spec: Path, tmp_path: Path) -> Path:
     return out
 
 
+def kernel_source(family: str) -> str:
+    """The family's candidate source: kernel.py with the shared helpers it imports inlined."""
+    return bundled_source(KERNELS / family / "kernel.py")
+
+
 def evaluate_tiny(family: str, spec: Path, tmp_path: Path) -> Verdict:
     """The harness's verdict on the family's kernel.py for the tiny copy of `spec` (every variant)."""
-    source = (KERNELS / family / "kernel.py").read_text()
+    source = kernel_source(family)
     return evaluate(tiny_copy(spec, tmp_path), source, backend="triton", device="cpu", config=CPU_CONFIG)
 
 
@@ -72,7 +77,7 @@ def sidecar_reasons(family: str) -> list[str]:
             reasons.append(f"{family}: TUNABLES[{name!r}] = {value!r} is not among kernel.yaml's {allowed.get(name)}")
     if len(family_specs(family)) < 2:
         reasons.append(f"{family}: fewer than 2 specs")
-    try:  # the ingest's dependencies (pydantic): installed by the package, absent on a bare GPU box
+    try:  # the ingest's dependencies (pydantic): installed by the package, absent on a bare CUDA machine
         from ingest.frontmatter import FrontMatterError
         from ingest.kernels import read_kernel
     except ImportError:
@@ -95,16 +100,8 @@ def with_tunables(source: str, overrides: dict) -> str:
 
 def evaluate_tiny_with(family: str, spec: Path, tmp_path: Path, overrides: dict) -> Verdict:
     """evaluate_tiny with some TUNABLES overridden (a non-default strategy)."""
-    source = with_tunables((KERNELS / family / "kernel.py").read_text(), overrides)
+    source = with_tunables(kernel_source(family), overrides)
     return evaluate(tiny_copy(spec, tmp_path), source, backend="triton", device="cpu", config=CPU_CONFIG)
-
-
-def function_sources(family: str, names: tuple[str, ...]) -> dict[str, str]:
-    """The source text of the module-level functions `names` in the family's kernel.py (for tests that keep a
-    kernel file's copy of another's helpers equal: each kernel file is one self-contained candidate)."""
-    source = (KERNELS / family / "kernel.py").read_text()
-    return {node.name: ast.get_source_segment(source, node) for node in ast.parse(source).body
-            if isinstance(node, ast.FunctionDef) and node.name in names}
 
 
 def family_tests(family: str) -> tuple:
@@ -124,5 +121,5 @@ def family_tests(family: str) -> tuple:
 
 
 def family_kernel(family: str, module_name: str = ""):
-    """The family's kernel.py imported as a module (its own name per caller that needs a fresh copy)."""
-    return import_file(KERNELS / family / "kernel.py", module_name or f"test_{family}_kernel")
+    """The family's candidate source imported as a module (its own name per caller that needs a fresh copy)."""
+    return import_bundled(KERNELS / family / "kernel.py", module_name or f"test_{family}_kernel")

@@ -3,10 +3,8 @@
 Usage: .venv/bin/python -m pytest -x -q tests/corpus/kernels/test_batchnorm.py
 
 Each spec is evaluated as a copy with SIZE = "tiny" on every variant (the Triton interpreter runs ~1 ms
-per program). Also: running statistics and num_batches_tracked follow nn.BatchNorm2d in training
-(default, coop paths with each COOP_SYNC, staged with and without STAGE_PREFETCH: the program holding a
-channel's first row updates it, and streamed, with one or several planes per tile: the program applying a
-channel's first tile).
+per program). Also: running statistics and num_batches_tracked follow nn.BatchNorm2d in training, "auto"
+picks by size, and the "ring" path's launch arithmetic and sm_90 compile (its runs need an sm_90 GPU).
 """
 
 from __future__ import annotations
@@ -16,11 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.corpus.kernels.library_check import (
-    family_kernel,
-    family_tests,
-    function_sources,
-)
+from tests.corpus.kernels.library_check import family_kernel, family_tests
 
 FAMILY = "batchnorm"
 
@@ -46,35 +40,10 @@ def _model_pair(k, channels: int = 5) -> tuple:
 
 @pytest.mark.parametrize("overrides", [
     {},
-    {"STRATEGY": "coop", "COOP_PREFETCH": 1, "COOP_CHUNK": 128, "COOP_PROGRAMS_PER_SM": 2, "num_warps_coop": 4},
-    {"STRATEGY": "coop", "COOP_SYNC": "tagged", "COOP_PREFETCH": 2, "COOP_CHUNK": 256, "num_warps_coop": 4},
-    {"STRATEGY": "coop", "COOP_SYNC": "last", "COOP_PREFETCH": 1, "COOP_CHUNK": 128, "num_warps_coop": 4},
-    {"STRATEGY": "coop", "COOP_SYNC": "last", "COOP_PREFETCH": 2, "COOP_CHUNK": 512, "num_warps_coop": 4},
-    {"STRATEGY": "staged", "STAGE_BYTES": 4096, "STAGE_TILE": 256, "STAGE_RUN": 64, "num_warps_staged": 4},
-    {"STRATEGY": "staged", "STAGE_BYTES": 2048, "STAGE_LAG": 2, "STAGE_TILE": 512, "STAGE_RUN": 64,
-     "STAGE_PROGRAMS_PER_SM": 4, "num_warps_staged": 2},
-    {"STRATEGY": "staged", "STAGE_BYTES": 2097152, "STAGE_TILE": 128, "STAGE_RUN": 64, "num_warps_staged": 4},
-    {"STRATEGY": "staged", "STAGE_PREFETCH": 1, "STAGE_BYTES": 4096, "STAGE_TILE": 256, "STAGE_RUN": 64,
-     "num_warps_staged": 4},
-    {"STRATEGY": "staged", "STAGE_PREFETCH": 2, "STAGE_BYTES": 2097152, "STAGE_TILE": 1024, "STAGE_RUN": 64,
-     "STAGE_LAG": 2, "num_warps_staged": 4},
-    {"STRATEGY": "streamed", "STREAM_BYTES": 64, "STREAM_TILE": 16, "STREAM_AHEAD": False, "STREAM_STAGES": 3,
-     "num_warps_streamed": 2},
-    {"STRATEGY": "streamed", "STREAM_BYTES": 20971520, "STREAM_TILE": 64, "STREAM_AHEAD": True, "STREAM_STAGES": 1,
-     "STREAM_PROGRAMS_PER_SM": 1, "num_warps_streamed": 2},
-    {"STRATEGY": "streamed", "STREAM_BYTES": 64, "STREAM_TILE": 16, "STREAM_PLANES": 4, "num_warps_streamed": 2},
-    {"STRATEGY": "streamed", "STREAM_BYTES": 64, "STREAM_TILE": 16, "STREAM_EVICT": ",evict_last,",
-     "num_warps_streamed": 2},
-    {"STRATEGY": "streamed", "STREAM_BYTES": 64, "STREAM_TILE": 16, "STREAM_EVICT": ["evict_first", "", "evict_last"],
-     "num_warps_streamed": 2},
-], ids=["default", "coop_prefetch", "coop_tagged_prefetch_early", "coop_last_prefetch", "coop_last_one_chunk",
-        "staged_partial_last_stage", "staged_lag2_many_programs", "staged_shares_span_channels",
-        "staged_prefetch_partial_last_stage", "staged_prefetch_early_heads_span_channels",
-        "streamed_tiles_cut_planes_lag_raised", "streamed_ahead_shares_span_channels",
-        "streamed_planes_ragged_shares_cut_channels", "streamed_other_eviction_policies",
-        "streamed_eviction_policies_as_a_list"])
+    {"STRATEGY": "two_kernel", "SPLIT": 4, "BLOCK_STATS": 16, "MAX_BLOCK_APPLY": 16},  # planes cut into blocks
+], ids=["default", "two_kernel_small_blocks"])
 def test_running_stats_follow_batchnorm2d(overrides: dict, monkeypatch):
-    """9x7 planes: the coop chunks cut planes (runs of 64, 63 valid) and the last chunk is partial."""
+    """9x7 planes (ragged blocks), two calls."""
     k = kernel()
     for key, value in overrides.items():
         monkeypatch.setitem(k.TUNABLES, key, value)
@@ -87,29 +56,6 @@ def test_running_stats_follow_batchnorm2d(overrides: dict, monkeypatch):
     torch.testing.assert_close(new.running_mean, ref.running_mean, atol=1e-6, rtol=1e-5)
     torch.testing.assert_close(new.running_var, ref.running_var, atol=1e-6, rtol=1e-5)
     assert int(new.num_batches_tracked) == int(ref.num_batches_tracked) == 2
-
-
-@pytest.mark.parametrize("overrides", [
-    {"STRATEGY": "streamed", "WORKSPACE": "epoch", "STREAM_BYTES": 64, "STREAM_TILE": 16, "num_warps_streamed": 2},
-    {"STRATEGY": "streamed", "WORKSPACE": "epoch", "STREAM_PLANES": 4, "STREAM_TILE": 64, "STREAM_LANES": 16,
-     "STREAM_AHEAD": 2, "STREAM_BYTES": 2048, "num_warps_streamed": 2},
-    {"STRATEGY": "staged", "WORKSPACE": "epoch", "STAGE_BYTES": 2048, "STAGE_LAG": 2, "STAGE_TILE": 256,
-     "STAGE_RUN": 64, "num_warps_staged": 2},
-], ids=["streamed", "streamed_planes_lanes_ahead2", "staged"])
-def test_epoch_workspace_reused_across_calls(overrides: dict, monkeypatch):
-    """One model called three times on the same shapes: the cached slot words are never refilled, so each call
-    must tell its own words from those the call before left (the parity flips every call, and in the
-    interpreter a poll that finds a peer's word not in reads the channel itself: a stale word taken as in
-    would give a wrong result). The ticket counter ends at three launches' programs."""
-    _check_three_calls(overrides, torch.float32, (6, 5, 9, 7), 1e-5, monkeypatch)
-
-
-def test_streamed_words_unmasked_one_tree_reused_across_calls(monkeypatch):
-    """The same for bf16 x as 32-bit words in whole (unmasked) tiles, each poll one reduction tree: 8x8 planes,
-    16-value tiles (8 words); y within 2 bf16 ulps of the fp32 reference (the interpreter rounds toward zero)."""
-    overrides = {"STRATEGY": "streamed", "WORKSPACE": "epoch", "STREAM_WORDS": True, "STREAM_UNMASKED": True,
-                 "STREAM_ONE_TREE": True, "STREAM_TILE": 16, "STREAM_BYTES": 64, "num_warps_streamed": 2}
-    _check_three_calls(overrides, torch.bfloat16, (4, 5, 8, 8), 2e-2, monkeypatch)
 
 
 def _check_three_calls(overrides: dict, dtype: torch.dtype, shape: tuple, tol: float, monkeypatch,
@@ -130,74 +76,40 @@ def _check_three_calls(overrides: dict, dtype: torch.dtype, shape: tuple, tol: f
         torch.testing.assert_close(new.running_mean, ref.running_mean, atol=1e-6, rtol=1e-5)
         torch.testing.assert_close(new.running_var, ref.running_var, atol=1e-6, rtol=1e-5)
     assert int(new.num_batches_tracked) == 3
-    if k.TUNABLES["WORKSPACE"] == "epoch":
-        (key, workspace), = k._WORKSPACES.items()
-        assert int(workspace[0]) == 3 * key[1]  # every program of every call drew one ticket
+    (key, workspace), = k._WORKSPACES.items()
+    assert int(workspace[0]) == 3 * key[1]  # every program of every call drew one ticket
 
 
 class _Taken(Exception):
     """Raised by a stand-in for a strategy's first launch: the strategy is named, nothing runs."""
 
 
-@pytest.mark.parametrize(("dtype", "min_bytes", "expected"), [
-    (torch.bfloat16, 1024, "streamed"),  # 16-bit and larger than the threshold
-    (torch.bfloat16, 1 << 26, "two_kernel"),  # 16-bit but L2-sized
-    (torch.float32, 1024, "streamed"),  # 32-bit and larger than the threshold
-    (torch.float32, 1 << 26, "two_kernel"),  # 32-bit but L2-sized
+@pytest.mark.parametrize(("dtype", "min_bytes", "fits", "expected"), [
+    (torch.bfloat16, 1024, True, "ring"),  # larger than the threshold, the ring's launch fits (sm_90)
+    (torch.bfloat16, 1024, False, "two_kernel"),  # larger, but no ring here (not sm_90, or it does not fit)
+    (torch.bfloat16, 1 << 26, True, "two_kernel"),  # L2-sized
+    (torch.float32, 1024, True, "ring"),
+    (torch.float32, 1 << 26, True, "two_kernel"),
 ])
-def test_auto_strategy_picks_by_size(dtype, min_bytes, expected, monkeypatch):
+def test_auto_strategy_picks_by_size(dtype, min_bytes, fits, expected, monkeypatch):
     k = kernel()
     monkeypatch.setitem(k.TUNABLES, "STRATEGY", "auto")
-    monkeypatch.setattr(k, "_AUTO_STREAMED_MIN_BYTES", min_bytes)
+    monkeypatch.setattr(k, "_AUTO_RING_MIN_BYTES", min_bytes)
+    monkeypatch.setattr(k, "_auto_ring", lambda x, launch: fits)
 
-    def staged(*args):
-        raise _Taken("staged")
-
-    def streamed(*args):
-        raise _Taken("streamed")
+    def ring(*args):
+        raise _Taken("ring")
 
     class TwoKernel:  # stands in for the stats kernel: `kernel[grid](...)`
         def __getitem__(self, grid):
             raise _Taken("two_kernel")
 
-    monkeypatch.setattr(k, "_batch_norm_staged", staged)
-    monkeypatch.setattr(k, "_batch_norm_streamed", streamed)
+    monkeypatch.setattr(k, "_batch_norm_ring", ring)
     monkeypatch.setattr(k, "_batchnorm_stats_kernel", TwoKernel())
     with pytest.raises(_Taken) as taken:
         k.batch_norm_train(torch.randn(2, 2, 16, 16).to(dtype), torch.ones(2), torch.zeros(2), None, None, None,
                            0.1, 1e-5)
     assert str(taken.value) == expected
-
-
-@pytest.mark.parametrize("evict", [("evict_last", "evict_first"), ("evict_last", "evict_first", "keep"),
-                                   "evict_last", "evict_last,evict_first,evict_first,"])
-def test_bad_stream_evict_is_named(evict, monkeypatch):
-    k = kernel()
-    monkeypatch.setitem(k.TUNABLES, "STRATEGY", "streamed")
-    monkeypatch.setitem(k.TUNABLES, "STREAM_EVICT", evict)
-    with pytest.raises(ValueError, match="STREAM_EVICT"):
-        k.batch_norm_train(torch.randn(2, 2, 4, 4), torch.ones(2), torch.zeros(2), None, None, None, 0.1, 1e-5)
-
-
-_SHARED_PAIR_HELPERS = ("_bf16_pair", "_bf16_word")
-
-
-def test_word_helpers_are_layernorm_pair_helpers():
-    # a kernel file is one self-contained candidate (the harness loads it as source text), so batchnorm keeps
-    # its own copy of layernorm's bf16 word helpers for STREAM_WORDS; this test keeps the copies equal
-    ours, theirs = (function_sources(f, _SHARED_PAIR_HELPERS) for f in (FAMILY, "layernorm"))
-    assert set(ours) == set(theirs) == set(_SHARED_PAIR_HELPERS)
-    for name in _SHARED_PAIR_HELPERS:
-        assert ours[name] == theirs[name], f"copy layernorm/kernel.py's {name} into batchnorm/kernel.py"
-
-
-def test_launch_hook_check_is_gemm_epilogues():
-    # the ring path's launch plans take gemm_epilogue's check that no launch hook (a profiler's) would be skipped,
-    # and its cached device capability;
-    # each kernel file is one self-contained candidate, so this test keeps the two copies equal
-    names = ("_launch_hooks_idle", "_capability")
-    ours, theirs = (function_sources(f, names) for f in (FAMILY, "gemm_epilogue"))
-    assert set(ours) == set(names) and ours == theirs, f"copy gemm_epilogue/kernel.py's {names} into batchnorm/kernel.py"
 
 
 # ---- STRATEGY "ring" (Gluon: runs on a CUDA GPU only; here its launch arithmetic and its sm_90 compile) ----
@@ -243,20 +155,6 @@ def test_bad_ring_evict_is_named(monkeypatch):
         k.batch_norm_train(torch.randn(2, 2, 4, 4), torch.ones(2), torch.zeros(2), None, None, None, 0.1, 1e-5)
 
 
-def test_auto_takes_ring_where_it_fits(monkeypatch):
-    k = kernel()
-    monkeypatch.setitem(k.TUNABLES, "STRATEGY", "auto")
-    monkeypatch.setattr(k, "_AUTO_STREAMED_MIN_BYTES", 1024)
-    monkeypatch.setattr(k, "_auto_ring", lambda x, launch: True)
-
-    def ring(*args):
-        raise _Taken("ring")
-
-    monkeypatch.setattr(k, "_batch_norm_ring", ring)
-    with pytest.raises(_Taken, match="ring"):
-        k.batch_norm_train(torch.randn(2, 2, 16, 16), torch.ones(2), torch.zeros(2), None, None, None, 0.1, 1e-5)
-
-
 _COMPILE_RING_FOR_SM90 = """
 import json, re, subprocess, sys, tempfile
 from pathlib import Path
@@ -264,10 +162,10 @@ from pathlib import Path
 import triton
 from triton.backends.compiler import GPUTarget
 from triton.experimental.gluon._runtime import GluonASTSource
-from harness.spec import import_file
+from ingest.bundle import import_bundled
 
 path, dtype, shape = Path(sys.argv[1]), sys.argv[2], [int(v) for v in sys.argv[3].split("x")]
-k = import_file(path, "batchnorm_ring_compile")
+k = import_bundled(path, "batchnorm_ring_compile")
 esize = {"bf16": 2, "fp16": 2, "fp32": 4}[dtype]
 n, c, hw = shape[0], shape[1], shape[2] * shape[3]
 p, why = k._ring_layout(n, c, hw, esize, 132)
@@ -343,11 +241,10 @@ needs_sm90 = pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.get_
     ((256, 8, 64, 64), torch.bfloat16, 2e-2),  # the bf16 spec's planes, unmasked
     ((64, 16, 64, 64), torch.float16, 2e-2),
 ], ids=str)
-@pytest.mark.parametrize("workspace", ["epoch", "fill"])
-def test_ring_matches_batchnorm2d_on_gpu(shape, dtype, tol, workspace, monkeypatch):
+def test_ring_matches_batchnorm2d_on_gpu(shape, dtype, tol, monkeypatch):
     """Three calls (the epoch workspace's parity flips each call) against BatchNorm2d in fp32: y, running
     statistics and num_batches_tracked."""
-    _check_three_calls({"STRATEGY": "ring", "WORKSPACE": workspace}, dtype, shape, tol, monkeypatch, device="cuda")
+    _check_three_calls({"STRATEGY": "ring"}, dtype, shape, tol, monkeypatch, device="cuda")
 
 
 @pytest.mark.gpu

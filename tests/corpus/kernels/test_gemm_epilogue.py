@@ -17,8 +17,13 @@ import torch
 import yaml
 
 from harness import Status, evaluate
-from harness.spec import import_file
-from tests.corpus.kernels.library_check import CPU_CONFIG, tiny_copy, tunables_literal
+from tests.corpus.kernels.library_check import (
+    CPU_CONFIG,
+    family_kernel,
+    kernel_source,
+    tiny_copy,
+    tunables_literal,
+)
 
 FAMILY = Path(__file__).resolve().parents[3] / "corpus" / "kernels" / "gemm_epilogue"
 SPECS = sorted((FAMILY / "specs").glob("*.py"))
@@ -41,7 +46,7 @@ def with_tunables(source: str, overrides: dict) -> str:
 
 @pytest.mark.parametrize("spec", SPECS, ids=lambda p: p.stem)
 def test_kernel_passes_spec(spec: Path, tmp_path: Path):
-    verdict = evaluate(tiny_copy(spec, tmp_path), (FAMILY / "kernel.py").read_text(), backend="triton",
+    verdict = evaluate(tiny_copy(spec, tmp_path), kernel_source("gemm_epilogue"), backend="triton",
                        device="cpu", config=CPU_CONFIG)
     assert verdict.status is Status.passed, verdict.reasons
 
@@ -50,25 +55,22 @@ def test_kernel_passes_spec(spec: Path, tmp_path: Path):
 def test_persistent_tma_path_passes_spec(spec: Path, tmp_path: Path):
     # The persistent kernel fed by TMA descriptors; tf32x3 for fp32 (the interpreter computes it in fp32,
     # so this checks the indexing, not the precision, which the GPU run judges).
-    source = with_tunables((FAMILY / "kernel.py").read_text(), {
+    source = with_tunables(kernel_source("gemm_epilogue"), {
         "PERSISTENT_TMA": True, "FP32_PERSISTENT_TMA": True, "FP32_PRECISION": "tf32x3"})
     verdict = evaluate(tiny_copy(spec, tmp_path), source, backend="triton", device="cpu", config=CPU_CONFIG)
     assert verdict.status is Status.passed, verdict.reasons
 
 
 @pytest.mark.parametrize("overrides", [
-    {"EPILOGUE_SUBTILE": 2},  # two (BLOCK_M, BLOCK_N/2) epilogue halves, masked pointer residual/store
+    {"TMA_EPILOGUE": False},  # the epilogue's two halves by masked pointer residual loads and stores
     {"TMA_EPILOGUE": True},  # residual and output by TMA (the ragged variant's 72-byte rows fall back)
-    {"TMA_EPILOGUE": True, "EPILOGUE_SUBTILE": 2, "FLATTEN": True},
-    {"TMA_EPILOGUE": True, "WARP_SPECIALIZE": True},  # GPU-only choice: the interpreter runs without it
-    {"TMA_EPILOGUE": True, "EPILOGUE_SUBTILE": 2, "PROGRAMS_PER_SM": 2},  # two persistent programs per SM
-], ids=lambda o: "-".join(o))
+], ids=lambda o: "-".join(f"{k}={v}" for k, v in o.items()))
 @pytest.mark.parametrize("spec", [SPECS[0], SPECS[-1]], ids=lambda p: p.stem)  # bf16 store, fp32 row sum
 def test_persistent_epilogue_strategies_pass_spec(spec: Path, overrides: dict, tmp_path: Path):
     tunables = {"PERSISTENT_TMA": True, "FP32_PERSISTENT_TMA": True}
     for name, value in overrides.items():
         tunables.update({name: value, f"FP32_{name}": value})
-    source = with_tunables((FAMILY / "kernel.py").read_text(), tunables)
+    source = with_tunables(kernel_source("gemm_epilogue"), tunables)
     verdict = evaluate(tiny_copy(spec, tmp_path), source, backend="triton", device="cpu", config=CPU_CONFIG)
     assert verdict.status is Status.passed, verdict.reasons
 
@@ -79,17 +81,16 @@ def test_persistent_epilogue_strategies_pass_spec(spec: Path, overrides: dict, t
     (torch.float32, 256, 32, "FP32_"),  # fp32 keys at every shape
 ])
 def test_config_follows_shape_and_dtype(dtype, m, n, prefix):
-    kernel = import_file(FAMILY / "kernel.py", "test_gemm_kernel_config")
+    kernel = family_kernel("gemm_epilogue", "test_gemm_kernel_config")
     assert kernel._config(dtype, m, n) == {name: kernel.TUNABLES[prefix + name] for name in kernel._STRATEGY}
 
 
-@pytest.mark.parametrize("programs_per_sm", [1, 2, 3])  # 3: more programs than the 8 tiles (min caps it)
-def test_tall_keys_drive_a_tall_problem(programs_per_sm):
-    # Small TALL_ tiles on a 256 x 32 -> 32 problem: persistent, TMA epilogue, split epilogue.
-    kernel = import_file(FAMILY / "kernel.py", "test_gemm_kernel_tall")
-    kernel.TUNABLES.update({"TALL_BLOCK_M": 32, "TALL_BLOCK_N": 32, "TALL_BLOCK_K": 16, "TALL_PERSISTENT_TMA": True,
-                            "TALL_TMA_EPILOGUE": True, "TALL_EPILOGUE_SUBTILE": 2,
-                            "TALL_PROGRAMS_PER_SM": programs_per_sm})
+def test_tall_keys_drive_a_tall_problem(monkeypatch):
+    # Small TALL_ tiles on a 256 x 32 -> 32 problem: persistent (the 4 CPU "SMs" walk 8 tiles), TMA epilogue
+    kernel = family_kernel("gemm_epilogue", "test_gemm_kernel_tall")
+    for name, value in {"TALL_BLOCK_M": 32, "TALL_BLOCK_N": 32, "TALL_BLOCK_K": 16, "TALL_PERSISTENT_TMA": True,
+                        "TALL_TMA_EPILOGUE": True}.items():
+        monkeypatch.setitem(kernel.TUNABLES, name, value)
     torch.manual_seed(0)
     x, w, b, r = torch.randn(256, 32), torch.randn(32, 32), torch.randn(32), torch.randn(256, 32)
     x, w, b, r = (t.to(torch.bfloat16) for t in (x, w, b, r))
@@ -99,7 +100,7 @@ def test_tall_keys_drive_a_tall_problem(programs_per_sm):
 
 
 def test_plain_tf32_is_refused():
-    kernel = import_file(FAMILY / "kernel.py", "test_gemm_kernel_tf32")
+    kernel = family_kernel("gemm_epilogue", "test_gemm_kernel_tf32")
     kernel.TUNABLES["FP32_PRECISION"] = "tf32"
     with pytest.raises(ValueError, match="FP32_PRECISION"):
         kernel.gemm_epilogue(torch.randn(4, 8), torch.randn(6, 8))
@@ -142,10 +143,10 @@ def test_hardware_tanh_gelu_stays_inside_the_16bit_tolerance():
 
 @pytest.mark.parametrize("spec", [s for s in SPECS if "bf16" in s.stem], ids=lambda p: p.stem)
 def test_tanh_gelu_form_passes_16bit_specs(spec: Path, tmp_path: Path):
-    source = with_tunables((FAMILY / "kernel.py").read_text(), {"GELU_16BIT": "tanh_form"})
+    source = with_tunables(kernel_source("gemm_epilogue"), {"GELU_16BIT": "tanh_form"})
     verdict = evaluate(tiny_copy(spec, tmp_path), source, backend="triton", device="cpu", config=CPU_CONFIG)
     assert verdict.status is Status.passed, verdict.reasons
-    kernel = import_file(FAMILY / "kernel.py", "test_gemm_kernel_gelu_form")
+    kernel = family_kernel("gemm_epilogue", "test_gemm_kernel_gelu_form")
     kernel.TUNABLES["GELU_16BIT"] = "tanh"
     with pytest.raises(ValueError, match="GELU_16BIT"):
         kernel.gemm_epilogue(torch.randn(4, 8), torch.randn(6, 8))
@@ -159,7 +160,7 @@ def test_sidecar_lists_every_tunable_and_its_value():
 
 
 def test_launcher_names_bad_inputs():
-    kernel = import_file(FAMILY / "kernel.py", "test_gemm_kernel")
+    kernel = family_kernel("gemm_epilogue", "test_gemm_kernel")
     x, w = torch.randn(4, 8), torch.randn(6, 9)
     with pytest.raises(ValueError, match="K=8"):  # in_features mismatch
         kernel.gemm_epilogue(x, w)
@@ -175,7 +176,7 @@ def test_launcher_names_bad_inputs():
 def test_epilogue_16bit_forms_pass_16bit_specs(spec: Path, lean: str, persistent: bool, tmp_path: Path):
     # "lean": the bias starts the accumulator, the scale rides on GELU's half, the residual is added to the
     # rounded output (the interpreter adds through fp32; the GPU by add.rn.bf16x2); both kernels, both prefixes.
-    source = with_tunables((FAMILY / "kernel.py").read_text(), {
+    source = with_tunables(kernel_source("gemm_epilogue"), {
         "EPILOGUE_16BIT": lean, "TALL_EPILOGUE_16BIT": lean,
         "PERSISTENT_TMA": persistent, "TALL_PERSISTENT_TMA": persistent})
     verdict = evaluate(tiny_copy(spec, tmp_path), source, backend="triton", device="cpu", config=CPU_CONFIG)
@@ -186,7 +187,7 @@ def test_lean_residual_add_rounds_like_eager():
     # The lean epilogue's output is round(round(y) + r) in bf16, eager's last add; the fp32 form is round(y + r).
     # They differ by at most y's rounding plus the result's: a bf16 ulp of each (half an ulp each on the GPU,
     # which rounds to nearest; the interpreter's fp32 -> bf16 conversion truncates, a full ulp).
-    kernel = import_file(FAMILY / "kernel.py", "test_gemm_kernel_lean")
+    kernel = family_kernel("gemm_epilogue", "test_gemm_kernel_lean")
     torch.manual_seed(1)
     x, w, b, r = torch.randn(64, 32), torch.randn(16, 32), torch.randn(16), torch.randn(64, 16)
     x, w, b, r = (t.to(torch.bfloat16) for t in (x, w, b, r))
@@ -203,21 +204,16 @@ def test_lean_residual_add_rounds_like_eager():
 
 
 def test_bad_epilogue_16bit_is_named():
-    kernel = import_file(FAMILY / "kernel.py", "test_gemm_kernel_lean_bad")
+    kernel = family_kernel("gemm_epilogue", "test_gemm_kernel_lean_bad")
     kernel.TUNABLES["EPILOGUE_16BIT"] = "bf16"
     with pytest.raises(ValueError, match="EPILOGUE_16BIT"):
         kernel.gemm_epilogue(torch.randn(4, 8, dtype=torch.bfloat16), torch.randn(6, 8, dtype=torch.bfloat16))
 
 
-# (dtype, activation as the launcher hands it on, bias, residual, (ring slots, BK, wgmmas in flight), tail knobs):
-# the spec's epilogue and its alternatives, at the default ring and at the other forms, the last tile's epilogue
-# shared with the MMA warp groups or theirs alone
-HOPPER_COMPILE_CASES = [("bf16", "gelu_tanh_hw", True, True, (3, 64, 1), {}), ("fp16", "relu", False, False, (3, 64, 1), {}),
-                        ("bf16", "silu", False, True, (3, 64, 1), {}), ("bf16", "gelu_tanh_hw", True, True, (3, 64, 0), {}),
-                        ("bf16", "gelu_tanh_hw", True, True, (6, 32, 1), {}),
-                        ("bf16", "gelu_tanh_hw", True, True, (3, 64, 0), {"ROLLED": False, "TAIL_ROWS": 64}),
-                        ("bf16", "gelu_tanh_hw", True, True, (3, 64, 0), {"ROLLED": True, "TAIL_ROWS": 16}),
-                        ("fp16", "relu", False, False, (3, 64, 0), {"ROLLED": True, "TAIL_ROWS": 0})]
+# (dtype, activation as the launcher hands it on, bias, residual, (ring slots, BK)): the spec's epilogue and its
+# alternatives, at the default ring and at the other
+HOPPER_COMPILE_CASES = [("bf16", "gelu_tanh_hw", True, True, (3, 64)), ("fp16", "relu", False, False, (3, 64)),
+                        ("bf16", "silu", False, True, (3, 64)), ("bf16", "gelu_tanh_hw", True, True, (6, 32))]
 
 _COMPILE_FOR_SM90 = """
 import json, sys
@@ -227,12 +223,12 @@ import triton
 from triton.backends.compiler import GPUTarget
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon._runtime import GluonASTSource
-from harness.spec import import_file
+from ingest.bundle import import_bundled
 
 path, dtype, activation = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
 has_bias, has_residual = sys.argv[4] == "1", sys.argv[5] == "1"
-stages, BK, in_flight = (int(v) for v in sys.argv[6:9])
-kernel = import_file(path, "gemm_epilogue_hopper_compile")
+stages, BK = (int(v) for v in sys.argv[6:8])
+kernel = import_bundled(path, "gemm_epilogue_hopper_compile")
 BM, BN = kernel._HOPPER_TILE
 elem = {"bf16": gl.bfloat16, "fp16": gl.float16}[dtype]
 
@@ -247,8 +243,7 @@ signature = {"x_desc": desc(BM), "w_desc": desc(BN), "b_ptr": f"*{dtype}", "r_pt
              "n_tiles": "i32", "n_blocks_m": "i32"}
 constants = {"K_STEPS": 2048 // BK, "N_BLOCKS_N": 2, "STAGES": stages, "GROUP_M": kernel.TUNABLES["HOPPER_GROUP_M"],
              "CHUNK": kernel.TUNABLES["HOPPER_CHUNK"], "HAS_BIAS": has_bias, "HAS_RESIDUAL": has_residual,
-             "ACTIVATION": activation, "IN_FLIGHT": in_flight, "ROLLED": kernel.TUNABLES["HOPPER_ROLLED"],
-             "TAIL_ROWS": kernel.TUNABLES["HOPPER_TAIL_ROWS"], **json.loads(sys.argv[9])}
+             "ACTIVATION": activation}
 signature.update({name: "constexpr" for name in constants})
 names = kernel._gemm_epilogue_hopper_kernel.arg_names
 # 16-byte aligned pointers and row strides, as the GPU's tensors are (what lets the epilogue use 16-byte accesses)
@@ -265,12 +260,12 @@ print(json.dumps({**counts, "shared_bytes": compiled.metadata.shared}))
 """
 
 
-@pytest.mark.parametrize("dtype, activation, has_bias, has_residual, ring, tail", HOPPER_COMPILE_CASES)
+@pytest.mark.parametrize("dtype, activation, has_bias, has_residual, ring", HOPPER_COMPILE_CASES)
 def test_hopper_kernel_compiles_for_sm90(dtype: str, activation: str, has_bias: bool, has_residual: bool,
-                                         ring: tuple, tail: dict):
+                                         ring: tuple):
     """The warp-specialised Gluon kernel, compiled here for sm_90 (no GPU needed; in a process of its own, as the
     interpreter this suite runs in replaces every JIT function): TMA loads, register reallocation between the
-    partitions, each MMA warp group's wgmma kept one in flight (or none: IN_FLIGHT 0), the epilogue's 16-byte
+    partitions, each MMA warp group's wgmma waited for at once (none kept in flight), the epilogue's 16-byte
     residual loads and output stores (none without a residual), hardware tanh only where GELU asks for it, and
     the shared memory the launcher's ring check counts (slots + the 64 KB hand-off buffer) within sm_90's."""
     import json
@@ -281,14 +276,14 @@ def test_hopper_kernel_compiles_for_sm90(dtype: str, activation: str, has_bias: 
     repo = FAMILY.parents[2]
     env = {**os.environ, "TRITON_INTERPRET": "0", "PYTHONPATH": str(repo)}
     args = [str(FAMILY / "kernel.py"), dtype, activation, str(int(has_bias)), str(int(has_residual)),
-            *(str(v) for v in ring), json.dumps(tail)]
+            *(str(v) for v in ring)]
     done = subprocess.run([sys.executable, "-c", _COMPILE_FOR_SM90, *args], check=False, capture_output=True,
                           text=True, env=env, cwd=repo, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     counts = json.loads(done.stdout.strip().splitlines()[-1])
     assert counts["cp.async.bulk.tensor"] >= 2 and counts["setmaxnreg"] >= 2
-    stages, bk, in_flight = ring
-    assert counts["wgmma.wait_group.sync.aligned 1"] == 2 * in_flight  # one a MMA warp group
+    stages, bk = ring
+    assert counts["wgmma.wait_group.sync.aligned 1"] == 0
     ring_bytes = stages * (128 + 256) * bk * 2
     assert ring_bytes + 128 * 256 * 2 <= counts["shared_bytes"] <= 227 * 1024
     assert (counts["tanh.approx.f32"] > 0) == (activation == "gelu_tanh_hw")
@@ -297,7 +292,7 @@ def test_hopper_kernel_compiles_for_sm90(dtype: str, activation: str, has_bias: 
 
 def test_hopper_kernel_keeps_to_int32_offsets():
     # the epilogue's pointer offsets are int32: outputs or residuals of 2^31 elements or more take the Triton kernel
-    kernel = import_file(FAMILY / "kernel.py", "test_gemm_int32")
+    kernel = family_kernel("gemm_epilogue", "test_gemm_int32")
     assert kernel._int32_offsets(32768, 512, 512)
     assert not kernel._int32_offsets(2**22, 512, 512)  # 2^31 outputs
     assert not kernel._int32_offsets(2**21, 512, 1024)  # a residual with a row stride past its width
@@ -305,30 +300,24 @@ def test_hopper_kernel_keeps_to_int32_offsets():
 
 def test_hopper_ring_knobs_outside_their_ranges_are_named():
     # checked before anything is launched, so this runs on the CPU
-    kernel = import_file(FAMILY / "kernel.py", "test_gemm_hopper_knobs")
+    kernel = family_kernel("gemm_epilogue", "test_gemm_hopper_knobs")
     x, w = torch.zeros(64, 32, dtype=torch.bfloat16), torch.zeros(8, 32, dtype=torch.bfloat16)
     y = torch.zeros(64, 8, dtype=torch.bfloat16)
-    for bad in ({"HOPPER_BK": 128}, {"HOPPER_IN_FLIGHT": 2}, {"HOPPER_STAGES": 4}, {"HOPPER_BK": 32, "HOPPER_STAGES": 7},
+    for bad in ({"HOPPER_BK": 128}, {"HOPPER_CHUNK": 32}, {"HOPPER_STAGES": 4}, {"HOPPER_BK": 32, "HOPPER_STAGES": 7},
                 {"HOPPER_STAGES": 1}):
-        kernel.TUNABLES.update({"HOPPER_STAGES": 3, "HOPPER_BK": 64, "HOPPER_IN_FLIGHT": 1, **bad})
-        with pytest.raises(ValueError, match="HOPPER_STAGES=.*HOPPER_BK=.*HOPPER_IN_FLIGHT="):
-            kernel._hopper_launch(x, w, None, None, y, 1.0, "none")
-    kernel.TUNABLES.update({"HOPPER_STAGES": 3, "HOPPER_BK": 64, "HOPPER_IN_FLIGHT": 1})
-    for bad in ({"HOPPER_TAIL_ROWS": 8}, {"HOPPER_TAIL_ROWS": 80}, {"HOPPER_TAIL_ROWS": 16, "HOPPER_CHUNK": 32},
-                {"HOPPER_TAIL_ROWS": 16, "HOPPER_ROLLED": False}):
-        kernel.TUNABLES.update({"HOPPER_TAIL_ROWS": 64, "HOPPER_CHUNK": 8, "HOPPER_ROLLED": True, **bad})
-        with pytest.raises(ValueError, match="HOPPER_TAIL_ROWS="):
-            kernel._hopper_launch(x, w, None, None, y, 1.0, "none")
+        t = {**kernel.TUNABLES, "HOPPER_STAGES": 3, "HOPPER_BK": 64, "HOPPER_CHUNK": 8, **bad}
+        with pytest.raises(ValueError, match="HOPPER_STAGES=.*HOPPER_BK=.*HOPPER_CHUNK="):
+            kernel._hopper_launch(x, w, None, None, y, 1.0, "none", t)
 
 
 def test_hopper_launch_plan_key_tells_apart_what_the_jit_specialises_on():
-    kernel = import_file(FAMILY / "kernel.py", "test_gemm_hopper_plan_key")
+    kernel = family_kernel("gemm_epilogue", "test_gemm_hopper_plan_key")
     x, w = torch.randn(256, 64, dtype=torch.bfloat16), torch.randn(32, 64, dtype=torch.bfloat16)
     b, r = torch.randn(32, dtype=torch.bfloat16), torch.randn(256, 32, dtype=torch.bfloat16)
 
     def key(**changed):
         args = {"x": x, "weight": w, "bias": b, "residual": r, "activation": "gelu", "reduce": "none", **changed}
-        return kernel._call_key(**args)
+        return kernel._call_key(**args, t=kernel.TUNABLES)
 
     assert key() == key(x=x.clone(), residual=r.clone(), bias=b.clone())  # fresh tensors: one plan
     padded = torch.zeros(256 * 32 + 1, dtype=torch.bfloat16)[1:].view(256, 32)  # 2-byte aligned
@@ -338,7 +327,7 @@ def test_hopper_launch_plan_key_tells_apart_what_the_jit_specialises_on():
             key(residual=torch.randn(256, 64, dtype=torch.bfloat16)[:, :32]), key(x=x.half(), weight=w.half()),
             key(weight=w.to("meta")), key(bias=b.to("meta")), key(residual=r.to("meta"))}  # another device
     assert len(keys) == 14
-    for name, value in (("HOPPER_STAGES", 2), ("HOPPER_IN_FLIGHT", 1), ("GELU_16BIT", "erf"), ("TALL_HOPPER_WS", False)):
+    for name, value in (("HOPPER_STAGES", 2), ("HOPPER_CHUNK", 16), ("GELU_16BIT", "erf"), ("TALL_HOPPER_WS", False)):
         before = key()
         kernel.TUNABLES[name], saved = value, kernel.TUNABLES[name]
         assert saved != value and key() != before, name
@@ -352,7 +341,7 @@ def test_hopper_plan_launches_every_kernel_argument_in_order(monkeypatch):
     constexprs), and declines (None) when the current device is not the one it was made on."""
     import types
 
-    kernel = import_file(FAMILY / "kernel.py", "test_gemm_hopper_plan_args")
+    kernel = family_kernel("gemm_epilogue", "test_gemm_hopper_plan_args")
     launches = []
     compiled = types.SimpleNamespace(function="fn", packed_metadata="meta", run=lambda *a: launches.append(a))
     device = {"now": 0}
@@ -363,7 +352,7 @@ def test_hopper_plan_launches_every_kernel_argument_in_order(monkeypatch):
     x, w, b = torch.randn(m, k), torch.randn(n, k), torch.randn(n)
     r, y = torch.randn(m, n), torch.empty(m, n)
     constexprs = {"K_STEPS": 1, "N_BLOCKS_N": 1, "STAGES": 3, "GROUP_M": 1, "CHUNK": 8, "HAS_BIAS": True,
-                  "HAS_RESIDUAL": True, "ACTIVATION": "gelu_tanh_hw", "IN_FLIGHT": 0, "ROLLED": True, "TAIL_ROWS": 16}
+                  "HAS_RESIDUAL": True, "ACTIVATION": "gelu_tanh_hw"}
     plan = kernel._HopperPlan(compiled, 16, {"n_tiles": 16, "n_blocks_m": 16, **constexprs}, x, r, y, (2, 1024, n))
     x_new, r_new = torch.randn(2, 1024, k), torch.randn(2, 1024, n)
     out = plan(x_new, w, b, r_new, 0.25)
@@ -405,10 +394,10 @@ _ACT = {"gelu": torch.nn.functional.gelu, "relu": torch.relu, "silu": torch.nn.f
 @pytest.mark.parametrize("m, k, n", [(1000, 520, 120), (4096, 2048, 512), (32768, 256, 512)])
 def test_hopper_kernel_matches_float32(m: int, k: int, n: int, dtype: torch.dtype, activation: str, with_bias: bool,
                                        with_residual: bool):
-    kernel = import_file(FAMILY / "kernel.py", "test_gemm_hopper_gpu")
+    kernel = family_kernel("gemm_epilogue", "test_gemm_hopper_gpu")
     x, w, b, r = _gemm_inputs(m, k, n, dtype)
     b, r = (b if with_bias else None), (r if with_residual else None)
-    assert m >= 8 * n and kernel._hopper_ok(x, w, b, r, False)  # the Gluon kernel serves this call
+    assert m >= 8 * n and kernel._hopper_ok(x, w, b, r, False, kernel.TUNABLES)  # the Gluon kernel serves this call
     h = (x.float() @ w.float().T + (b.float() if with_bias else 0.0)).to(dtype).float()  # eager rounds h too
     expected = _ACT[activation](h) * 0.5 + (r.float() if with_residual else 0.0)
     y = kernel.gemm_epilogue(x, w, b, r, 0.5, activation)
@@ -420,43 +409,17 @@ def test_hopper_kernel_matches_float32(m: int, k: int, n: int, dtype: torch.dtyp
 
 @pytest.mark.gpu
 @needs_hopper
-@pytest.mark.parametrize("ring", [(3, 64, 1), (6, 32, 1), (6, 32, 0)], ids=str)  # (slots, BK, wgmmas in flight)
+@pytest.mark.parametrize("ring", [(3, 64), (6, 32), (4, 32)], ids=str)  # (slots, BK)
 @pytest.mark.parametrize("m, k, n", [(1000, 520, 120), (32768, 256, 512)])
 def test_hopper_kernel_other_rings_match_float32(m: int, k: int, n: int, ring: tuple):
-    kernel = import_file(FAMILY / "kernel.py", "test_gemm_hopper_rings")
-    kernel.TUNABLES.update(dict(zip(("HOPPER_STAGES", "HOPPER_BK", "HOPPER_IN_FLIGHT"), ring)))
+    kernel = family_kernel("gemm_epilogue", "test_gemm_hopper_rings")
+    kernel.TUNABLES.update(dict(zip(("HOPPER_STAGES", "HOPPER_BK"), ring)))
     x, w, b, r = _gemm_inputs(m, k, n, torch.bfloat16)
-    assert kernel._hopper_ok(x, w, b, r, False)
+    assert kernel._hopper_ok(x, w, b, r, False, kernel.TUNABLES)
     h = (x.float() @ w.float().T + b.float()).to(torch.bfloat16).float()
     y = kernel.gemm_epilogue(x, w, b, r, 0.5, "gelu")
     torch.testing.assert_close(y.float(), torch.nn.functional.gelu(h) * 0.5 + r.float(), atol=3e-2, rtol=2e-2)
     torch.testing.assert_close(kernel.gemm_epilogue(x, w, b, r, 0.5, "gelu"), y, atol=0, rtol=0)
-
-
-@pytest.mark.gpu
-@needs_hopper
-@pytest.mark.parametrize("tail_rows", [64, 0, 16, 32, 48])
-@pytest.mark.parametrize("activation, with_residual", [("gelu", True), ("none", False)])
-# partial tiles; one tile a program (its first tile is its last); 3-4 tiles a program
-@pytest.mark.parametrize("m, k, n", [(1000, 520, 120), (2048, 256, 256), (32768, 256, 512)])
-def test_hopper_tail_shared_with_the_mma_groups_gives_the_same_bits(m: int, k: int, n: int, activation: str,
-                                                                  with_residual: bool, tail_rows: int):
-    """The rolled epilogue (a loop over row views of a row-major hand-off buffer), with a program's last tile's
-    epilogue split between the epilogue warps and the MMA warp groups (or the groups' alone, the default; 64: not
-    split), computes each output as the unrolled epilogue over the NVMMA buffer does: the same bits, and float32's
-    values within the tolerance."""
-    kernel = import_file(FAMILY / "kernel.py", "test_gemm_hopper_tail")
-    x, w, b, r = _gemm_inputs(m, k, n, torch.bfloat16)
-    r = r if with_residual else None
-    assert kernel._hopper_ok(x, w, b, r, False)
-    kernel.TUNABLES.update({"HOPPER_ROLLED": False, "HOPPER_TAIL_ROWS": 64})
-    expected = kernel.gemm_epilogue(x, w, b, r, 0.5, activation)
-    kernel.TUNABLES.update({"HOPPER_ROLLED": True, "HOPPER_TAIL_ROWS": tail_rows})
-    y = kernel.gemm_epilogue(x, w, b, r, 0.5, activation)
-    torch.testing.assert_close(y, expected, atol=0, rtol=0)
-    h = (x.float() @ w.float().T + b.float()).to(torch.bfloat16).float()
-    ref = _ACT[activation](h) * 0.5 + (r.float() if with_residual else 0.0)
-    torch.testing.assert_close(y.float(), ref, atol=3e-2, rtol=2e-2)
 
 
 class _CountingLaunches:
@@ -476,7 +439,7 @@ class _CountingLaunches:
 def test_hopper_launch_plans_relaunch_on_fresh_tensors():
     """A repeat call of one problem goes through the launch plan the first call left (no JIT binding) and gives
     the JIT path's bits on new tensors; another problem (no residual, another M) gets a plan of its own."""
-    kernel = import_file(FAMILY / "kernel.py", "test_gemm_hopper_plans")
+    kernel = family_kernel("gemm_epilogue", "test_gemm_hopper_plans")
     kernel._PLANS.clear()
     assert kernel._launch_hooks_idle()
     x, w, b, r = _gemm_inputs(4096, 512, 256, torch.bfloat16)
@@ -509,9 +472,9 @@ def test_hopper_launch_plans_relaunch_on_fresh_tensors():
     (4096, 512, 256, torch.float32, "none"),  # fp32: 3xTF32 in the Triton kernel
     (4096, 512, 256, torch.bfloat16, "sum")], ids=str)  # the row sum
 def test_hopper_kernel_declines_what_it_does_not_cover(m: int, k: int, n: int, dtype: torch.dtype, reduce: str):
-    kernel = import_file(FAMILY / "kernel.py", "test_gemm_hopper_fallback")
+    kernel = family_kernel("gemm_epilogue", "test_gemm_hopper_fallback")
     x, w, b, r = _gemm_inputs(m, k, n, dtype)
-    served = m >= 8 * n and kernel._hopper_ok(x, w, b, r, reduce == "sum")
+    served = m >= 8 * n and kernel._hopper_ok(x, w, b, r, reduce == "sum", kernel.TUNABLES)
     assert not served
     expected = torch.nn.functional.gelu(x.double() @ w.double().T + b.double()) * 0.5 + r.double()
     y = kernel.gemm_epilogue(x, w, b, r, 0.5, "gelu", reduce)

@@ -17,10 +17,15 @@ import yaml
 
 from harness import Status, evaluate
 from harness.spec import import_file
-from tests.corpus.kernels.library_check import CPU_CONFIG, tiny_copy, tunables_literal
+from tests.corpus.kernels.library_check import (
+    CPU_CONFIG,
+    family_kernel,
+    kernel_source,
+    tiny_copy,
+    tunables_literal,
+)
 
 FAMILY = Path(__file__).resolve().parents[3] / "corpus" / "kernels" / "pool2d"
-ONE_LAYOUT = {"LAYOUT_STRIDE1": ""}  # stride-1 windows follow LAYOUT too, so each case runs the layout it names
 SPECS = sorted((FAMILY / "specs").glob("*.py"))
 
 
@@ -31,7 +36,7 @@ def test_specs_cover_max_and_avg():
 
 @pytest.mark.parametrize("spec", SPECS, ids=lambda p: p.stem)
 def test_kernel_passes_spec(spec: Path, tmp_path: Path):
-    verdict = evaluate(tiny_copy(spec, tmp_path), (FAMILY / "kernel.py").read_text(), backend="triton",
+    verdict = evaluate(tiny_copy(spec, tmp_path), kernel_source("pool2d"), backend="triton",
                        device="cpu", config=CPU_CONFIG)
     assert verdict.status is Status.passed, verdict.reasons
 
@@ -52,46 +57,48 @@ def test_large_specs_differ_from_their_base_only_in_size(large: Path):
 
 
 @pytest.mark.parametrize("case", [
-    ("max", 3, 2, 1, (1, 2, 9, 11)),  # odd W: the last pair is half outside the row
-    ("avg", 3, 2, 0, (1, 2, 10, 13)),  # no padding, k3 at stride 2
-    ("max", 2, 2, 1, (1, 1, 7, 8)),  # padding 1 with an even kernel: pairs start at column -1 ... -2
-    ("avg", 4, 2, 2, (2, 1, 9, 12)),  # wide window: two pairs plus a half pair
-    ("max", 4, 2, 1, (2, 2, 9, 14)),  # VEC: a halo column right of the block (window reaches 2*ow + 2)
-    ("max", 5, 2, 2, (2, 2, 11, 17)),  # VEC: halos on both sides
+    ("max", 3, 2, 1, (1, 2, 3, 4111)),  # odd W: the last pair is half outside the row
+    ("avg", 3, 2, 0, (1, 2, 3, 4113)),  # no padding, k3 at stride 2
+    ("max", 2, 2, 1, (1, 1, 3, 4100)),  # padding 1 with an even kernel: pairs start at column -1 ... -2
+    ("avg", 4, 2, 2, (2, 1, 5, 4112)),  # wide window: two pairs plus a half pair
+    ("max", 3, 3, 1, (1, 2, 10, 11)),  # stride 3 along W: no pairs
 ], ids=lambda c: f"{c[0]}-k{c[1]}s{c[2]}p{c[3]}")
-def test_pair_loads_match_torch(case):
+def test_flat_fallback_matches_torch(case, monkeypatch):
+    """Rows wider than a rows program loads (one warp: 2048 values a window row) and strides past 2 take the flat
+    kernel, stride-2 window columns as aligned (even, odd) pairs."""
     kind, k, s, p, shape = case
-    kernel = import_file(FAMILY / "kernel.py", "test_pool2d_pairs")
+    kernel = family_kernel("pool2d", "test_pool2d_flat")
+    monkeypatch.setitem(kernel.TUNABLES, "num_warps_rows", 1)
+    called = []
+    flat = kernel._pool2d_flat_kernel
+    monkeypatch.setattr(kernel, "_pool2d_flat_kernel", type("Spy", (), {
+        "__getitem__": lambda self, grid: called.append(grid) or flat[grid]})())
     x = torch.randn(shape)
     x[0, 0, 1, 2] = float("nan")  # NaN propagates in max, as in PyTorch
     pool = torch.nn.functional.max_pool2d if kind == "max" else torch.nn.functional.avg_pool2d
-    for overrides in ({**ONE_LAYOUT, "LAYOUT": "flat", "PAIR": 1}, {**ONE_LAYOUT, "LAYOUT": "flat", "PAIR": 0}, {**ONE_LAYOUT, "LAYOUT": "tile"},
-                      {**ONE_LAYOUT, "LAYOUT": "flat", "VEC": 2, "XBLOCK": 32}, {**ONE_LAYOUT, "LAYOUT": "flat", "VEC": 4, "XBLOCK": 16},
-                      *ROWS_OPTIONS, *SHARED_OPTIONS):
-        kernel.TUNABLES.update(overrides)
-        torch.testing.assert_close(kernel.pool2d(x, kind, k, s, p), pool(x, k, s, p), equal_nan=True)
+    torch.testing.assert_close(kernel.pool2d(x, kind, k, s, p), pool(x, k, s, p), equal_nan=True)
+    assert called
 
 
-ROWS_OPTIONS = [{**ONE_LAYOUT, "LAYOUT": "rows", "SHARE_ROWS": False, "TAPS": "gather", "ROWS": 4},
-                {**ONE_LAYOUT, "LAYOUT": "rows", "SHARE_ROWS": False, "TAPS": "load", "ROWS": 2},
-                {**ONE_LAYOUT, "LAYOUT": "rows", "SHARE_ROWS": False, "TAPS": "direct", "ROWS": 8}]
-# SHARE_ROWS: strips of 3 rows cut the planes; one strip a program; 2 strips a program, a tap per load
-def assert_options_match_torch(case: tuple, dtype: torch.dtype, options: list[dict]):
+def assert_options_match_torch(case: tuple, dtype: torch.dtype, options: list[dict], monkeypatch):
     """The kernel under each TUNABLES override set against PyTorch's pooling, NaN and inf at the plane edges."""
     kind, k, s, p, shape = case
-    kernel = import_file(FAMILY / "kernel.py", "test_pool2d_options")
+    kernel = family_kernel("pool2d", "test_pool2d_options")
     x = torch.randn(shape).to(dtype)
     x[0, 0, 1, 2] = float("nan")  # NaN propagates in max, as in PyTorch
     x[-1, -1, -1, -1] = float("inf")  # the plane's last row and column
     pool = torch.nn.functional.max_pool2d if kind == "max" else torch.nn.functional.avg_pool2d
     for overrides in options:
-        kernel.TUNABLES.update(overrides)
+        for name, value in overrides.items():
+            monkeypatch.setitem(kernel.TUNABLES, name, value)
         torch.testing.assert_close(kernel.pool2d(x, kind, k, s, p), pool(x.float(), k, s, p).to(dtype), equal_nan=True)
 
 
-SHARED_OPTIONS = [{**ONE_LAYOUT, "LAYOUT": "rows", "SHARE_ROWS": True, "TAPS": "gather", "ROWS": 3, "STRIPS": 0},
-                  {**ONE_LAYOUT, "LAYOUT": "rows", "SHARE_ROWS": True, "TAPS": "gather", "ROWS": 8, "STRIPS": 1},
-                  {**ONE_LAYOUT, "LAYOUT": "rows", "SHARE_ROWS": True, "TAPS": "load", "ROWS": 2, "STRIPS": 2}]
+# "rows" for both strides: whole-row blocks (stride 2), strips of 3 rows cutting the planes, one strip a program,
+# 8 rows two strips a program (stride 1)
+ROWS_OPTIONS = [{"LAYOUT": "rows", "LAYOUT_STRIDE1": "rows", "ROWS": 4, "STRIPS": 0},
+                {"LAYOUT": "rows", "LAYOUT_STRIDE1": "rows", "ROWS": 3, "STRIPS": 1},
+                {"LAYOUT": "rows", "LAYOUT_STRIDE1": "rows", "ROWS": 8, "STRIPS": 2}]
 
 
 @pytest.mark.parametrize("case", [
@@ -102,16 +109,8 @@ SHARED_OPTIONS = [{**ONE_LAYOUT, "LAYOUT": "rows", "SHARE_ROWS": True, "TAPS": "
     ("max", 3, 3, 1, (1, 2, 10, 11)),  # stride 3 along W: "rows" falls back to "flat"
 ], ids=lambda c: f"{c[0]}-k{c[1]}s{c[2]}p{c[3]}")
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
-def test_rows_layout_matches_torch(case, dtype):
-    kind, k, s, p, shape = case
-    kernel = import_file(FAMILY / "kernel.py", "test_pool2d_rows")
-    x = torch.randn(shape).to(dtype)
-    x[0, 0, 1, 2] = float("nan")  # NaN propagates in max (max.NaN), as in PyTorch
-    x[-1, -1, -1, -1] = float("inf")
-    pool = torch.nn.functional.max_pool2d if kind == "max" else torch.nn.functional.avg_pool2d
-    for overrides in ROWS_OPTIONS:
-        kernel.TUNABLES.update(overrides)
-        torch.testing.assert_close(kernel.pool2d(x, kind, k, s, p), pool(x.float(), k, s, p).to(dtype), equal_nan=True)
+def test_rows_layout_matches_torch(case, dtype, monkeypatch):
+    assert_options_match_torch(case, dtype, ROWS_OPTIONS, monkeypatch)
 
 
 @pytest.mark.parametrize("case", [
@@ -123,24 +122,22 @@ def test_rows_layout_matches_torch(case, dtype):
     ("max", 5, 2, 2, (1, 2, 11, 17)),  # KH = 5: falls back to whole-row blocks (ROWS rounded up to a power of 2)
 ], ids=lambda c: f"{c[0]}-k{c[1]}s{c[2]}p{c[3]}")
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
-def test_shared_rows_match_torch(case, dtype):
-    assert_options_match_torch(case, dtype, SHARED_OPTIONS)
+def test_rows_strips_match_torch(case, dtype, monkeypatch):
+    assert_options_match_torch(case, dtype, ROWS_OPTIONS, monkeypatch)
 
 
-# LAYOUT groups: 8-row strips, 16-byte groups; bf16 words, 3-row strips cut planes, a persistent grid looping
-# over 1-warp blocks; 4-column groups walking whole planes with no loads ahead
-GROUPS_OPTIONS = [{**ONE_LAYOUT, "LAYOUT": "groups", "ROWS": 8, "GROUP_V": 0, "GROUPS": 128, "AHEAD": 4, "PERSIST": 0, "WORDS": 0,
-                   "HALO": "load"},
-                  {**ONE_LAYOUT, "LAYOUT": "groups", "ROWS": 3, "GROUP_V": 0, "GROUPS": 16, "AHEAD": 2, "PERSIST": 1, "WORDS": 1,
-                   "num_warps_groups": 1},
-                  {**ONE_LAYOUT, "LAYOUT": "groups", "ROWS": 64, "GROUP_V": 4, "GROUPS": 32, "AHEAD": 1, "PERSIST": 0, "WORDS": 1,
-                   "HALO": "load"},
-                  # halos from neighbour lanes (loads at warp edges and past a strip's last group) with every row of
-                  # a strip loaded up front; 16-byte groups (4 units: bf16 words, fp32 columns), 2 items a thread
-                  {**ONE_LAYOUT, "LAYOUT": "groups", "ROWS": 5, "GROUP_V": 4, "GROUPS": 64, "AHEAD": 16, "PERSIST": 0, "WORDS": 1,
-                   "HALO": "shfl", "num_warps_groups": 2},
-                  {**ONE_LAYOUT, "LAYOUT": "groups", "ROWS": 8, "GROUP_V": 0, "GROUPS": 64, "AHEAD": 6, "PERSIST": 0, "WORDS": 1,
-                   "HALO": "shfl", "num_warps_groups": 1}]
+# "groups": 8-row strips, 16-byte groups, 1 item a thread; bf16 words, 3-row strips cut planes, 1-warp blocks;
+# 4-column groups walking whole planes with no loads ahead; every row of a strip loaded up front, 16-byte groups (4
+# units: bf16 words, fp32 columns), 2 items a thread. Halos come from neighbour lanes where blocks are whole warps
+# (loads at warp edges and past a strip's last group), else by loads (16-item blocks)
+GROUPS_OPTIONS = [{"LAYOUT": "groups", "LAYOUT_STRIDE1": "groups", "ROWS": 8, "GROUP_V": 0, "GROUPS": 128, "AHEAD": 4,
+                   "WORDS": 0},
+                  {"LAYOUT": "groups", "LAYOUT_STRIDE1": "groups", "ROWS": 3, "GROUP_V": 0, "GROUPS": 16, "AHEAD": 2,
+                   "WORDS": 1, "num_warps_groups": 1},
+                  {"LAYOUT": "groups", "LAYOUT_STRIDE1": "groups", "ROWS": 64, "GROUP_V": 4, "GROUPS": 32, "AHEAD": 1,
+                   "WORDS": 1},
+                  {"LAYOUT": "groups", "LAYOUT_STRIDE1": "groups", "ROWS": 5, "GROUP_V": 4, "GROUPS": 64, "AHEAD": 16,
+                   "WORDS": 1, "num_warps_groups": 2}]
 
 
 @pytest.mark.parametrize("case", [
@@ -154,8 +151,8 @@ GROUPS_OPTIONS = [{**ONE_LAYOUT, "LAYOUT": "groups", "ROWS": 8, "GROUP_V": 0, "G
     ("max", 4, 1, 2, (1, 2, 7, 10)),  # PW = 2: falls back to rows
 ], ids=lambda c: f"{c[0]}-k{c[1]}s{c[2]}p{c[3]}")
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
-def test_groups_match_torch(case, dtype):
-    assert_options_match_torch(case, dtype, GROUPS_OPTIONS)
+def test_groups_match_torch(case, dtype, monkeypatch):
+    assert_options_match_torch(case, dtype, GROUPS_OPTIONS, monkeypatch)
 
 
 def test_sidecar_lists_every_tunable_and_its_value():
@@ -166,32 +163,21 @@ def test_sidecar_lists_every_tunable_and_its_value():
 
 
 def test_launcher_names_bad_inputs():
-    kernel = import_file(FAMILY / "kernel.py", "test_pool2d_kernel")
+    kernel = family_kernel("pool2d", "test_pool2d_bad_inputs")
     with pytest.raises(ValueError, match=r"\(N, C, H, W\)"):
         kernel.pool2d(torch.randn(3, 8, 8), "max", 2)
     with pytest.raises(ValueError, match="kind"):
         kernel.pool2d(torch.randn(1, 1, 8, 8), "min", 2)
     with pytest.raises(ValueError, match="padding"):  # PyTorch's rule: padding <= kernel // 2
         kernel.pool2d(torch.randn(1, 1, 8, 8), "avg", 2, 2, 2)
-    saved = dict(kernel.TUNABLES)
-    try:
-        kernel.TUNABLES.update({**ONE_LAYOUT, "LAYOUT": "rows", "TAPS": "shift"})
-        with pytest.raises(ValueError, match="TAPS"):
-            kernel.pool2d(torch.randn(1, 1, 8, 8), "max", 2)
-        kernel.TUNABLES.update({"TAPS": "gather", "SHARE_ROWS": "stride2"})
-        with pytest.raises(ValueError, match="SHARE_ROWS"):
-            kernel.pool2d(torch.randn(1, 1, 8, 8), "max", 2)
-        kernel.TUNABLES.update({"LAYOUT": "groups", "HALO": "shuffle"})
-        with pytest.raises(ValueError, match="HALO"):
-            kernel.pool2d(torch.randn(1, 1, 8, 8), "max", 2)
-    finally:
-        kernel.TUNABLES.clear()
-        kernel.TUNABLES.update(saved)
+    kernel.TUNABLES["LAYOUT"] = "tile"
+    with pytest.raises(ValueError, match="'tile'.*not 'rows' or 'groups'"):
+        kernel.pool2d(torch.randn(1, 1, 8, 8), "max", 2)
 
 
 @pytest.mark.parametrize(("stride", "expected"), [(1, "groups"), (2, "rows")])
 def test_stride1_windows_take_their_own_layout(stride: int, expected: str, monkeypatch):
-    kernel = import_file(FAMILY / "kernel.py", "test_pool2d_layout_route")
+    kernel = family_kernel("pool2d", "test_pool2d_layout_route")
     called = []
     monkeypatch.setattr(kernel, "_launch_groups", lambda *a: called.append("groups"))
     monkeypatch.setattr(kernel, "_launch_shared_rows", lambda *a: called.append("rows"))

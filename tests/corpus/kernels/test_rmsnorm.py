@@ -14,7 +14,6 @@ import torch
 from tests.corpus.kernels.library_check import (
     family_kernel,
     family_tests,
-    function_sources,
 )
 
 FAMILY = "rmsnorm"
@@ -68,15 +67,3 @@ def test_pair_warps_follow_the_row_bytes():
     """One warp per 8192 bytes, rounded up to a power of two in [1, 16]."""
     k = kernel()
     assert [k._pair_warps(1, n, 8192) for n in (96, 4096, 5120, 8192, 16384)] == [1, 1, 2, 2, 4]
-
-
-_SHARED_PAIR_HELPERS = ("_bf16_pair", "_bf16_word", "_add_pairs", "_row_sum")
-
-
-def test_pair_helpers_are_layernorm_pair_helpers():
-    # a kernel file is one self-contained candidate (the harness loads it as source text), so rmsnorm keeps
-    # its own copy of layernorm's bf16 word-pair helpers; this test keeps the two copies equal
-    ours, theirs = (function_sources(f, _SHARED_PAIR_HELPERS) for f in (FAMILY, "layernorm"))
-    assert set(ours) == set(theirs) == set(_SHARED_PAIR_HELPERS)
-    for name in _SHARED_PAIR_HELPERS:
-        assert ours[name] == theirs[name], f"copy layernorm/kernel.py's {name} into rmsnorm/kernel.py"

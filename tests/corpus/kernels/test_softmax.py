@@ -4,6 +4,8 @@ Usage: .venv/bin/python -m pytest -x -q tests/corpus/kernels/test_softmax.py
 
 Each spec is evaluated as a copy with SIZE = "tiny" on every variant (the Triton interpreter runs ~1 ms
 per program): rows that fit in registers, rows wider than MAX_FUSED_N (the looped path), narrow rows.
+The kernels are shared with log_softmax (corpus/kernels/_shared/softmax.py); the cooperative path's test
+here drives both families.
 """
 
 from __future__ import annotations
@@ -11,8 +13,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from harness.spec import import_file
-from tests.corpus.kernels.library_check import KERNELS, family_tests
+from tests.corpus.kernels.library_check import family_kernel, family_tests
 
 FAMILY = "softmax"
 
@@ -25,7 +26,7 @@ test_kernel_passes_spec, test_sidecar_matches_kernel = family_tests(FAMILY)
     5000,  # looped path once MAX_FUSED_N is lowered below it, ragged last block
 ])
 def test_fused_and_looped_paths_agree_on_large_logits(cols: int):
-    kernel = import_file(KERNELS / FAMILY / "kernel.py", "test_softmax_kernel")
+    kernel = family_kernel(FAMILY, "test_softmax_kernel")
     x = torch.randn(3, cols) * 60.0  # exp would overflow without the max shift
     fused = kernel.softmax_rows(x)
     saved = dict(kernel.TUNABLES)
@@ -40,9 +41,10 @@ def test_fused_and_looped_paths_agree_on_large_logits(cols: int):
 
 
 def test_one_exp_online_update_matches_torch(monkeypatch):
-    """ONE_EXP: rising and falling rows, large logits, a ragged last block (masked lanes after real ones)."""
-    kernel = import_file(KERNELS / FAMILY / "kernel.py", "test_softmax_one_exp")
-    for key, value in {"WIDE_STRATEGY": "looped", "ONE_EXP": True, "MAX_FUSED_N": 256, "BLOCK_LOOP": 512}.items():
+    """The looped path's one-exp online update: rising and falling rows, large logits, a ragged last block
+    (masked lanes after real ones)."""
+    kernel = family_kernel(FAMILY, "test_softmax_one_exp")
+    for key, value in {"WIDE_STRATEGY": "looped", "MAX_FUSED_N": 256, "BLOCK_LOOP": 512}.items():
         monkeypatch.setitem(kernel.TUNABLES, key, value)
     torch.manual_seed(0)
     ramp = torch.linspace(-50.0, 50.0, 1300)
@@ -50,7 +52,7 @@ def test_one_exp_online_update_matches_torch(monkeypatch):
     torch.testing.assert_close(kernel.softmax_rows(x), torch.softmax(x.double(), dim=-1).float(), atol=1e-5, rtol=1e-4)
 
 
-# The cooperative path lives in the block softmax/ and log_softmax/ share: one test drives both kernels.
+# The cooperative path is one source for softmax/ and log_softmax/: one test drives both families' kernels.
 # family: (entry point, reference, ramp sign (+: the row's max in its last chunk, -: in its first),
 #          fp32 tolerance, bf16 tolerance)
 COOP_CASES = {
@@ -60,23 +62,13 @@ COOP_CASES = {
 }
 
 
-LANE_FMA_UNMASKED = {"COOP_TREE": "lane", "COOP_EXP2": "fma", "COOP_UNMASKED": True}
-
-
 @pytest.mark.parametrize("family", sorted(COOP_CASES))
-@pytest.mark.parametrize("sync, prefetch, lane", [
-    ("counter", 0, {}), ("counter", 1, {}),
-    ("tagged", 1, {"COOP_TREE": "split"}), ("tagged", 2, {"COOP_TREE": "split"}),  # max tree, then sum tree
-    ("tagged", 1, LANE_FMA_UNMASKED),  # per-lane stats, one tree; whole chunks unmasked
-    ("tagged", 2, {"COOP_TREE": "lane", "COOP_EXP2": True}),  # per-lane stats, even widths all masked
-], ids=["counter-0", "counter-1", "tagged-1", "tagged-2", "lane-fma-unmasked-1", "lane-exp2-2"])
-def test_coop_rows_of_odd_widths(monkeypatch, family: str, sync: str, prefetch: int, lane: dict):
+def test_coop_rows_of_odd_widths(monkeypatch, family: str):
     """Coop path: rows shorter than a 16-byte vector, shorter than a chunk (many rows per round), misaligned
     rows over several chunks, a last chunk left with only the row's tail, whole chunks; fp32 and bf16."""
     entry, reference, ramp_sign, tol32, tol16 = COOP_CASES[family]
-    kernel = import_file(KERNELS / family / "kernel.py", f"test_{family}_coop")
-    options = {"WIDE_STRATEGY": "coop", "MAX_FUSED_N": 1, "COOP_SYNC": sync, "COOP_PREFETCH": prefetch,
-               "num_warps_coop": 4, "COOP_PROGRAMS_PER_SM": 3, **lane}
+    kernel = family_kernel(family, f"test_{family}_coop")
+    options = {"WIDE_STRATEGY": "coop", "MAX_FUSED_N": 1, "num_warps_coop": 4, "COOP_PROGRAMS_PER_SM": 3}
     for key, value in options.items():
         monkeypatch.setitem(kernel.TUNABLES, key, value)
     torch.manual_seed(0)
@@ -87,3 +79,13 @@ def test_coop_rows_of_odd_widths(monkeypatch, family: str, sync: str, prefetch: 
             ref = reference(x.double(), dim=-1).to(dtype)
             tol = tol32 if dtype == torch.float32 else tol16
             torch.testing.assert_close(getattr(kernel, entry)(x), ref, **tol)
+
+
+def test_log_softmax_is_softmax_with_the_flag():
+    """One source: the two families differ in their TUNABLES and LOG_SOFTMAX, and both offer both launchers."""
+    softmax, log = family_kernel("softmax", "test_softmax_flag"), family_kernel("log_softmax", "test_log_flag")
+    assert (softmax.LOG_SOFTMAX, log.LOG_SOFTMAX) == (False, True)
+    assert set(softmax.TUNABLES) == set(log.TUNABLES)
+    x = torch.randn(4, 300)
+    torch.testing.assert_close(softmax.log_softmax_rows(x), log.log_softmax_rows(x))
+    torch.testing.assert_close(log.softmax_rows(x, log=False), softmax.softmax_rows(x))

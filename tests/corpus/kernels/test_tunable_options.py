@@ -13,116 +13,22 @@ import pytest
 from harness import Status
 from tests.corpus.kernels.library_check import evaluate_tiny_with, family_specs
 
-# pool2d: stride-1 windows take LAYOUT_STRIDE1 ("groups"); "" makes them follow LAYOUT, so a row tests the layout it names
-ONE_LAYOUT = {"LAYOUT_STRIDE1": ""}
-
 # (family, id, overrides, only specs whose name contains this)
 OPTIONS: list[tuple[str, str, dict, str]] = [
-    ("batchnorm", "coop", {"STRATEGY": "coop"}, ""),  # channels split across programs merging partial stats
-    ("batchnorm", "coop_small_chunks",
-     {"STRATEGY": "coop", "COOP_CHUNK": 4096, "COOP_PROGRAMS_PER_SM": 3, "num_warps_coop": 4}, ""),  # many rounds
-    ("batchnorm", "coop_prefetch_cut_planes",  # 128-value chunks cut 16x16 planes; 7x9 planes: a partial last chunk
-     {"STRATEGY": "coop", "COOP_PREFETCH": 1, "COOP_CHUNK": 128, "COOP_PROGRAMS_PER_SM": 2, "num_warps_coop": 4}, ""),
-    ("batchnorm", "coop_tagged_prefetch_early",  # 64-bit (mean, M2) ready words, next load before the reduce
-     {"STRATEGY": "coop", "COOP_SYNC": "tagged", "COOP_PREFETCH": 2, "COOP_CHUNK": 512, "COOP_PROGRAMS_PER_SM": 8,
-      "num_warps_coop": 2}, ""),
-    ("batchnorm", "coop_tagged_prefetch_cut_planes",
-     {"STRATEGY": "coop", "COOP_SYNC": "tagged", "COOP_PREFETCH": 1, "COOP_CHUNK": 128, "COOP_PROGRAMS_PER_SM": 16,
-      "num_warps_coop": 1}, ""),
-    ("batchnorm", "coop_last",  # the last arriver merges and publishes one (mean, rstd) word; many rounds
-     {"STRATEGY": "coop", "COOP_SYNC": "last", "COOP_CHUNK": 4096, "COOP_PROGRAMS_PER_SM": 3, "num_warps_coop": 4},
-     ""),
-    ("batchnorm", "coop_last_prefetch_cut_planes",  # next chunk loaded while polling; 128-value chunks cut planes
-     {"STRATEGY": "coop", "COOP_SYNC": "last", "COOP_PREFETCH": 1, "COOP_CHUNK": 128, "COOP_PROGRAMS_PER_SM": 2,
-      "num_warps_coop": 4}, ""),
-    ("batchnorm", "coop_last_prefetch_early",
-     {"STRATEGY": "coop", "COOP_SYNC": "last", "COOP_PREFETCH": 2, "COOP_CHUNK": 512, "COOP_PROGRAMS_PER_SM": 8,
-      "num_warps_coop": 2}, ""),
-    ("batchnorm", "two_kernel_evict", {"STRATEGY": "two_kernel", "EVICT_APPLY": True, "EVICT_STATS": True}, ""),
-    ("batchnorm", "staged", {"STRATEGY": "staged"}, ""),  # one stage of all channels (tiny tensors)
-    ("batchnorm", "staged_channel_stages",  # one channel a stage; 128-value rows cut the 16x16 and 70x70 planes
-     {"STRATEGY": "staged", "STAGE_BYTES": 1024, "STAGE_TILE": 1024, "STAGE_RUN": 128, "num_warps_staged": 4}, ""),
-    ("batchnorm", "staged_lag2_partial_last_stage",  # 3 then 2 channels (odd_maps); y two stages behind
-     {"STRATEGY": "staged", "STAGE_BYTES": 2048, "STAGE_LAG": 2, "STAGE_TILE": 256, "STAGE_RUN": 64,
-      "STAGE_PROGRAMS_PER_SM": 2, "num_warps_staged": 2}, ""),
-    ("batchnorm", "staged_many_programs_one_channel_stages",  # 16 programs: shares of a few rows, some empty
-     {"STRATEGY": "staged", "STAGE_BYTES": 1024, "STAGE_LAG": 2, "STAGE_TILE": 256, "STAGE_RUN": 64,
-      "STAGE_PROGRAMS_PER_SM": 4, "num_warps_staged": 2, "STAGE_EVICT": False}, ""),
-    ("batchnorm", "staged_prefetch_partial_last_stage",  # next stage's head loaded a step ahead; 128-value rows
-     {"STRATEGY": "staged", "STAGE_PREFETCH": 1, "STAGE_BYTES": 2048, "STAGE_TILE": 256, "STAGE_RUN": 128,  # cut planes
-      "num_warps_staged": 4}, ""),
-    ("batchnorm", "staged_prefetch_early_apply_lag2",  # 16 programs, some shares empty; apply tiles read before polls
-     {"STRATEGY": "staged", "STAGE_PREFETCH": 2, "STAGE_BYTES": 1024, "STAGE_LAG": 2, "STAGE_TILE": 128,
-      "STAGE_RUN": 64, "STAGE_PROGRAMS_PER_SM": 4, "num_warps_staged": 2}, ""),
-    ("batchnorm", "staged_prefetch_heads_span_channels",  # one stage; a head of 32 rows meets several channels
-     {"STRATEGY": "staged", "STAGE_PREFETCH": 2, "STAGE_TILE": 2048, "STAGE_RUN": 64, "num_warps_staged": 4}, ""),
-    ("batchnorm", "streamed", {"STRATEGY": "streamed"}, ""),  # default STREAM_* (auto's pick for x larger than L2):
-    #                                                            one stage (tiny tensors); 70x70 planes: a masked tile
-    ("batchnorm", "streamed_small_shares_ahead",  # 64-value tiles, shares of a tile or two, loads a tile ahead
-     {"STRATEGY": "streamed", "STREAM_BYTES": 2048, "STREAM_TILE": 64, "STREAM_AHEAD": True, "STREAM_STAGES": 1,
-      "num_warps_streamed": 2}, ""),
-    ("batchnorm", "streamed_lag3_many_programs",  # 16 programs, some with no tiles; y three stages behind
-     {"STRATEGY": "streamed", "STREAM_BYTES": 64, "STREAM_TILE": 256, "STREAM_LAG": 3, "STREAM_STAGES": 2,
-      "STREAM_AHEAD": False, "STREAM_PROGRAMS_PER_SM": 4, "num_warps_streamed": 2}, ""),
-    ("batchnorm", "streamed_planes_ragged_shares_cut_channels",  # [4, 64] tiles: N = 3 and 2 (variants) leave planes
-     {"STRATEGY": "streamed", "STREAM_PLANES": 4, "STREAM_TILE": 64, "STREAM_BYTES": 2048,  # off; 70x70: columns
-      "num_warps_streamed": 2}, ""),  # off too
-    ("batchnorm", "streamed_planes_cp_async_many_programs",  # [2, 256] tiles through cp.async; 16 programs
-     {"STRATEGY": "streamed", "STREAM_PLANES": 2, "STREAM_TILE": 256, "STREAM_BYTES": 64, "STREAM_AHEAD": False,
-      "STREAM_STAGES": 3, "STREAM_PROGRAMS_PER_SM": 4, "num_warps_streamed": 2}, ""),
-    ("batchnorm", "streamed_fill_two_planes",  # the session-5 defaults: -1-filled words, 16 KiB tiles, 2 an SM
-     {"STRATEGY": "streamed", "WORKSPACE": "fill", "STREAM_PLANES": 0, "STREAM_LANES": 4096,
-      "STREAM_PROGRAMS_PER_SM": 2}, ""),
-    ("batchnorm", "streamed_epoch_lanes_ahead2_ragged",  # [4, 64] tiles as 16 rows of 16 lanes, loads 2 tiles ahead
-     {"STRATEGY": "streamed", "WORKSPACE": "epoch", "STREAM_PLANES": 4, "STREAM_TILE": 64, "STREAM_LANES": 16,
-      "STREAM_AHEAD": 2, "STREAM_BYTES": 2048, "num_warps_streamed": 2}, ""),
-    ("batchnorm", "streamed_lanes_ahead2_many_programs",  # 16 programs, 256-value tiles as rows of 64
-     {"STRATEGY": "streamed", "STREAM_TILE": 256, "STREAM_LANES": 64, "STREAM_AHEAD": 2, "STREAM_BYTES": 64,
-      "STREAM_PROGRAMS_PER_SM": 4, "num_warps_streamed": 2}, ""),
-    ("batchnorm", "streamed_words_unmasked_one_tree",  # bf16 as 32-bit words; 16x16 planes: whole 64-value tiles
-     {"STRATEGY": "streamed", "STREAM_WORDS": True, "STREAM_UNMASKED": True, "STREAM_ONE_TREE": True,  # unmasked;
-      "STREAM_TILE": 64, "STREAM_BYTES": 2048, "num_warps_streamed": 2}, ""),  # odd planes fall back to values
-    ("batchnorm", "streamed_words_ragged_five_per_sm",  # 70x70 planes: a masked last word tile; 20 programs
-     {"STRATEGY": "streamed", "STREAM_WORDS": True, "STREAM_ONE_TREE": True, "STREAM_PROGRAMS_PER_SM": 5,
-      "STREAM_BYTES": 64, "STREAM_TILE": 256, "STREAM_LANES": 64, "num_warps_streamed": 1}, ""),
-    ("batchnorm", "streamed_unmasked_planes_ahead2",  # [4, 64] tiles: whole where N % 4 == 0, else masked
-     {"STRATEGY": "streamed", "STREAM_UNMASKED": True, "STREAM_PLANES": 4, "STREAM_TILE": 64, "STREAM_LANES": 16,
-      "STREAM_AHEAD": 2, "STREAM_BYTES": 2048, "num_warps_streamed": 2}, ""),
-    ("batchnorm", "streamed_values_masked_two_trees",  # the session-6 defaults: values (not words), masked loads,
-     {"STRATEGY": "streamed", "STREAM_WORDS": False, "STREAM_UNMASKED": False,  # two and three reduction trees
-      "STREAM_ONE_TREE": False, "STREAM_TILE": 64, "STREAM_BYTES": 2048, "num_warps_streamed": 2}, ""),
-    ("batchnorm", "staged_epoch_lag2",
-     {"STRATEGY": "staged", "WORKSPACE": "epoch", "STAGE_BYTES": 2048, "STAGE_LAG": 2, "STAGE_TILE": 256,
-      "STAGE_RUN": 64, "num_warps_staged": 2}, ""),
+    ("batchnorm", "two_kernel_small_blocks",  # 32 planes a channel split 4 ways; planes cut into 64-value blocks
+     {"STRATEGY": "two_kernel", "SPLIT": 4, "BLOCK_STATS": 1024, "MAX_BLOCK_APPLY": 64, "num_warps_apply": 4}, ""),
     ("cumsum", "fp32_chunks_compensated", {"FP64_ACC": 2}, ""),  # compensated carry across chunks
     ("cumsum", "one_chunk_two_rows", {"FP64_ACC": 2, "BLOCK": 4096, "TILE": 8192}, ""),
     ("cumsum", "plain_fp32", {"FP64_ACC": 0, "BLOCK": 512}, ""),
-    ("groupnorm", "coop", {"GROUP_STRATEGY": "coop"}, ""),
-    ("groupnorm", "coop_all_small_chunks",
-     {"GROUP_STRATEGY": "coop", "COOP_ALL": True, "COOP_CHUNK": 4096, "COOP_PROGRAMS_PER_SM": 3}, ""),
-    ("groupnorm", "coop_all_prefetch_cut_planes",  # 256-value chunks cut the 32x32 and 64x64 planes
-     {"COOP_ALL": True, "COOP_PREFETCH": 1, "COOP_CHUNK": 256, "COOP_PROGRAMS_PER_SM": 8, "num_warps_coop": 2}, ""),
-    ("groupnorm", "coop_all_tagged_prefetch_early",  # 64-bit (mean, M2) ready words, next load before the reduce
-     {"COOP_ALL": True, "COOP_SYNC": "tagged", "COOP_PREFETCH": 2, "COOP_CHUNK": 1024, "COOP_PROGRAMS_PER_SM": 4}, ""),
-    ("groupnorm", "coop_tagged_prefetch", {"COOP_SYNC": "tagged", "COOP_PREFETCH": 1}, ""),  # groups > MAX_FUSED_N
-    ("groupnorm", "coop_all_unmasked_shifted_epoch",  # 2048-value chunks tile the 64x64 and 32x32 groups: no masks;
-     {"COOP_ALL": True, "COOP_UNMASKED": True, "COOP_STATS": "shifted", "COOP_WORKSPACE": "epoch",  # odd maps
-      "COOP_CHUNK": 2048, "num_warps_coop": 4}, ""),  # (7x5, 91x97) masked
-    ("groupnorm", "coop_all_unmasked_chan_prefetch_early",  # Chan stats from one-level sums, next load before them
-     {"COOP_ALL": True, "COOP_UNMASKED": True, "COOP_PREFETCH": 2, "COOP_CHUNK": 1024, "COOP_PROGRAMS_PER_SM": 4}, ""),
-    ("groupnorm", "coop_shifted_unmasked_no_prefetch",  # groups > 4096: coop without COOP_ALL; 3 programs an SM
-     {"MAX_FUSED_N": 4096, "COOP_UNMASKED": True, "COOP_STATS": "shifted", "COOP_PREFETCH": 0, "COOP_CHUNK": 4096,
-      "COOP_PROGRAMS_PER_SM": 3}, ""),
-    ("groupnorm", "coop_all_masked_chan_fill",  # the forms before the unmasked/shifted/epoch defaults
-     {"COOP_ALL": True, "COOP_UNMASKED": False, "COOP_STATS": "chan", "COOP_WORKSPACE": "fill", "COOP_CHUNK": 2048,
-      "num_warps_coop": 4}, ""),
-    ("groupnorm", "coop_all_counter",  # counter partials: the shifted/epoch defaults are tagged-only, so ignored
-     {"COOP_ALL": True, "COOP_SYNC": "counter", "COOP_CHUNK": 1024, "COOP_PROGRAMS_PER_SM": 4}, ""),
-    ("groupnorm", "fused_flat_warps", {"FUSED_LAYOUT": "flat", "num_warps_fused": 4}, ""),
-    ("groupnorm", "fused_2d_evict", {"FUSED_LAYOUT": "2d", "GROUPS_PER_PROG": 1, "EVICT_FUSED": True}, ""),
-    ("groupnorm", "fused_2d_gpp4", {"FUSED_LAYOUT": "2d", "GROUPS_PER_PROG": 4}, ""),  # a partial last program
-    ("groupnorm", "looped_evict",
-     {"GROUP_STRATEGY": "looped", "MAX_FUSED_N": 64, "BLOCK_LOOP": 32, "EVICT_LOOP": True}, ""),
+    ("groupnorm", "coop_small_chunks",  # groups over 4096 values split; 3 programs an SM
+     {"MAX_FUSED_N": 4096, "COOP_CHUNK": 4096, "COOP_PROGRAMS_PER_SM": 3}, ""),
+    ("groupnorm", "coop_all_cut_planes",  # every group split: 256-value chunks cut the 32x32 and 64x64 planes
+     {"MAX_FUSED_N": 16, "COOP_CHUNK": 256, "COOP_PROGRAMS_PER_SM": 8, "num_warps_coop": 2}, ""),
+    ("groupnorm", "coop_all_unmasked",  # 2048-value chunks tile the 64x64 and 32x32 groups: no masks; odd maps
+     {"MAX_FUSED_N": 16, "COOP_UNMASKED": True, "COOP_CHUNK": 2048, "num_warps_coop": 4}, ""),  # (7x5, 91x97) masked
+    ("groupnorm", "coop_all_masked", {"MAX_FUSED_N": 16, "COOP_UNMASKED": False, "COOP_CHUNK": 1024}, ""),
+    ("groupnorm", "fused_2d_warps2", {"num_warps_2d": 2}, ""),
+    ("groupnorm", "fused_2d_gpp4", {"GROUPS_PER_PROG": 4}, ""),  # a partial last program
     ("layernorm", "warps4_rows1", {"num_warps_fused": 4, "ROWS_FUSED": 1, "RELOAD": False}, ""),  # whole rows held
     ("layernorm", "warps8_rows2", {"num_warps_fused": 8, "ROWS_FUSED": 2, "RELOAD": False}, ""),  # ragged last program
     ("layernorm", "no_pairs", {"PAIRS": False}, "bf16"),  # bf16 through the reload kernel: 5120 = 2.5 chunks
@@ -144,38 +50,13 @@ OPTIONS: list[tuple[str, str, dict, str]] = [
     ("rmsnorm", "pairs_warps4_rows2", {"PAIRS": True, "PAIR_WARPS": 4, "ROWS_FUSED": 2}, "bf16"),  # ragged last program
     *[(family, name, overrides, "") for family in ("softmax", "log_softmax") for name, overrides in [
         ("fused_one_warp", {"ROWS_FUSED": 1, "num_warps_fused": 1}),  # shuffle-only reductions
-        ("coop", {"WIDE_STRATEGY": "coop"}),  # split rows: partials published, the last program merges
-        ("coop_small_chunks",
+        ("coop", {"WIDE_STRATEGY": "coop"}),  # split rows: (max, sum) words published, each program merges
+        ("coop_small_chunks",  # several chunks a row (50257, 20011: misaligned rows)
          {"WIDE_STRATEGY": "coop", "COOP_CHUNK": 4096, "COOP_PROGRAMS_PER_SM": 3, "num_warps_coop": 4}),
-        ("looped_no_hints", {"WIDE_STRATEGY": "looped", "EVICT_LOOP": False, "ONE_EXP": False, "BLOCK_LOOP": 2048}),
-        ("looped_one_exp", {"WIDE_STRATEGY": "looped", "ONE_EXP": True, "BLOCK_LOOP": 1024}),
-        ("looped_evict", {"WIDE_STRATEGY": "looped", "EVICT_LOOP": True}),
-        ("coop_tagged_prefetch",  # 64-bit (max, sum) ready words, next chunk loaded while polling; split trees
-         {"WIDE_STRATEGY": "coop", "COOP_SYNC": "tagged", "COOP_TREE": "split", "COOP_PREFETCH": 1, "COOP_CHUNK": 8192,
-          "num_warps_coop": 8, "COOP_PROGRAMS_PER_SM": 2}),
-        ("coop_tagged_prefetch_early",  # next chunk loaded before the reduce; many chunks per row
-         {"WIDE_STRATEGY": "coop", "COOP_SYNC": "tagged", "COOP_PREFETCH": 2, "COOP_CHUNK": 4096,
-          "num_warps_coop": 4, "COOP_PROGRAMS_PER_SM": 4}),
-        ("coop_counter_prefetch",
-         {"WIDE_STRATEGY": "coop", "COOP_SYNC": "counter", "COOP_PREFETCH": 1, "COOP_CHUNK": 16384}),
-        # per-lane (max, sum) and one tree; 4096-value chunks: several a row (50257, 20011: misaligned rows)
-        ("coop_lane_fma_unmasked",  # whole chunks unmasked, the row's last masked with both edges
-         {"WIDE_STRATEGY": "coop", "COOP_SYNC": "tagged", "COOP_TREE": "lane", "COOP_EXP2": "fma",
-          "COOP_UNMASKED": True, "COOP_PREFETCH": 1, "COOP_CHUNK": 4096, "num_warps_coop": 4,
-          "COOP_PROGRAMS_PER_SM": 4}),
-        ("coop_lane_exp2_prefetch_early",  # even widths, all masked; 8192-value chunks as [2, 4096]
-         {"WIDE_STRATEGY": "coop", "COOP_SYNC": "tagged", "COOP_TREE": "lane", "COOP_EXP2": True,
-          "COOP_PREFETCH": 2, "COOP_CHUNK": 8192, "num_warps_coop": 8, "COOP_PROGRAMS_PER_SM": 2}),
-        ("coop_lane_unmasked_no_prefetch",
-         {"WIDE_STRATEGY": "coop", "COOP_SYNC": "tagged", "COOP_TREE": "lane", "COOP_UNMASKED": True,
-          "COOP_PREFETCH": 0, "COOP_CHUNK": 4096, "num_warps_coop": 4, "COOP_PROGRAMS_PER_SM": 5}),
+        ("looped_no_hints", {"WIDE_STRATEGY": "looped", "EVICT_LOOP": False, "BLOCK_LOOP": 2048}),
+        ("looped_evict", {"WIDE_STRATEGY": "looped", "EVICT_LOOP": True, "BLOCK_LOOP": 1024}),
+        ("looped_stream", {"WIDE_STRATEGY": "looped", "EVICT_LOOP": "stream"}),
     ]],
-    # misaligned rows (50257, 20011 fp32): a head to the 16-byte boundary, unmasked body, masked tail
-    ("log_softmax", "looped_aligned_stream",
-     {"WIDE_STRATEGY": "looped", "ALIGN_LOOP": True, "BLOCK_LOOP": 2048, "LOOP_STAGES": 3, "EVICT_LOOP": "stream"}, ""),
-    ("log_softmax", "looped_aligned_two_exp",
-     {"WIDE_STRATEGY": "looped", "ALIGN_LOOP": True, "ONE_EXP": False, "EVICT_LOOP": True}, "vocab"),
-    ("pointwise", "original_formulas", {"FAST": 0}, ""),
     ("pointwise", "fewer_transcendentals", {"FAST": 1}, ""),
     # FMA-pipe polynomials and the chain's interval analysis (fp32 specs: FAST 1; no tanh.approx on CPU)
     ("pointwise", "bounded_forms", {"FAST": 3}, ""),
@@ -194,29 +75,19 @@ OPTIONS: list[tuple[str, str, dict, str]] = [
     ("cross_entropy", "lane_online", {"ONLINE": "lane", "BLOCK": 1024}, ""),
     ("cross_entropy", "aligned_stages_evict", {"ONLINE": "aligned", "BLOCK": 1024, "STAGES": 3, "EVICT": True}, ""),
     ("cross_entropy", "group_online", {"ONLINE": "group", "BLOCK": 4096, "num_warps": 8}, ""),
-    ("pool2d", "tile", {**ONE_LAYOUT, "LAYOUT": "tile"}, ""),  # the original per-plane tiles
-    ("pool2d", "flat_scalar", {**ONE_LAYOUT, "LAYOUT": "flat", "PAIR": 0, "XBLOCK": 256}, ""),  # one load per window column
-    ("pool2d", "flat_pairs_wide", {**ONE_LAYOUT, "LAYOUT": "flat", "PAIR": 1, "XBLOCK": 4096}, ""),  # spans several planes
-    ("pool2d", "vec4", {**ONE_LAYOUT, "LAYOUT": "flat", "VEC": 4, "XBLOCK": 1024}, ""),  # one 8-wide load per window row
-    ("pool2d", "vec2_small", {**ONE_LAYOUT, "LAYOUT": "flat", "VEC": 2, "XBLOCK": 64}, ""),  # groups span rows and planes
-    ("pool2d", "rows_gather", {**ONE_LAYOUT, "LAYOUT": "rows", "TAPS": "gather", "ROWS": 4}, ""),  # shifted columns by tl.gather
-    ("pool2d", "rows_gather_wide", {**ONE_LAYOUT, "LAYOUT": "rows", "TAPS": "gather", "ROWS": 32, "num_warps_rows": 8}, ""),
-    ("pool2d", "rows_load", {**ONE_LAYOUT, "LAYOUT": "rows", "TAPS": "load", "ROWS": 8, "num_warps_rows": 2}, ""),  # own loads
-    ("pool2d", "rows_direct", {**ONE_LAYOUT, "LAYOUT": "rows", "TAPS": "direct", "ROWS": 16}, ""),  # no reshape, no gather
-    ("pool2d", "rows_shared", {**ONE_LAYOUT, "LAYOUT": "rows", "SHARE_ROWS": True, "ROWS": 8}, ""),  # input rows loaded once
-    ("pool2d", "rows_unshared", {**ONE_LAYOUT, "LAYOUT": "rows", "SHARE_ROWS": False, "STRIPS": 0}, "s1"),  # stride 1, per-row loads
-    ("pool2d", "rows_shared_load_narrow",  # own loads per tap; 3-row strips cut planes, 2 strips a program
-     {**ONE_LAYOUT, "LAYOUT": "rows", "SHARE_ROWS": True, "TAPS": "load", "ROWS": 3, "STRIPS": 2, "num_warps_rows": 2}, ""),
-    ("pool2d", "groups", {**ONE_LAYOUT, "LAYOUT": "groups"}, ""),  # a 16-byte column group a thread, 8-row strips
-    ("pool2d", "groups_words_persist",  # bf16 as words; 3-row strips cut planes; 4 programs loop over blocks
-     {**ONE_LAYOUT, "LAYOUT": "groups", "WORDS": 1, "ROWS": 3, "GROUPS": 16, "AHEAD": 2, "PERSIST": 1, "num_warps_groups": 1}, ""),
+    ("pool2d", "rows", {"LAYOUT": "rows", "LAYOUT_STRIDE1": "rows", "ROWS": 4}, ""),  # stride 1: strips of rows
+    ("pool2d", "rows_wide_blocks", {"LAYOUT": "rows", "LAYOUT_STRIDE1": "rows", "ROWS": 32, "num_warps_rows": 8}, ""),
+    ("pool2d", "rows_narrow_strips",  # 3-row strips cut planes, 2 strips a program
+     {"LAYOUT": "rows", "LAYOUT_STRIDE1": "rows", "ROWS": 3, "STRIPS": 2, "num_warps_rows": 2}, ""),
+    ("pool2d", "groups", {"LAYOUT": "groups", "LAYOUT_STRIDE1": "groups"}, ""),  # stride 2 too
+    ("pool2d", "groups_words_blocks",  # bf16 as words; 3-row strips cut planes; 16-item blocks (halos by loads)
+     {"LAYOUT": "groups", "LAYOUT_STRIDE1": "groups", "WORDS": 1, "ROWS": 3, "GROUPS": 16, "AHEAD": 2,
+      "num_warps_groups": 1}, ""),
     ("pool2d", "groups_narrow_planes",  # 4-column groups walking whole planes, no loads ahead
-     {**ONE_LAYOUT, "LAYOUT": "groups", "GROUP_V": 4, "ROWS": 56, "GROUPS": 64, "AHEAD": 1, "num_warps_groups": 2}, ""),
-    ("pool2d", "groups_shfl_all_ahead",  # halo columns from neighbour lanes; a strip's rows all loaded up front
-     {**ONE_LAYOUT, "LAYOUT": "groups", "HALO": "shfl", "GROUP_V": 4, "ROWS": 8, "AHEAD": 16, "GROUPS": 64,
+     {"LAYOUT": "groups", "LAYOUT_STRIDE1": "groups", "GROUP_V": 4, "ROWS": 56, "GROUPS": 64, "AHEAD": 1,
       "num_warps_groups": 2}, ""),
-    ("pool2d", "groups_shfl_wide_one_warp",  # 16-byte groups (4 units) sharing halos; 3-row strips cut planes
-     {**ONE_LAYOUT, "LAYOUT": "groups", "HALO": "shfl", "GROUP_V": 0, "ROWS": 3, "AHEAD": 6, "GROUPS": 32,
+    ("pool2d", "groups_wide_one_warp",  # 16-byte groups (4 units) sharing halos; 3-row strips cut planes
+     {"LAYOUT": "groups", "LAYOUT_STRIDE1": "groups", "GROUP_V": 0, "ROWS": 3, "AHEAD": 6, "GROUPS": 32,
       "num_warps_groups": 1}, ""),
     ("attention", "block_m_256",  # 256 query rows a program: one block covers the tiny specs, and the ragged 200
      {"BLOCK_M": 256, "num_warps": 16}, ""),

@@ -11,7 +11,7 @@ SHAPES = {"full": {"batch": 128, "rows": 256, "cols": 3000}, "tiny": {"batch": 2
 BATCH, ROWS, COLS = SHAPES[SIZE]["batch"], SHAPES[SIZE]["rows"], SHAPES[SIZE]["cols"]
 DTYPE = torch.float32
 # The reference (torch's fp32 cumsum on the H200) is itself off from an fp64 prefix sum by up to ~1e-3 at
-# 16384 columns: round 1 found 4767 of 134M elements beyond atol 1e-4 against this kernel's exactly
+# 16384 columns: a first H200 run found 4767 of 134M elements beyond atol 1e-4 against this kernel's exactly
 # rounded result (max abs err 1.0e-3). ATOL covers the reference's own rounding; RTOL stays fp32's.
 ATOL, RTOL = 2e-3, 1e-4
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"  # GB-sized inputs are made where they are used

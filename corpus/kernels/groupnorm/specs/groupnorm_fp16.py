@@ -1,7 +1,7 @@
 """Group norm in fp16 with groups that fit in registers: 256 x 512 x 32 x 32 fp16, 32 groups
 (256 MiB in + 256 MiB out); each group is 16 x 32 x 32 = 16384 elements.
 
-fp16, not bf16: in round 1 on the H200, 25 of 134M bf16 outputs of torch's CUDA group norm sat 2 bf16 ulps
+fp16, not bf16: in a first run on the H200, 25 of 134M bf16 outputs of torch's CUDA group norm sat 2 bf16 ulps
 from this kernel's fp32 result (the CPU reference agrees with it), just past the 1e-2 tolerance; fp16's
 finer rounding keeps a check at the default tolerance meaningful.
 """

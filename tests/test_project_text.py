@@ -1,0 +1,50 @@
+"""Tracked text speaks of the project, not of how it was built: no numbered work periods, no tools or roles of
+the build, no machine nicknames ("a CUDA machine"), no links outside the repository.
+
+Usage: .venv/bin/python -m pytest -q tests/test_project_text.py
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+# (written with [ ] and [.] so that this file does not hold the words it looks for)
+BUILD_WORDS = re.compile(
+    r"\bsessions?[ ]\d+\b|\bdevice[ ]tool\b|\bGPU[ ]box\b|\bH200[ ]box\b|\bteam[ ]brief\b|[.][.]/shared/",
+    re.IGNORECASE)
+BOX, SHARED = "GPU" + " box", ".." + "/shared/"
+# Lines in files whose owners change them in their own work; empty this as they land.
+KNOWN = {
+    ("harness/README.md", BOX), ("harness/config.py", BOX), ("tests/harness/test_gpu_harness.py", BOX),
+    ("kb_server/schemas.py", SHARED),
+}
+
+
+def _tracked_text() -> list[Path]:
+    names = subprocess.run(["git", "ls-files"], cwd=REPO, capture_output=True, text=True, check=True).stdout.split()
+    return [REPO / n for n in names if not n.startswith("benchmarks/results/") and not n.endswith((".pdf", ".png"))]
+
+
+def _hits(path: Path) -> list[tuple[int, str]]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (UnicodeDecodeError, FileNotFoundError):
+        return []
+    return [(i, m.group(0)) for i, line in enumerate(text.splitlines(), 1) for m in BUILD_WORDS.finditer(line)]
+
+
+def test_the_words_are_caught():
+    assert BUILD_WORDS.search("as measured in session" + " 18") and BUILD_WORDS.search(f"see {SHARED}ARCHITECTURE.md")
+    assert BUILD_WORDS.search(f"on the {BOX}") and not BUILD_WORDS.search("a tuning session's nodes")
+
+
+@pytest.mark.skipif(not (REPO / ".git").exists(), reason="needs the git checkout")
+def test_tracked_text_has_no_build_words():
+    found = [f"{p.relative_to(REPO)}:{line}: {word}" for p in _tracked_text() for line, word in _hits(p)
+             if (str(p.relative_to(REPO)), word) not in KNOWN]
+    assert not found, "words about how the project was built:\n" + "\n".join(found[:20])
