@@ -2,7 +2,7 @@
 
 Usage: from harness.config import EvalConfig; EvalConfig(trials=3, time_compile_baseline=False)
 
-No pydantic here: the harness runs from the working tree on a bare GPU box (torch, triton, numpy only).
+No pydantic here: the harness runs from the working tree on a bare CUDA machine (torch, triton, numpy only).
 """
 
 from __future__ import annotations

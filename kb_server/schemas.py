@@ -1,7 +1,7 @@
 """The knowledge base's records: Chunk, Hit, KernelRecord and the filters of a search.
 
 One name for one thing: these are the nouns the HTTP API, the CLI, the ingest and the agent
-client all use (see ../shared/ARCHITECTURE.md).
+client all use (see docs/ARCHITECTURE.md).
 """
 
 from __future__ import annotations

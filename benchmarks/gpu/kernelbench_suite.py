@@ -1,7 +1,7 @@
 """KernelBench level 1 at its published sizes on one GPU: `kkb bench --suite` with several candidates per
 problem, the small-candidate throughput, and offline `kkb tune` sessions; one results file.
 
-Usage (from the repo root on the GPU box; LEVEL1 = a copy of KernelBench's level1 folder, never committed):
+Usage (from the repo root on a CUDA machine; LEVEL1 = a copy of KernelBench's level1 folder, never committed):
     python3 benchmarks/gpu/kernelbench_suite.py LEVEL1 [--budget-s 500] [--out-dir "$OUT"]
     python3 benchmarks/gpu/kernelbench_suite.py LEVEL1 --device cpu --max-elements 65536 --skip tune,throughput
         (a CPU check of the script: the same problems scaled down, through Triton's interpreter)

@@ -1,4 +1,4 @@
-"""GPU checks of the harness (marker gpu; skipped without CUDA). Run on the GPU box:
+"""GPU checks of the harness (marker gpu; skipped without CUDA). Run on a CUDA machine:
     python3 -m pytest -m gpu tests/harness -q                 (all, ~1 min)
     python3 -m pytest -m "gpu and not slow" tests/harness -q  (what benchmarks/gpu/harness.sh runs)
 """
