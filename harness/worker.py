@@ -271,6 +271,11 @@ def serve(fd: int, device: str, cpu_memory_bytes: int = 0, gpu_memory_fraction: 
         if gpu_memory_fraction:
             torch.cuda.set_per_process_memory_fraction(gpu_memory_fraction)
         torch.cuda.init()
+    # The reference, eager and torch.compile run in the precision the spec's dtype names: PyTorch's default
+    # TF32 convolutions are ~1e-3 off in fp32, ten times the fp32 tolerance, so they could neither judge a
+    # candidate at that tolerance nor be the time to beat for an fp32 result.
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = False
     clock = Clock.capture()  # before any candidate is imported
     from harness.guard import StreamTracker
 
