@@ -82,7 +82,7 @@ def _verdict_row(v) -> dict:
 
 def run_problem(level: int, path: Path, args, pool, work: Path) -> dict:
     from agent_client.offline.provider import OfflineProvider
-    from agent_client.providers.base import ProposalRequest
+    from agent_client.proposals import ProposalRequest
     from harness.scaling import scale_spec_source
 
     row = {"problem": f"{level}/{path.stem}", "level": level}
@@ -115,7 +115,7 @@ def run_problem(level: int, path: Path, args, pool, work: Path) -> dict:
     if not routes:
         row.update(status="no_candidate", reasons=why)
         return row
-    from agent_client.providers.base import NodeView
+    from agent_client.proposals import NodeView
 
     budget = max(args.search, len(routes)) if args.search else len(routes)
     proposals = provider.propose(request(n=len(routes) if not args.search else min(budget, len(routes) + 1)))
