@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from ingest.bundle import bundled_source
 from kb_server.excerpt import GAP, kernel_excerpt
 from kb_server.tokens import get_counter
 
@@ -14,7 +15,8 @@ COUNTER = get_counter()
 
 
 def _excerpt(family: str, budget: int):
-    return kernel_excerpt((KERNELS / family / "kernel.py").read_text(), budget, COUNTER.count, COUNTER.truncate)
+    # the source a library record holds: the family's kernel.py with its shared helpers bundled in
+    return kernel_excerpt(bundled_source(KERNELS / family / "kernel.py"), budget, COUNTER.count, COUNTER.truncate)
 
 
 @pytest.mark.parametrize("family", ["rmsnorm", "softmax", "layernorm", "cross_entropy", "attention"])
@@ -38,7 +40,7 @@ def test_at_a_moderate_budget_tunables_come_with_the_default_kernel(family):
 def test_a_larger_budget_shows_more_and_a_whole_file_fits_whole():
     small, large = _excerpt("softmax", 800), _excerpt("softmax", 4000)
     assert large.tokens > small.tokens and large.kernels_shown >= small.kernels_shown
-    source = (KERNELS / "cumsum" / "kernel.py").read_text()
+    source = bundled_source(KERNELS / "cumsum" / "kernel.py")
     whole = kernel_excerpt(source, 100_000, COUNTER.count, COUNTER.truncate)
     assert whole.whole and whole.text == source.strip("\n")
 
