@@ -249,7 +249,7 @@ def reduction_kernel(name: str, full_shape: tuple, dims: list[int], reductions: 
         out_t = ops.ctype_of(red.meta["val"].dtype)
         if kind in ("any", "all"):
             res, res_t = w.bind(f"({res} != 0)"), "i1"
-        res = w.bind(w.cast(res, res_t, out_t))
+        res = w.bind(w.round_to(w.cast(res, res_t, out_t), str(red.meta["val"].dtype).removeprefix("torch.")))
         w.homes[red] = (reduced_idx(keep), res, out_t)
     full_outs = [o for o in outputs if math.prod(shape(o)) == xn * rn and xn * rn != xn]
     row_outs = [o for o in outputs if o not in full_outs]
@@ -450,6 +450,54 @@ def scan_kernel(name: str, node, outputs: list, buffers: dict, target: str) -> K
                   f"{', '.join(n.name for n in outputs)}")
 
 
+# ---- top-k ---------------------------------------------------------------------------------------------
+def topk_kernel(name: str, node, outputs: list, buffers: dict, target: str) -> Kernel:
+    """The k largest (or smallest) of each row, sorted, by k rounds of max-and-mask over the whole row."""
+    a = list(node.args) + [None] * 4
+    x, k = a[0], int(a[1])
+    full_shape = shape(x)
+    dim = (a[2] if a[2] is not None else node.kwargs.get("dim", -1)) % max(len(full_shape), 1)
+    largest = a[3] if a[3] is not None else node.kwargs.get("largest", True)
+    rn = full_shape[dim]
+    if rn > (1 << 16 if target == "cpu" else 16384) or k > 64:
+        raise LoweringError(f"topk of {k} over rows of {rn}: only whole rows up to 16384 and k <= 64 are lowered")
+    outer = [d for d in range(len(full_shape)) if d != dim]
+    xn = math.prod(full_shape[d] for d in outer)
+    w = KernelWriter(_loadable(buffers, outputs), name)
+    w.emit("xi = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)[:, None]")
+    w.emit(f"xmask = xi < {xn}")
+    w.emit("ri = tl.arange(0, RBLOCK)[None, :]")
+    w.emit(f"rmask = ri < {rn}")
+    w.mask = "xmask & rmask"
+    xpart = delinearize(Index.var("xi", xn), tuple(full_shape[d] for d in outer))
+
+    def at(position: Index) -> list[Index]:
+        out, xs = [], iter(xpart)
+        for d in range(len(full_shape)):
+            out.append(position if d == dim else next(xs))
+        return out
+
+    v, c = _eval(w, x, at(Index.var("ri", rn)), node)
+    sign = "" if largest else "-"
+    v = w.bind(f"tl.where(xmask & rmask, {sign}{w.cast(v, c, 'f32')}, -float(\"inf\"))")
+    values = next((o for o in outputs if o.args[1] == 0), None)
+    indices = next((o for o in outputs if o.args[1] == 1), None)
+    w.mask = "xmask"
+    for j in range(k):
+        m = w.bind(f"tl.max({v}, 1)[:, None]")
+        i = w.bind(f"tl.min(tl.where({v} == {m}, ri, {rn}), 1)[:, None]")
+        if values is not None:
+            w.store(buffers[values], at(Index.of(j)), f"{sign}{m}", "xmask")
+        if indices is not None:
+            w.store(buffers[indices], at(Index.of(j)), i, "xmask")
+        if j + 1 < k:
+            v = w.bind(f"tl.where(ri == {i}, -float(\"inf\"), {v})")
+    xb = min(_pow2(xn), max(1, (1 << 16 if target == "cpu" else 2048) // _pow2(rn)))
+    return Kernel(name, _finish(w, ["XBLOCK", "RBLOCK"]), list(w.args), f"(triton.cdiv({xn}, {xb}),)",
+                  {"XBLOCK": str(xb), "RBLOCK": str(_pow2(rn)), "num_warps": "4"}, {}, {}, "topk",
+                  f"top {k} of rows of {rn} ({xn} rows) -> {', '.join(o.name for o in outputs)}")
+
+
 # ---- matmul --------------------------------------------------------------------------------------------
 def _dot_types(*operands) -> str:
     kinds = {str(o.meta["val"].dtype).removeprefix("torch.") for o in operands}
@@ -556,7 +604,8 @@ def gemm_kernel(name: str, node, outputs: list, buffers: dict, target: str) -> K
         w.mask = mask
         bv, bc = _eval(w, bias, w.arg_idx(bias, out, canon))
         value = f"{value} + {w.cast(bv, bc, 'f32')}" if beta == 1 else f"{value} + {float(beta)} * {bv}"
-    res = w.bind(w.cast(value, "f32", ops.ctype_of(node.meta["val"].dtype)))
+    res = w.bind(w.round_to(w.cast(value, "f32", ops.ctype_of(node.meta["val"].dtype)),
+                            str(node.meta["val"].dtype).removeprefix("torch.")))
     w.homes[node] = (canon, res, ops.ctype_of(node.meta["val"].dtype))
     _store_epilogue(w, node, canon, outputs, buffers, mask)
     exprs, tun, space = _gemm_tunables(name, m, n, k, target, dot_t)
@@ -666,7 +715,7 @@ def _conv_bias_and_store(w, node, bias, canon, outputs, buffers, mask):
         bv, bc = _eval(w, bias, [canon[1]])
         value = f"acc + {w.cast(bv, bc, 'f32')}"
     ctype = ops.ctype_of(node.meta["val"].dtype)
-    res = w.bind(w.cast(value, "f32", ctype))
+    res = w.bind(w.round_to(w.cast(value, "f32", ctype), str(node.meta["val"].dtype).removeprefix("torch.")))
     w.homes[node] = (canon, res, ctype)
     _store_epilogue(w, node, canon, outputs, buffers, mask)
 

@@ -46,6 +46,7 @@ WINDOWS = {aten.max_pool2d_with_indices, aten.max_pool3d_with_indices, aten.avg_
            aten._adaptive_avg_pool2d, aten._adaptive_avg_pool3d, aten.adaptive_max_pool2d,
            aten.max_pool1d_with_indices}
 INDIRECT = {aten.gather, aten.index, aten.index_select, aten.embedding}
+SELECTS = {aten.topk}  # values and indices of the k largest (or smallest) along a dim
 RANDOM = {aten.bernoulli, aten.rand, aten.randn, aten.rand_like, aten.randn_like, aten.randint,
           aten.native_dropout, aten.normal, aten.uniform, aten.multinomial, aten.randperm, aten.exponential}
 
@@ -72,6 +73,8 @@ def kind_of(node) -> str:
         return "window"
     if p in INDIRECT:
         return "indirect"
+    if p in SELECTS:
+        return "select"
     if p in RANDOM:
         return "random"
     if p in POINTWISE:
@@ -225,8 +228,7 @@ def _convert(ctx, node, args):
         return code(ctx, src, t), t
     x, s = src
     if target in ("bfloat16", "float16") and s in ("f32", "f64"):
-        tl_t = "tl.bfloat16" if target == "bfloat16" else "tl.float16"
-        return f"{x}.to({tl_t}).to(tl.float32)", t  # round as the reference does, compute on in fp32
+        return ctx.round_to(x, target), t  # round as the reference does, compute on in fp32
     if t == "i1":
         return f"({x} != 0)", t
     return ctx.cast(x, s, t), t
@@ -330,6 +332,8 @@ POINTWISE = {
     aten.empty_like: lambda c, n, a: ("0.0" if ctype_of(n.meta["val"].dtype) in ("f32", "f64") else "0",
                                       ctype_of(n.meta["val"].dtype)),
     aten.copy: lambda c, n, a: _identity(c, n, [a[1]]),
+    # an in-place copy left inside a decomposition (label smoothing's masked fill): its value is the source
+    aten.copy_: lambda c, n, a: _identity(c, n, [a[1]]),
     aten.arange: None,  # handled by the writer (a function of the index)
     prims.iota: None,
     aten.nan_to_num: lambda c, n, a: _identity(c, n, a),

@@ -4,7 +4,8 @@ Usage: source = PRELUDE  (pasted once into a candidate, before its kernels)
 
 Only tl.math primitives are used (exp, log, sqrt, floor...): the CPU interpreter has no libdevice, and
 the same candidate source must run there and on a GPU. The forms keep fp32 accuracy: tanh from exp(-2|x|)
-(no overflow at either end), log1p and expm1 with the rounding of 1 + x and exp(x) corrected.
+(no overflow at either end), log1p and expm1 with the rounding of 1 + x and exp(x) corrected; bf16 rounding
+on the bits, ties to even, as a GPU rounds (the interpreter's own conversion truncates).
 """
 
 PRELUDE = '''
@@ -67,4 +68,13 @@ def _kkb_fmod(a, b):
 @triton.jit
 def _kkb_mul(a, b):
     return a * b
+
+
+@triton.jit
+def _kkb_bf16(x):
+    # fp32 -> the nearest bf16 (ties to even), kept in fp32: what eager PyTorch stores after each bf16 op.
+    # Done on the bits because the CPU interpreter's bf16 conversion truncates.
+    bits = x.to(tl.uint32, bitcast=True)
+    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+    return tl.where(x != x, x, bits.to(tl.float32, bitcast=True))
 '''

@@ -15,6 +15,7 @@ rebuilt with that value stored by its kernel and read back by a later one.
 from __future__ import annotations
 
 import math
+import operator
 from dataclasses import dataclass, field
 
 import torch
@@ -25,7 +26,7 @@ from agent_client.lowering.index import contiguous_strides
 from agent_client.lowering.writer import Buffer, FusionError, LoweringError, shape
 from agent_client.opgraph.graph import OpGraph, TensorMeta
 
-_HOME_KINDS = ("reduction", "scan", "template")
+_HOME_KINDS = ("reduction", "scan", "template", "select")
 
 
 @dataclass
@@ -120,6 +121,8 @@ class _Scheduler:
                 g = _Group("conv" if ops.packet(n) is ops.aten.convolution else "gemm", [n])
             elif kind == "scan":
                 g = _Group("scan", [n])
+            elif kind == "select":  # topk stores its values and indices; readers load them
+                g = _Group("topk", [n], [u for u in n.users if u.target is operator.getitem])
             elif kind == "reduction":
                 rkind, x, dims, _ = K.reduce_info(n)
                 key = (shape(x), tuple(dims))
@@ -137,13 +140,17 @@ class _Scheduler:
             groups.append(g)
             home_of[n] = g
         stored = set(needed) | self.pinned
+        already = {o for g in groups for o in g.outputs}  # topk's values and indices
         for n in needed:
+            if n in already:
+                continue
             if n in home_of:
                 home_of[n].outputs.append(n)
                 continue
             target = None
             for h in sorted(self._homes_read(n, stored), key=self.order.get, reverse=True):
-                if (n, h) not in self.detached and not home_of[h].split and self._fits(n, home_of[h]):
+                if (n, h) not in self.detached and not home_of[h].split and home_of[h].kind != "topk" \
+                        and self._fits(n, home_of[h]):
                     target = home_of[h]
                     break
             if target is None:
@@ -157,6 +164,8 @@ class _Scheduler:
             for g in groups:
                 roots = g.outputs + g.anchors
                 for h in _reads(roots, stored):
+                    if h in home_of and home_of[h].kind == "topk":
+                        continue  # read through its stored values and indices
                     if h in home_of and home_of[h] is not g and h not in home_of[h].outputs:
                         home_of[h].outputs.append(h)
                         changed = True
@@ -272,6 +281,8 @@ def _generate(g: _Group, tag: str, buffers, target, options) -> list[K.Kernel]:
         return [K.reduction_kernel(name, full, list(dims), g.anchors, g.outputs, buffers, target)]
     if g.kind == "scan":
         return [K.scan_kernel(name, g.anchors[0], g.outputs, buffers, target)]
+    if g.kind == "topk":
+        return [K.topk_kernel(name, g.anchors[0], g.outputs, buffers, target)]
     if g.kind == "gemm":
         return [K.gemm_kernel(name, g.anchors[0], g.outputs, buffers, target)]
     return [K.conv_kernel(name, g.anchors[0], g.outputs, buffers, target, options.get("conv_impl"))]

@@ -27,6 +27,12 @@ aten, prims = torch.ops.aten, torch.ops.prims
 _UNROLL_MAX = 27  # pooling windows up to this many positions are unrolled, larger ones looped
 
 
+# ops whose result is one of their inputs (or a constant): nothing to round
+_EXACT = {aten.neg, aten.abs, aten.relu, aten.where, prims.where, aten.maximum, aten.minimum, aten.clamp,
+          aten.clamp_min, aten.clamp_max, aten.full, aten.full_like, aten.scalar_tensor, aten.copy,
+          aten._to_copy, prims.convert_element_type, aten.zeros, aten.zeros_like, aten.ones, aten.ones_like}
+
+
 class LoweringError(ValueError):
     """The graph holds something the lowering cannot emit; the message names the op."""
 
@@ -90,6 +96,14 @@ class KernelWriter:
             return f"({code} != 0)"
         return f"{code}.to({ops.TL_TYPE[dst]})"
 
+    def round_to(self, code: str, dtype: str) -> str:
+        """A computed fp32 value rounded as eager PyTorch stores it in `dtype` (bf16, fp16), kept in fp32."""
+        if dtype == "bfloat16":
+            return f"_kkb_bf16({code})"
+        if dtype == "float16":
+            return f"{code}.to(tl.float16).to(tl.float32)"
+        return code
+
     def push(self) -> None:
         self.scopes.append({})
 
@@ -125,6 +139,8 @@ class KernelWriter:
         if missing:  # the pointer must have the value's (the tile's) shape
             off += " + 0 * (" + " + ".join(missing) + ")"
         value = code if buf.meta.dtype != "bool" else f"({code} != 0)"
+        if buf.meta.dtype == "bfloat16":
+            value = self.round_to(value, "bfloat16")
         self.emit(f"tl.store({ptr} + ({off}), {value}.to({ptr}.dtype.element_ty)"
                   + (f", mask={mask})" if mask else ")"))
 
@@ -191,6 +207,9 @@ class KernelWriter:
             else:
                 args.append(a)
         code, ctype = ops.POINTWISE[p](self, node, args)
+        dtype = str(node.meta["val"].dtype).removeprefix("torch.")
+        if dtype in ("bfloat16", "float16") and p not in _EXACT:  # eager rounds every op's result
+            code = self.round_to(code, dtype)
         return self.bind(code), ctype
 
     def _arange(self, node, idx):

@@ -12,6 +12,7 @@ from agent_client.lowering.writer import LoweringError
 from harness import EvalConfig, Status, evaluate
 
 PUBLISHED = Path(__file__).resolve().parents[2] / "published_specs"
+MODEL_CODE = Path(__file__).resolve().parent / "model_specs"
 CPU = EvalConfig.for_cpu_tests(time_candidate=False, time_eager_baseline=False)
 
 os.environ.setdefault("TRITON_INTERPRET", "1")
@@ -22,6 +23,23 @@ os.environ.setdefault("TRITON_INTERPRET", "1")
 def test_published_style_spec_passes_the_harness(spec):
     lowered = lower_spec(spec, target="cpu")
     verdict = evaluate(spec, lowered.source, backend="triton", device="cpu", config=CPU)
+    assert verdict.status == Status.passed, verdict.reasons
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("spec", sorted(MODEL_CODE.glob("*.py")), ids=lambda p: p.stem)
+def test_model_code_spec_passes_the_harness(spec):
+    verdict = evaluate(spec, lower_spec(spec, target="cpu").source, backend="triton", device="cpu", config=CPU)
+    assert verdict.status == Status.passed, verdict.reasons
+
+
+def test_bf16_results_round_as_eager_does(tmp_path):
+    # every op's bf16 result rounded to nearest even (the interpreter's own conversion truncates)
+    spec = _spec(tmp_path, "    def forward(self, x):\n        return 30.0 * torch.tanh(x / 30.0)",
+                 "[torch.randn(64, 512, dtype=torch.bfloat16) * 40.0]")
+    source = lower_spec(spec, target="cpu").source
+    assert "_kkb_bf16(" in source
+    verdict = evaluate(spec, source, device="cpu", config=CPU)
     assert verdict.status == Status.passed, verdict.reasons
 
 
