@@ -97,6 +97,33 @@ class KernelMeasurement(BaseModel):
     eager_ms: float | None = None  # the reference's median at these shapes, same device and method
     compile_ms: float | None = None  # torch.compile of the reference, likewise
 
+    @property
+    def outcome(self) -> str:
+        """"wins" (right, and faster than torch.compile where that was timed, else than eager), "loses"
+        (slower, or wrong), "untested" (checked only: no speedup recorded)."""
+        if self.correct is False:
+            return "loses"
+        speedup = self.speedup_vs_compile if self.speedup_vs_compile is not None else self.speedup_vs_eager
+        if speedup is None:
+            return "untested"
+        return "wins" if speedup >= 1.0 else "loses"
+
+    def describe(self) -> str:
+        """One line for people: where it was measured and what it gave."""
+        device = f"{self.accelerator} ({self.device_name})" if self.device_name else self.accelerator
+        at = f"{self.spec}" + (f" {self.variant}" if self.variant else "") + f" [{self.shape or '?'}] {self.dtype}"
+        if self.correct is False:
+            how = "wrong"
+        elif self.speedup_vs_compile is not None:
+            how = f"{self.speedup_vs_compile:.3g}x over torch.compile"
+        elif self.speedup_vs_eager is not None:
+            how = f"{self.speedup_vs_eager:.3g}x over eager"
+        else:
+            how = "checked, not timed"
+        if self.latency_ms is not None:
+            how += f", {self.latency_ms:.4g} ms"
+        return f"{at} on {device}: {how}"
+
 
 class KernelRecord(BaseModel):
     """A winning kernel in the skill library."""

@@ -159,7 +159,7 @@ def signature_of(spec_path: Path, candidate_source: str) -> dict:
     with torch.device("meta"):
         try:
             new = candidate.ModelNew(*make_init_inputs(spec, variant))
-        except Exception as exc:  # noqa: BLE001 - named below
+        except Exception as exc:
             raise ExportError(f"the candidate's ModelNew cannot be built from the spec's init inputs: {exc}") from exc
     new_paths = [p for p, t in list(new.named_parameters(remove_duplicate=False))
                  + list(new.named_buffers(remove_duplicate=False)) if t is not None]
