@@ -52,14 +52,15 @@ def shapes_text(overrides: dict) -> str:
     return ",".join(f"{k}={v!r}" for k, v in overrides.items()) or "as exported"
 
 
-def _spans(tree: ast.Module, overrides: dict) -> tuple[list[tuple[ast.AST, str]], set[str], list[ast.stmt]]:
+def _spans(tree: ast.Module, overrides: dict, drop_variants: bool
+           ) -> tuple[list[tuple[ast.AST, str]], set[str], list[ast.stmt]]:
     """(node, new text) edits, the names found, and the statements to drop."""
     edits, found, drop = [], set(), []
     for stmt in tree.body:
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
             target, value = stmt.targets[0], stmt.value
             if isinstance(target, ast.Name):
-                if target.id in _DROP:
+                if target.id in _DROP and drop_variants:
                     drop.append(stmt)
                 elif target.id in overrides:
                     edits.append((value, repr(overrides[target.id])))
@@ -75,7 +76,7 @@ def _spans(tree: ast.Module, overrides: dict) -> tuple[list[tuple[ast.AST, str]]
                 edits.append((stmt.value, repr(overrides[stmt.target.id])))
                 found.add(stmt.target.id)
         elif isinstance(stmt, ast.FunctionDef):
-            if stmt.name in _DROP:
+            if stmt.name in _DROP and drop_variants:
                 drop.append(stmt)
             elif stmt.name in ("get_inputs", "get_init_inputs"):
                 args = stmt.args
@@ -105,10 +106,11 @@ def known_names(spec_source: str) -> list[str]:
     return names
 
 
-def spec_at(spec_source: str, overrides: dict) -> str:
-    """The spec's source with `overrides` applied and its VARIANTS removed (ShapesError on unknown names)."""
+def spec_at(spec_source: str, overrides: dict, drop_variants: bool = True) -> str:
+    """The spec's source with `overrides` applied and (unless told) its VARIANTS removed (ShapesError on
+    unknown names)."""
     tree = ast.parse(spec_source)
-    edits, found, drop = _spans(tree, overrides)
+    edits, found, drop = _spans(tree, overrides, drop_variants)
     missing = sorted(set(overrides) - found)
     if missing:
         raise ShapesError(f"--shapes names {missing}, which the spec does not define; it has "
