@@ -49,9 +49,11 @@ class ExportPlan:
         return self.info["op_name"]
 
 
-def init_text(args, kwargs: dict | None = None) -> str:
-    """As the exported runtime names constructor arguments (agent_client/shipping/runtime.py init_key)."""
-    return repr((tuple(args), dict(sorted((kwargs or {}).items()))))
+def init_text(args, model_cls) -> str:
+    """Constructor arguments as the exported runtime names them (agent_client/shipping/runtime.py)."""
+    from agent_client.shipping.runtime import init_key
+
+    return init_key(tuple(args), {}, model_cls)
 
 
 def entry(m: Measured, init: str) -> dict:
@@ -170,7 +172,7 @@ def signature_of(spec_path: Path, candidate_source: str) -> dict:
     return {"spec_name": spec.name, "spec_source": spec.source, "state_paths": tuple(paths),
             "input_kinds": tuple(_kind(x) for x in inputs),
             "input_names": _forward_names(spec.module.Model, len(inputs)), "n_outputs": n_outputs,
-            "mutates_state": bool(written), "default_init": init_text(init)}
+            "mutates_state": bool(written), "default_init": init_text(init, spec.module.Model)}
 
 
 def init_for_variant(spec_path: Path, variant_name: str) -> str:
@@ -179,7 +181,7 @@ def init_for_variant(spec_path: Path, variant_name: str) -> str:
     spec = load_spec(spec_path)
     for v in spec.variants:
         if v.name == variant_name:
-            return init_text(make_init_inputs(spec, v))
+            return init_text(make_init_inputs(spec, v), spec.module.Model)
     raise ExportError(f"spec {spec.path} has no variant {variant_name!r} (it has {[v.name for v in spec.variants]})")
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ast
 import collections
+import inspect
 import os
 import threading
 
@@ -45,8 +46,19 @@ def _entry_arg_key(desc: dict) -> tuple:
     return ("value", repr(desc.get("value")))
 
 
-def init_key(args: tuple, kwargs: dict) -> str:
-    """The text of constructor arguments as the dispatch table names them."""
+def init_key(args: tuple, kwargs: dict, model_cls=None) -> str:
+    """The text of constructor arguments as the dispatch table names them: with `model_cls`, every argument
+    of its constructor in order, defaults filled in (so `Model(64)` and `Model(64, eps=1e-5)` are one key)."""
+    if model_cls is not None:
+        try:
+            sig = inspect.signature(model_cls.__init__)
+            bound = sig.bind(None, *args, **kwargs)
+            bound.apply_defaults()
+            params = list(sig.parameters.values())[1:]
+            if all(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params):
+                args, kwargs = tuple(bound.arguments[p.name] for p in params), {}
+        except (TypeError, ValueError):  # a constructor these arguments do not fit: named as given
+            pass
     return repr((tuple(args), dict(sorted(kwargs.items()))))
 
 
@@ -102,7 +114,7 @@ class KkbDispatch:
     # -- constructor arguments
     def register_init(self, args: tuple, kwargs: dict) -> str:
         """The init text of a module's constructor arguments (kept in-process when they are not literals)."""
-        text = init_key(args, kwargs)
+        text = init_key(args, kwargs, self.model_cls)
         try:
             ast.literal_eval(text)
         except (ValueError, SyntaxError):

@@ -153,7 +153,7 @@ def test_exported_winner_runs_the_kernel_where_measured_and_the_reference_elsewh
 
 
 @pytest.mark.slow
-def test_the_report_and_the_library_say_where_the_winner_was_measured(session, kb):
+def test_the_report_and_the_library_say_where_the_winner_was_measured(session, kb, monkeypatch):
     from agent_client.report import render_report
     from agent_client.session.store import SessionStore
 
@@ -176,6 +176,20 @@ def test_the_report_and_the_library_say_where_the_winner_was_measured(session, k
     assert m.correct is True and m.latency_ms and m.eager_ms and m.versions["torch"] == torch.__version__
     assert m.outcome == "loses"  # the interpreter is slower than eager PyTorch
     assert "2x3x12x12" in m.describe() and "cpu-interpreter (cpu)" in m.describe()
+
+    monkeypatch.setattr("kb_server.cli._store", lambda: kb.store)
+    shown = _kkb("kernels", "show", written[0].id[:14])
+    assert shown.exit_code == 0, shown.output
+    wins, loses, untested = (shown.output.index(k) for k in ("wins:", "loses:", "untested:"))
+    assert wins < loses < untested
+    assert "2x3x12x12" in shown.output[loses:untested] and "any other shape" in shown.output[untested:]
+
+    # an export from the record finds the session that wrote it, and dispatches on the same measurements
+    from agent_client.shipping.sources import plan_from_record
+
+    plan = plan_from_record(written[0], session["folder"].parent)
+    assert plan.info["source"].startswith("session conv-export node ")
+    assert [e["inputs"] for e in plan.entries] == [m.inputs]
 
 
 def test_a_session_without_a_passing_candidate_exports_nothing(tmp_path):

@@ -116,3 +116,18 @@ def test_the_template_keeps_no_tensor_between_calls():
     module, _ = dispatch._template(INIT)
     assert module.lin.weight is None and module.shift is None  # the caller's tensors are not held
     assert "wins" in dispatch.where() and any("1.5x over compile" in w for w in dispatch.where()["wins"])
+
+
+class WithDefault(nn.Module):
+    def __init__(self, hidden, eps=1e-5):
+        super().__init__()
+        self.eps = eps
+
+
+def test_constructor_arguments_are_named_with_their_defaults():
+    dispatch = KkbDispatch(WithDefault, WithDefault, "kkb_test_init", [], (), 1.0, logging.getLogger("x"))
+    keys = {dispatch.register_init((4,), {}), dispatch.register_init((4,), {"eps": 1e-5}),
+            dispatch.register_init((4, 1e-5), {}), dispatch.register_init((), {"hidden": 4})}
+    assert keys == {"((4, 1e-05), {})"}
+    other = dispatch.register_init((4, object()), {})  # not a literal: kept in this process
+    assert other.startswith("object:") and dispatch._init_args(other)[0][0] == 4
