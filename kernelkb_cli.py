@@ -62,7 +62,7 @@ def _bench_with_exports(bench):
     knows nothing of exports, so the two meet here."""
     try:
         from agent_client.shipping.cli import bench_with_exports
-    except ModuleNotFoundError:  # the harness alone on a GPU box
+    except ModuleNotFoundError:  # the harness alone, without the agent client's dependencies
         return bench
     return bench_with_exports(bench)
 

@@ -68,7 +68,7 @@ def render_report(store: SessionStore) -> str:
 
 def where_html(best: Node | None, session_id: str) -> str:
     """The winner's measurements by outcome: where it wins, where it loses, where it is untested."""
-    from agent_client.shipping.measured import measured_from_verdict, where_it_wins
+    from agent_client.measurements import measured_from_verdict, where_it_wins
 
     if best is None:
         return '<p id="where">No candidate passed: nothing to ship.</p>'

@@ -76,7 +76,7 @@ def kernel_record(config: SessionConfig, node: Node, op_family: str, op_signatur
 
 
 def _measurements(config: SessionConfig, node: Node, spec_name: str, target_facts) -> list:
-    from agent_client.shipping.measured import accelerator_id, measured_from_verdict
+    from agent_client.measurements import accelerator_id, measured_from_verdict
     from kb_server.schemas import KernelMeasurement
 
     v = node.verdict or {}

@@ -80,14 +80,15 @@ def _echo_where(entries) -> None:
         typer.echo(f"  {e['variant']} on {e['device_name']}: {how}")
 
 
-def bench_export(module_path: Path, shapes: list[str], device: str | None, trials: int, timeout: float,
+def bench_export(module_path: Path, shapes: list[str], device: str | None, trials: int, timeout: float | None,
                  compile_baseline: bool, update: bool, json_out: Path | None) -> None:
-    """`kkb bench` on a module written by export-kernel: judge it at the named shapes, add the rows."""
+    """`kkb bench` on a module written by export-kernel: judge it at the named shapes, add the rows.
+    Exit status as the harness's: 0 every verdict passed, 1 one did not (its rows still join the table)."""
     from agent_client.shipping.plan import ExportError
     from agent_client.shipping.reverify import reverify
     from agent_client.shipping.variants import ShapesError, parse_shapes
     from harness.config import EvalConfig
-    from harness.evaluate import default_device
+    from harness.jobs import default_device
     from harness.spec import SpecError
 
     device = device or default_device()
@@ -103,6 +104,8 @@ def bench_export(module_path: Path, shapes: list[str], device: str | None, trial
     typer.echo(f"{'added to the dispatch table of' if update else 'not written to'} {module_path}")
     if json_out is not None:
         json_out.write_text(json.dumps([r.to_dict() for r in results], indent=1, default=str), encoding="utf-8")
+    if any(r.status != "passed" for r in results):
+        raise typer.Exit(1)
 
 
 def is_export(path: Path | None) -> bool:
@@ -127,7 +130,7 @@ def bench_with_exports(bench):
         shapes, update = kwargs.pop("shapes"), kwargs.pop("update")
         if is_export(kwargs.get("spec")):
             return bench_export(kwargs["spec"], shapes, kwargs.get("device"), kwargs.get("trials", 3),
-                                kwargs.get("timeout", 300.0), kwargs.get("compile_baseline", True), update,
+                                kwargs.get("timeout"), kwargs.get("compile_baseline", True), update,
                                 kwargs.get("json_out"))
         if shapes:
             raise typer.BadParameter("--shapes judges a module written by kkb export-kernel; "

@@ -20,7 +20,7 @@ import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from agent_client.shipping.measured import Measured
+from agent_client.measurements import Measured
 
 FORMAT = 1  # KKB_EXPORT_FORMAT of the modules this version writes
 

@@ -28,7 +28,7 @@ import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from agent_client.shipping.measured import measured_from_verdict
+from agent_client.measurements import measured_from_verdict
 from agent_client.shipping.plan import ExportPlan, entry, init_for_variant, read_plan, with_entries
 from agent_client.shipping.variants import shapes_text, spec_at
 from agent_client.shipping.writer import render_module

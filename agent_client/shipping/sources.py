@@ -14,7 +14,7 @@ import re
 from collections import Counter
 from pathlib import Path
 
-from agent_client.shipping.measured import Measured, measured_from_record, measured_from_verdict
+from agent_client.measurements import Measured, measured_from_record, measured_from_verdict
 from agent_client.shipping.plan import ExportError, ExportPlan, build_plan
 
 _REFERENCE_MARK = "# ---- the reference module, as written"

@@ -2,7 +2,7 @@
 the op inside a small model under torch.compile(fullgraph=True), its results against the reference, and its
 speedup at the measured shape against the speedup the search measured (goal: at least 95% of it).
 
-Usage: python3 benchmarks/gpu/export_kernel.py --out "$OUT"              (repo root, GPU box; under 4 minutes)
+Usage: python3 benchmarks/gpu/export_kernel.py --out "$OUT"              (repo root, a CUDA GPU; under 4 minutes)
        TRITON_INTERPRET=1 python3 benchmarks/gpu/export_kernel.py --device cpu --out /tmp/kkb_export_check
                                                                           (CPU check of the script: tiny sizes)
 
@@ -46,7 +46,7 @@ SEARCH_S = 110  # no new spec's search starts after this: checks and timing need
 def search(name: str, work: Path, device: str, budget: int, pool) -> dict:
     """The offline provider's drafts for one spec, judged; the best passing one."""
     from agent_client.offline.provider import OfflineProvider
-    from agent_client.providers.base import ProposalRequest
+    from agent_client.proposals import ProposalRequest
     from agent_client.shipping.variants import spec_at
     from benchmarks.bench_kernelbench import CorpusKernels
 
@@ -72,7 +72,7 @@ def search(name: str, work: Path, device: str, budget: int, pool) -> dict:
 
 def export(found: dict, out: Path) -> tuple[object, object, Path]:
     """(the plan, the imported module, its path) for the search's best candidate."""
-    from agent_client.shipping.measured import measured_from_verdict
+    from agent_client.measurements import measured_from_verdict
     from agent_client.shipping.plan import build_plan
     from agent_client.shipping.writer import render_module
 

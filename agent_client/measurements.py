@@ -1,6 +1,7 @@
 """Measurements as typed records: where a kernel wins, where it loses, where it is untested.
 
-Usage: rows = measured_from_verdict(node.verdict)           # one per variant the harness ran
+Usage: from agent_client.measurements import measured_from_verdict, where_it_wins
+       rows = measured_from_verdict(node.verdict)           # one per variant the harness ran
        rows = measured_from_record(record)                   # a library record's measurements
        where = where_it_wins(rows)                          # {"wins": [...], "loses": [...], "untested": [...]}
 
@@ -8,8 +9,8 @@ A measurement is one variant of a spec on one device: its forward inputs (shape 
 the value of each plain argument) and the module's parameters and buffers, whether the kernel was right
 there, and, where it was timed, its median against the reference's (eager) and torch.compile's. The speedup
 that decides is the one over torch.compile where it was timed, else over eager (the CPU interpreter skips
-the compile baseline), as in a session's fitness. Imports only the standard library, so an exported module
-and a GPU box without pydantic can use it.
+the compile baseline), as in a session's fitness. Imports only the standard library (a machine without
+pydantic runs it: benchmarks/gpu/export_kernel.py).
 """
 
 from __future__ import annotations
@@ -134,14 +135,18 @@ def where_it_wins(rows: list[Measured]) -> dict[str, list[str]]:
     return out
 
 
+def _squash(text: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", text.lower())
+
+
 def accelerator_id(device_name: str, target_facts=None) -> str:
-    """The library's accelerator id of a device: the target's id when the device is that chip, else the
-    device name in lower case with dashes ("nvidia-h100-80gb-hbm3"); "cpu-interpreter" on the CPU."""
+    """The library's accelerator id of a device: the target's id when the device is that chip (its id or an
+    alias in the device's name, as agent_client/target.py matches them), else the device name in lower case
+    with dashes ("nvidia-h100-80gb-hbm3"); "cpu-interpreter" on the CPU."""
     if not device_name or device_name == "cpu":
         return "cpu-interpreter"
     if target_facts is not None:
-        from agent_client.target import device_matches
-
-        if device_matches(target_facts, device_name):
+        keys = {_squash(k) for k in (target_facts.id, *getattr(target_facts, "aliases", ()))}
+        if any(len(k) >= 3 and k in _squash(device_name) for k in keys):
             return target_facts.id
     return re.sub(r"[^a-z0-9]+", "-", device_name.lower()).strip("-")
