@@ -71,6 +71,9 @@ def export_kernel(
     out.write_text(text, encoding="utf-8")
     typer.echo(f"wrote {out}: op {plan.op_name} from {plan.info.get('source')}")
     _echo_where(plan.entries)
+    if not any(e["correct"] and (e["speedup"] or 0) >= plan.min_speedup for e in plan.entries):
+        typer.echo(f"the kernel wins nowhere at MIN_SPEEDUP {plan.min_speedup:g}: every call runs the reference "
+                   "(--min-speedup 0 runs it wherever it was right)")
 
 
 def _echo_where(entries) -> None:
