@@ -39,6 +39,7 @@ _VERBS = {
     "kb_server.api_cli": ["serve", "mcp", "facts"],
     "harness.cli": ["bench"],
     "agent_client.cli": ["tune", "report", "export"],
+    "agent_client.shipping.cli": ["export-kernel"],
 }
 
 _OURS = {"ingest", "kb_server", "harness", "agent_client"}
@@ -52,7 +53,18 @@ def _ingest_pipeline():
 
 # Verbs assembled here from two packages that do not import each other: the server is handed the
 # ingest pipeline for its uploads.
-_ASSEMBLED = {("kb_server.api_cli", "serve"): lambda module: module.make_serve(_ingest_pipeline)}
+_ASSEMBLED = {("kb_server.api_cli", "serve"): lambda module: module.make_serve(_ingest_pipeline),
+              ("harness.cli", "bench"): lambda module: _bench_with_exports(module.bench)}
+
+
+def _bench_with_exports(bench):
+    """`kkb bench` also judges modules written by `kkb export-kernel` (agent_client/shipping): the harness
+    knows nothing of exports, so the two meet here."""
+    try:
+        from agent_client.shipping.cli import bench_with_exports
+    except ModuleNotFoundError:  # the harness alone, without the agent client's dependencies
+        return bench
+    return bench_with_exports(bench)
 
 
 def _unavailable(verb: str, missing: str):
@@ -78,7 +90,7 @@ for module_name, verbs in _VERBS.items():
         continue
     for verb in verbs:
         assemble = _ASSEMBLED.get((module_name, verb))
-        fn = assemble(module) if assemble else getattr(module, verb, None)
+        fn = assemble(module) if assemble else getattr(module, verb.replace("-", "_"), None)
         if fn is not None:
             app.command(name=verb)(fn)
 

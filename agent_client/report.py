@@ -61,8 +61,25 @@ def render_report(store: SessionStore) -> str:
         "winner_code": E(best.code) if best else "No candidate was correct and timed in this session.",
         "conclusion": E(conclusion(best, nodes)),
         "knowledge": knowledge_html(store.requests(), config.retrieval),
+        "where": where_html(best, config.session_id),
     }
     return Template(TEMPLATE_PATH.read_text(encoding="utf-8")).substitute(values)
+
+
+def where_html(best: Node | None, session_id: str) -> str:
+    """The winner's measurements by outcome: where it wins, where it loses, where it is untested."""
+    from agent_client.measurements import measured_from_verdict, where_it_wins
+
+    if best is None:
+        return '<p id="where">No candidate passed: nothing to ship.</p>'
+    rows = measured_from_verdict(best.verdict or {})
+    if not rows:
+        return '<p id="where">This verdict was recorded before verdicts named their shapes.</p>'
+    groups = where_it_wins(rows)
+    items = "".join(f'<li data-outcome="{E(kind)}"><b>{E(kind)}</b>: {E(line)}</li>'
+                    for kind in ("wins", "loses", "untested") for line in groups[kind])
+    return (f'<ul id="where">{items}</ul><p>Ship it as a PyTorch op that runs the kernel only where it wins: '
+            f"<code>kkb export-kernel {E(session_id)} -o my_op.py</code></p>")
 
 
 SECTION_TITLES = {"passages": "passages", "example_kernels": "library kernels", "hardware_facts": "hardware facts"}

@@ -14,6 +14,7 @@ import uuid
 
 from harness.backends import get_backend
 from harness.config import EvalConfig, HardwarePeaks
+from harness.measured import verdict_measurements
 from harness.peaks import fraction_of_limit
 from harness.spec import Spec
 from harness.static_checks import run_static_checks
@@ -89,6 +90,7 @@ def build_verdict(result: dict, spec: Spec, source: str, backend: str, device: s
         fraction_of_limit=frac, limit_kind=kind, bytes_moved=timed.get("bytes_moved"),
         flops=timed.get("flops"), diagnostics=diagnostics, backend=backend, device=device,
         spec_name=spec.name, candidate_hash=candidate_hash(source),
+        **verdict_measurements(result, profile, status is Status.passed),
     )
 
 

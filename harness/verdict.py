@@ -60,6 +60,12 @@ class Verdict:
     device: str = ""
     spec_name: str = ""
     candidate_hash: str = ""  # sha256 of the candidate source, first 16 hex digits
+    # where it was measured (harness/measured.py): the device as its driver names it ("NVIDIA H200", "cpu"),
+    # the worker's torch/triton/cuda/python versions, and one entry per variant the harness ran (inputs and
+    # parameters as shape and dtype, correct, and for timed variants latency_ms and the baselines' speedups)
+    device_name: str = ""
+    versions: dict = field(default_factory=dict)
+    measurements: list = field(default_factory=list)
 
     @property
     def passed(self) -> bool:

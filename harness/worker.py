@@ -57,6 +57,7 @@ def _run_full(job: dict, clock, workdir: Path) -> dict:
     from harness.checking import check_candidate, derive_seed
     from harness.config import EvalConfig
     from harness.guard import StreamTracker, clone_inputs
+    from harness.measured import measured_at
     from harness.profile import build_profile
     from harness.spec import build_model, import_file, load_spec, make_inputs
     from harness.timing import time_callable
@@ -82,6 +83,8 @@ def _run_full(job: dict, clock, workdir: Path) -> dict:
     lap("profile")
     if mode == "profile":
         return result
+    if mode == "full":  # shapes, dtypes, device and versions of what is measured; before the candidate runs
+        result["measured_at"] = measured_at(spec, device)
     backend = get_backend(job["backend"])
     source = job["candidate_source"]
     path = workdir / f"candidate_{job['candidate_hash']}.py"

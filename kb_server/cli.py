@@ -3,6 +3,7 @@
 Usage: kkb search "wgmma tile shapes" [-k 8] [--accelerator h100] [--vendor nvidia] [--kind isa]
                   [--mode hybrid|dense|lexical] [--json]
        kkb kernels [--op-family softmax] [--backend triton] [--accelerator h100] [--json]
+       kkb kernels show ID [--json]          # one record: where it wins, where it loses, where it is untested
 """
 
 from __future__ import annotations
@@ -59,12 +60,19 @@ def search(
 
 
 def kernels(
+    action: Annotated[str | None, typer.Argument(help="show: one record, with where it wins")] = None,
+    kernel_id: Annotated[str | None, typer.Argument(help="with show: the record's id (or a unique prefix)")] = None,
     op_family: Annotated[str | None, typer.Option(help="e.g. softmax")] = None,
     backend: Annotated[str | None, typer.Option(help="triton | cuda | cute | hip")] = None,
     accelerator: Annotated[str | None, typer.Option(help="Accelerator id.")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print records as JSON.")] = False,
 ) -> None:
-    """List kernel records in the library."""
+    """List kernel records in the library; `kkb kernels show ID` shows one with where it wins."""
+    if action is not None:
+        if action != "show" or not kernel_id:
+            raise typer.BadParameter(f"{action!r}: the only action is `kkb kernels show ID`")
+        _show(kernel_id, json_out)
+        return
     records = _store().list_kernels(op_family=op_family, backend=backend, accelerator=accelerator)
     if json_out:
         typer.echo(json.dumps([r.model_dump() for r in records], indent=2))
@@ -74,3 +82,29 @@ def kernels(
         table.add_row(r.id[:12], r.name, r.op_family, r.op_signature, r.backend, ",".join(r.accelerators),
                       str(len(r.measurements)))
     Console().print(table)
+
+
+def _show(kernel_id: str, json_out: bool) -> None:
+    store = _store()
+    record = store.get_kernel(kernel_id)
+    if record is None:
+        matches = [r for r in store.list_kernels() if r.id.startswith(kernel_id)]
+        if len(matches) != 1:
+            known = "several match" if matches else "none matches; `kkb kernels` lists them"
+            raise typer.BadParameter(f"kernel {kernel_id!r}: {known}")
+        record = matches[0]
+    where = {kind: [m.describe() for m in record.measurements if m.outcome == kind]
+             for kind in ("wins", "loses", "untested")}
+    where["untested"].append("any other shape, dtype or accelerator: not measured")
+    if json_out:
+        typer.echo(json.dumps({"record": record.model_dump(), "where": where}, indent=2))
+        return
+    typer.echo(f"{record.id}  {record.name}\n{record.op_family}: {record.op_signature}  ({record.backend})")
+    if record.description:
+        typer.echo(record.description)
+    if record.tunables:
+        typer.echo(f"tunables: {record.tunables}")
+    for kind in ("wins", "loses", "untested"):
+        typer.echo(f"{kind}:")
+        for line in where[kind] or ["(none)"]:
+            typer.echo(f"  {line}")

@@ -75,11 +75,11 @@ class KernelMeasurement(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    accelerator: str  # e.g. "h200", or "cpu-interpreter" for CI runs
+    accelerator: str  # e.g. "h200", or "cpu-interpreter" for CI runs: the device that measured it
     spec: str  # spec name, e.g. "softmax_wide_rows"
     shape: str  # human-readable input shapes, e.g. "4096x32768"
     dtype: str  # "float32", "bfloat16", ...
-    latency_ms: float
+    latency_ms: float | None = None  # None: checked at this shape, not timed
     speedup_vs_eager: float | None = None
     speedup_vs_compile: float | None = None
     fraction_of_limit: float | None = None  # achieved / hardware limit (bandwidth or FLOP rate)
@@ -88,6 +88,41 @@ class KernelMeasurement(BaseModel):
     versions: dict[str, str] = Field(default_factory=dict)  # torch, triton, cuda, driver
     command: str | None = None  # the command that measured it
     results_file: str | None = None  # benchmarks/results/... that holds the raw numbers
+    # what an exported kernel dispatches on (harness/measured.py), where a session measured it
+    device_name: str | None = None  # as the driver names the device, e.g. "NVIDIA H200"; "cpu" (interpreter)
+    variant: str | None = None  # the spec variant: "default" or one of its VARIANTS
+    inputs: list[dict] = Field(default_factory=list)  # per forward input {"shape", "dtype"} or {"value"}
+    state: list[dict] = Field(default_factory=list)  # parameters and buffers {"path", "shape", "dtype"}
+    correct: bool | None = None  # checked against the reference at these shapes
+    eager_ms: float | None = None  # the reference's median at these shapes, same device and method
+    compile_ms: float | None = None  # torch.compile of the reference, likewise
+
+    @property
+    def outcome(self) -> str:
+        """"wins" (right, and faster than torch.compile where that was timed, else than eager), "loses"
+        (slower, or wrong), "untested" (checked only: no speedup recorded)."""
+        if self.correct is False:
+            return "loses"
+        speedup = self.speedup_vs_compile if self.speedup_vs_compile is not None else self.speedup_vs_eager
+        if speedup is None:
+            return "untested"
+        return "wins" if speedup >= 1.0 else "loses"
+
+    def describe(self) -> str:
+        """One line for people: where it was measured and what it gave."""
+        device = f"{self.accelerator} ({self.device_name})" if self.device_name else self.accelerator
+        at = f"{self.spec}" + (f" {self.variant}" if self.variant else "") + f" [{self.shape or '?'}] {self.dtype}"
+        if self.correct is False:
+            how = "wrong"
+        elif self.speedup_vs_compile is not None:
+            how = f"{self.speedup_vs_compile:.3g}x over torch.compile"
+        elif self.speedup_vs_eager is not None:
+            how = f"{self.speedup_vs_eager:.3g}x over eager"
+        else:
+            how = "checked, not timed"
+        if self.latency_ms is not None:
+            how += f", {self.latency_ms:.4g} ms"
+        return f"{at} on {device}: {how}"
 
 
 class KernelRecord(BaseModel):

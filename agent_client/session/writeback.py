@@ -53,29 +53,54 @@ def tunables_of(code: str) -> dict:
     return {}
 
 
-def kernel_record(config: SessionConfig, node: Node, op_family: str, op_signature: str):
-    from kb_server.schemas import KernelMeasurement, KernelRecord
+def kernel_record(config: SessionConfig, node: Node, op_family: str, op_signature: str, target_facts=None):
+    """The library record of a winner: one measurement per variant the harness ran, each naming its shapes,
+    dtypes and the device that measured it (`target_facts` maps a device that is the target to its id)."""
+    from kb_server.schemas import KernelRecord
 
     v = node.verdict or {}
     spec_name = v.get("spec_name") or Path(config.spec_path).stem
-    accelerator = config.target if config.device.startswith("cuda") else "cpu-interpreter"
-    diagnostics = v.get("diagnostics") or {}
-    measurement = KernelMeasurement(
-        accelerator=accelerator, spec=spec_name, shape=str(diagnostics.get("shapes", diagnostics.get("shape", ""))),
-        dtype=str(diagnostics.get("dtype", "")), latency_ms=float(v.get("latency_ms") or 0.0),
-        speedup_vs_eager=v.get("speedup_vs_eager"), speedup_vs_compile=v.get("speedup_vs_compile"),
-        fraction_of_limit=v.get("fraction_of_limit"), date=dt.date.today().isoformat(),
-        versions=_versions(), command=config.command or None,
-    )
+    measurements = _measurements(config, node, spec_name, target_facts)
+    accelerators = sorted({m.accelerator for m in measurements})
     basis = "torch.compile" if node.fitness_basis == "compile" else "eager PyTorch (compile baseline skipped)"
+    where = v.get("device_name") or config.device
     digest = hashlib.sha256(f"{config.backend}\n{node.code}".encode()).hexdigest()[:16]
+    dtypes = sorted({x["dtype"] for m in measurements for x in m.inputs if "dtype" in x})
     return KernelRecord(
         id=f"tuned-{digest}", name=f"{spec_name}-{config.session_id}-{node.id}", op_family=op_family,
         op_signature=op_signature, backend=config.backend, source=node.code,
-        description=(f"Found by kkb tune session {config.session_id} (node {node.id}) on {config.device}: "
+        description=(f"Found by kkb tune session {config.session_id} (node {node.id}) on {where}: "
                      f"{node.fitness:.3g}x over {basis} for spec {spec_name}."),
-        tunables=tunables_of(node.code), accelerators=[accelerator], measurements=[measurement],
+        tunables=tunables_of(node.code), dtypes=dtypes, accelerators=accelerators, measurements=measurements,
     )
+
+
+def _measurements(config: SessionConfig, node: Node, spec_name: str, target_facts) -> list:
+    from agent_client.measurements import accelerator_id, measured_from_verdict
+    from kb_server.schemas import KernelMeasurement
+
+    v = node.verdict or {}
+    common = {"spec": spec_name, "date": dt.date.today().isoformat(), "command": config.command or None,
+              "limit_kind": v.get("limit_kind")}
+    rows = measured_from_verdict(v)
+    if not rows:  # a verdict recorded before verdicts named their shapes: the timed variant alone
+        accelerator = config.target if config.device.startswith("cuda") else "cpu-interpreter"
+        return [KernelMeasurement(
+            accelerator=accelerator, shape="", dtype="", latency_ms=v.get("latency_ms"),
+            speedup_vs_eager=v.get("speedup_vs_eager"), speedup_vs_compile=v.get("speedup_vs_compile"),
+            fraction_of_limit=v.get("fraction_of_limit"), versions=_versions(), **common)]
+    out = []
+    for m in rows:
+        timed_default = m.variant == "default" and m.latency_ms is not None
+        out.append(KernelMeasurement(
+            accelerator=accelerator_id(m.device_name, target_facts), shape=m.shape_text(), dtype=m.dtype_text(),
+            latency_ms=m.latency_ms, speedup_vs_eager=(m.eager_ms / m.latency_ms) if m.eager_ms and m.latency_ms
+            else None, speedup_vs_compile=(m.compile_ms / m.latency_ms) if m.compile_ms and m.latency_ms else None,
+            fraction_of_limit=v.get("fraction_of_limit") if timed_default else None,
+            versions={k: str(val) for k, val in m.versions.items()}, device_name=m.device_name,
+            variant=m.variant, inputs=list(m.inputs), state=list(m.state), correct=m.correct,
+            eager_ms=m.eager_ms, compile_ms=m.compile_ms, **common))
+    return out
 
 
 def write_back(kb, config: SessionConfig, nodes: list[Node]) -> list[str]:
@@ -83,7 +108,11 @@ def write_back(kb, config: SessionConfig, nodes: list[Node]) -> list[str]:
     if not chosen:
         return []
     family, signature = spec_signature(Path(config.spec_path))
-    return [kb.add_kernel(kernel_record(config, node, family, signature)) for node in chosen]
+    try:
+        target_facts = kb.accelerator(config.target)
+    except Exception:  # noqa: BLE001 - without the target's facts, devices are named by their driver names
+        target_facts = None
+    return [kb.add_kernel(kernel_record(config, node, family, signature, target_facts)) for node in chosen]
 
 
 def _versions() -> dict[str, str]:
