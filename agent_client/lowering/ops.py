@@ -54,6 +54,8 @@ RANDOM = {aten.bernoulli, aten.rand, aten.randn, aten.rand_like, aten.randn_like
 def kind_of(node) -> str:
     if node.op == "placeholder":
         return "input"
+    if node.op == "get_attr":
+        return "constant"  # a tensor made in forward from Python values (torch.tensor(0.5))
     if node.op != "call_function":
         return node.op
     if node.target is operator.getitem:

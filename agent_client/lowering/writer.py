@@ -166,6 +166,8 @@ class KernelWriter:
         if node in self.buffers:
             return self.load(self.buffers[node], list(idx), cond)
         kind = ops.kind_of(node)
+        if kind == "constant":
+            return self._constant(node, idx)
         if kind == "view":
             return self._view(node, idx, cond)
         if kind == "pointwise":
@@ -224,6 +226,20 @@ class KernelWriter:
                 start, step = a[0], a[2] if len(a) > 2 else node.kwargs.get("step", 1)
         i = self.cast(f"({idx[0].render()})", "i32", ctype)
         return self.bind(f"({ops.code(self, start, ctype)} + {ops.code(self, step, ctype)} * {i})"), ctype
+
+    def _constant(self, node, idx):
+        """A tensor the forward built from Python values: its elements become literals."""
+        value = getattr(node.graph.owning_module, str(node.target))
+        flat = value.detach().reshape(-1).tolist()
+        ctype = ops.ctype_of(value.dtype)
+        if len(flat) > 64:
+            raise LoweringError(f"{node.name}: a constant tensor of {len(flat)} elements made in forward is not "
+                                "lowered (constants up to 64 elements become literals)")
+        code = ops.code(self, flat[-1], ctype)
+        pos = linearize(list(idx), tuple(value.shape)).render() if flat and value.dim() else "0"
+        for i in range(len(flat) - 2, -1, -1):  # a where-chain over the flat position
+            code = f"tl.where(({pos}) == {i}, {ops.code(self, flat[i], ctype)}, {code})"
+        return self.bind(code), ctype
 
     # ---- views ---------------------------------------------------------------------------------
     def _view(self, node, idx, cond):

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import torch
 from torch._decomp import core_aten_decompositions, get_decompositions
+from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 from torch.fx.experimental.proxy_tensor import make_fx
 
 from agent_client.opgraph.graph import GraphInput, OpGraph, TensorMeta
@@ -141,6 +142,11 @@ def _state(model: torch.nn.Module) -> tuple[dict[str, torch.Tensor], dict[str, s
     return state, kinds
 
 
+def _fake(mode: FakeTensorMode, t: torch.Tensor) -> torch.Tensor:
+    meta = t.detach().to("meta") if not t.is_meta else t.detach()
+    return FakeTensor(mode, meta, torch.device("cpu"))
+
+
 def trace_spec(path: Path | str, input_kwargs: dict | None = None, init_kwargs: dict | None = None,
                source: str | None = None) -> OpGraph:
     """Trace the spec's Model.forward on fake tensors into an OpGraph (see the module docstring)."""
@@ -157,6 +163,11 @@ def trace_spec(path: Path | str, input_kwargs: dict | None = None, init_kwargs: 
         raise TraceError(f"spec {path}: building the model or its inputs failed: {_where(exc, path)}"
                          f"{type(exc).__name__}: {exc}") from exc
     state, kinds = _state(model)
+    # Fake tensors that report the CPU (their data stays on the meta device): a tensor the forward makes
+    # from Python values on its input's device (torch.tensor(0.5, device=x.device)) is then a real constant
+    mode = FakeTensorMode(allow_non_fake_inputs=True)
+    state = {k: _fake(mode, v) for k, v in state.items()}
+    inputs = [_fake(mode, x) if isinstance(x, torch.Tensor) else x for x in inputs]
     positions = [i for i, x in enumerate(inputs) if isinstance(x, torch.Tensor)]
     scalars = {i: x for i, x in enumerate(inputs) if not isinstance(x, torch.Tensor)}
 

@@ -67,6 +67,8 @@ def _spec(tmp_path: Path, body: str, inputs: str, init: str = "[]", extra: str =
     ("return x.flip(1).cumsum(1).flip(1)", "[torch.randn(5, 40)]"),
     # max pooling with padding, then an average pooling window
     ("return F.avg_pool2d(F.max_pool2d(x, 3, 2, 1), 2)", "[torch.randn(2, 3, 17, 17)]"),
+    # a constant tensor made in forward on the input's device
+    ("return torch.minimum(x, torch.tensor([0.5, -0.25, 1.0], device=x.device)) * 2", "[torch.randn(4, 3)]"),
 ])
 def test_lowering_shapes_through_the_harness(tmp_path, forward, inputs):
     spec = _spec(tmp_path, f"    def forward(self, *args):\n        x, *rest = args\n        y = rest[0] if rest "
