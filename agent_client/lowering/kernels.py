@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass, field
 
 from agent_client.lowering import ops
-from agent_client.lowering.index import Index, delinearize, linearize
+from agent_client.lowering.index import Index, address, delinearize, linearize
 from agent_client.lowering.writer import Buffer, FusionError, KernelWriter, LoweringError, shape
 
 INT32_MAX = 2**31 - 1
@@ -452,15 +452,22 @@ def scan_kernel(name: str, node, outputs: list, buffers: dict, target: str) -> K
 
 # ---- top-k ---------------------------------------------------------------------------------------------
 def topk_kernel(name: str, node, outputs: list, buffers: dict, target: str) -> Kernel:
-    """The k largest (or smallest) of each row, sorted, by k rounds of max-and-mask over the whole row."""
+    """The k largest (or smallest) of each row, sorted, by k rounds of max-and-mask over the whole row
+    (a sort is the top-k of the whole row, for short rows)."""
     a = list(node.args) + [None] * 4
-    x, k = a[0], int(a[1])
+    x = a[0]
     full_shape = shape(x)
-    dim = (a[2] if a[2] is not None else node.kwargs.get("dim", -1)) % max(len(full_shape), 1)
-    largest = a[3] if a[3] is not None else node.kwargs.get("largest", True)
+    if ops.packet(node) is ops.aten.sort:
+        dim = (a[1] if a[1] is not None else node.kwargs.get("dim", -1)) % max(len(full_shape), 1)
+        largest = bool(a[2] if a[2] is not None else node.kwargs.get("descending", False))
+        k = full_shape[dim]
+    else:
+        k = int(a[1])
+        dim = (a[2] if a[2] is not None else node.kwargs.get("dim", -1)) % max(len(full_shape), 1)
+        largest = a[3] if a[3] is not None else node.kwargs.get("largest", True)
     rn = full_shape[dim]
-    if rn > (1 << 16 if target == "cpu" else 16384) or k > 64:
-        raise LoweringError(f"topk of {k} over rows of {rn}: only whole rows up to 16384 and k <= 64 are lowered")
+    if rn > (1 << 16 if target == "cpu" else 16384) or k > 128:
+        raise LoweringError(f"top {k} (or a sort) over rows of {rn}: rows up to 16384 and k <= 128 are lowered")
     outer = [d for d in range(len(full_shape)) if d != dim]
     xn = math.prod(full_shape[d] for d in outer)
     w = KernelWriter(_loadable(buffers, outputs), name)
@@ -496,6 +503,107 @@ def topk_kernel(name: str, node, outputs: list, buffers: dict, target: str) -> K
     return Kernel(name, _finish(w, ["XBLOCK", "RBLOCK"]), list(w.args), f"(triton.cdiv({xn}, {xb}),)",
                   {"XBLOCK": str(xb), "RBLOCK": str(_pow2(rn)), "num_warps": "4"}, {}, {}, "topk",
                   f"top {k} of rows of {rn} ({xn} rows) -> {', '.join(o.name for o in outputs)}")
+
+
+# ---- scatters ------------------------------------------------------------------------------------------
+def scatter_kernels(name: str, node, buffers: dict, target: str) -> list[Kernel]:
+    """index_put / scatter / scatter_add: the tensor copied, then the written elements stored (or added
+    atomically, where the reference accumulates)."""
+    p = ops.packet(node)
+    dst_node = node.args[0]
+    out = buffers[node]
+    out_shape = shape(node)
+    numel = math.prod(out_shape)
+    masked = p is ops.aten.index_put and any(
+        t is not None and t.meta["val"].dtype == torch_bool() for t in node.args[1])
+    if masked:  # x[mask] = value: a where, when one value fills every selected element
+        mask_nodes = [t for t in node.args[1] if t is not None]
+        if len(mask_nodes) != 1 or math.prod(shape(node.args[2])) != 1 or node.args[1][0] is None:
+            raise LoweringError(f"{node.name}: a boolean index writing a tensor of values (its size depends "
+                                "on the data) is not lowered")
+    # part 1: the copy of the tensor written into (its own kernel: the writes may land anywhere)
+    w = KernelWriter(_loadable(buffers, [node]), f"{name}_copy")
+    w.emit("xi = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)")
+    _index_type(w, numel, "xi")
+    w.emit(f"xmask = xi < {numel}")
+    w.mask = "xmask"
+    idx = delinearize(Index.var("xi", numel), out_shape)
+    code, c = _eval(w, dst_node, idx, node)
+    if masked:
+        mask_node, fill = node.args[1][0], node.args[2]
+        m, mc = _eval(w, mask_node, idx[:len(shape(mask_node))], node)
+        f, fc = _eval(w, fill, [Index.of(0)] * len(shape(fill)), node)
+        ctype = ops.ctype_of(node.meta["val"].dtype)
+        code = w.bind(f"tl.where({w.cast(m, mc, 'i1')}, {w.cast(f, fc, ctype)}, {w.cast(code, c, ctype)})")
+    w.store(out, idx, code, "xmask")
+    xb = min(_pow2(numel), 1 << 16 if target == "cpu" else 1024)
+    copy = Kernel(w.name, _finish(w, ["XBLOCK"]), list(w.args), f"(triton.cdiv({numel}, {xb}),)",
+                  {"XBLOCK": str(xb), "num_warps": "4"}, {}, {}, "scatter", f"copy of {dst_node.name} into {node.name}")
+    if masked:
+        return [copy]
+    # part 2: one lane per written element
+    if p is ops.aten.index_put:
+        indices, values = list(node.args[1]), node.args[2]
+        accumulate = bool(node.args[3] if len(node.args) > 3 else node.kwargs.get("accumulate", False))
+        present = [k for k, t in enumerate(indices) if t is not None]
+        if present != list(range(len(present))):
+            raise LoweringError(f"{node.name}: index_put with indices not leading the dims is not lowered")
+        b_shape = tuple(torch_broadcast([shape(indices[k]) for k in present]))
+        src_shape = b_shape + out_shape[len(present):]
+    else:
+        dim = node.args[1] % len(out_shape)
+        index = node.args[2]
+        values = node.args[3] if len(node.args) > 3 else node.kwargs.get("src", node.kwargs.get("value"))
+        accumulate = p is ops.aten.scatter_add
+        src_shape = shape(index)
+    n = math.prod(src_shape)
+    w = KernelWriter(_loadable(buffers, [node]), f"{name}_write")
+    w.emit("xi = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)")
+    _index_type(w, n, "xi")
+    w.emit(f"xmask = xi < {n}")
+    w.mask = "xmask"
+    sidx = delinearize(Index.var("xi", n), src_shape)
+    if p is ops.aten.index_put:
+        lead = [w.arg_idx(indices[k], b_shape, sidx[:len(b_shape)]) for k in present]
+        target_idx = []
+        for k, at in zip(present, lead):
+            v, c = _eval(w, indices[k], at, node)
+            v = w.bind(w.cast(v, c, "i64"))
+            target_idx.append(Index.opaque(w.bind(f"tl.where({v} < 0, {v} + {out_shape[k]}, {v})")))
+        target_idx += sidx[len(b_shape):]
+    else:
+        v, c = _eval(w, index, sidx, node)
+        v = w.bind(w.cast(v, c, "i64"))
+        target_idx = list(sidx)
+        target_idx[dim] = Index.opaque(w.bind(f"tl.where({v} < 0, {v} + {out_shape[dim]}, {v})"))
+    if isinstance(values, type(node)):
+        val, vc = _eval(w, values, w.arg_idx(values, src_shape, sidx), node)
+    else:
+        val, vc = ops.code(w, values, "f32"), "f32"
+    val = w.bind(w.cast(val, vc, ops.ctype_of(node.meta["val"].dtype)))
+    ptr = w.arg(out)
+    off = address(target_idx, out.meta.stride).render()
+    if accumulate:
+        w.emit(f"tl.atomic_add({ptr} + ({off}), {val}.to({ptr}.dtype.element_ty), mask=xmask)")
+    else:
+        w.emit(f"tl.store({ptr} + ({off}), {val}.to({ptr}.dtype.element_ty), mask=xmask)")
+    xb2 = min(_pow2(n), 1 << 16 if target == "cpu" else 1024)
+    write = Kernel(w.name, _finish(w, ["XBLOCK"]), list(w.args), f"(triton.cdiv({n}, {xb2}),)",
+                   {"XBLOCK": str(xb2), "num_warps": "4"}, {}, {}, "scatter",
+                   f"{'atomic adds' if accumulate else 'stores'} of {n} elements into {node.name}")
+    return [copy, write]
+
+
+def torch_bool():
+    import torch
+
+    return torch.bool
+
+
+def torch_broadcast(shapes: list[tuple]) -> tuple:
+    import torch
+
+    return tuple(torch.broadcast_shapes(*shapes))
 
 
 # ---- matmul --------------------------------------------------------------------------------------------

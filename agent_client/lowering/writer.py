@@ -291,6 +291,10 @@ class KernelWriter:
         elif p is aten.select:
             dim, i = node.args[1] % len(in_shape), node.args[2]
             src = list(idx[:dim]) + [Index.of(i % in_shape[dim])] + list(idx[dim:])
+        elif p is aten.unfold:  # windows of `size` every `step` along dim, the window's offset last
+            dim, step = node.args[1] % max(len(in_shape), 1), node.args[3]
+            src = list(idx[:-1])
+            src[dim] = idx[dim] * step + idx[-1]
         elif p in (prims.rev, aten.flip):
             dims = [d % len(in_shape) for d in node.args[1]]
             src = [Index.of(in_shape[k] - 1) - i if k in dims else i for k, i in enumerate(idx)]
