@@ -36,7 +36,7 @@ MULTI_VIEWS = {aten.split_with_sizes, aten.split, aten.unbind}  # tuples of view
 VIEWS = {aten.view, aten._unsafe_view, aten.reshape, prims.reshape, aten.permute, aten.expand,
          prims.broadcast_in_dim, aten.unsqueeze, aten.squeeze, prims.squeeze, aten.slice, aten.select,
          aten.alias, aten.clone, aten.lift_fresh_copy, aten.detach, prims.rev, aten.flip, aten.t,
-         aten.transpose, aten.cat, aten.constant_pad_nd, aten.unfold, prims.collapse_view, prims.split_dim, prims.view_of,
+         aten.transpose, aten.cat, aten.constant_pad_nd, aten.unfold, aten.as_strided, prims.collapse_view, prims.split_dim, prims.view_of,
          aten.expand_copy, aten.view_copy, aten.permute_copy, aten.squeeze_copy, aten.unsqueeze_copy}
 REDUCTIONS = {aten.sum, prims.sum, aten.amax, aten.amin, prims.amax, prims.amin, aten.argmax, aten.argmin,
               aten.any, aten.all, aten.prod, prims.prod}

@@ -19,7 +19,7 @@ import torch
 
 from agent_client.lowering import ops
 from agent_client.lowering.errors import FusionError, LoweringError
-from agent_client.lowering.index import Index, address, delinearize, linearize
+from agent_client.lowering.index import Index, address, contiguous_strides, delinearize, linearize
 from agent_client.lowering.windows import WindowsAndGathers
 from agent_client.opgraph.graph import TensorMeta
 
@@ -279,6 +279,12 @@ class KernelWriter(WindowsAndGathers):
         elif p is aten.select:
             dim, i = node.args[1] % len(in_shape), node.args[2]
             src = list(idx[:dim]) + [Index.of(i % in_shape[dim])] + list(idx[dim:])
+        elif p is aten.as_strided:  # over a contiguous tensor: the storage index is its element index
+            val = x.meta["val"]
+            if tuple(val.stride()) != contiguous_strides(in_shape) or val.storage_offset() != 0:
+                raise LoweringError(f"{node.name}: as_strided over a tensor that is not contiguous is not lowered")
+            offset = node.args[3] if len(node.args) > 3 and node.args[3] is not None else 0
+            src = delinearize(address(list(idx), tuple(node.args[2]), offset), in_shape)
         elif p is aten.unfold:  # windows of `size` every `step` along dim, the window's offset last
             dim, step = node.args[1] % max(len(in_shape), 1), node.args[3]
             src = list(idx[:-1])

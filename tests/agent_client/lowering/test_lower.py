@@ -69,6 +69,8 @@ def _spec(tmp_path: Path, body: str, inputs: str, init: str = "[]", extra: str =
     ("return x.flip(1).cumsum(1).flip(1)", "[torch.randn(5, 40)]"),
     # max pooling with padding, then an average pooling window
     ("return F.avg_pool2d(F.max_pool2d(x, 3, 2, 1), 2)", "[torch.randn(2, 3, 17, 17)]"),
+    # group norm with an affine: its decomposition views the input through as_strided
+    ("return F.group_norm(torch.tanh(x), 4, x[0, :, 0, 0], x[1, :, 0, 0]) * 2", "[torch.randn(2, 8, 5, 5)]"),
     # a constant tensor made in forward on the input's device
     ("return torch.minimum(x, torch.tensor([0.5, -0.25, 1.0], device=x.device)) * 2", "[torch.randn(4, 3)]"),
 ])
