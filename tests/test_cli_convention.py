@@ -27,8 +27,12 @@ OTHER_NAMES = {"--out", "--url", "--kb-url", "--server", "--json-out", "--output
 
 
 def _options(command) -> dict:
-    return {name: p for p in command.params if p.param_type_name == "option"
-            for name in (*p.opts, *p.secondary_opts)}
+    return {
+        name: p
+        for p in command.params
+        if p.param_type_name == "option"
+        for name in (*p.opts, *p.secondary_opts)
+    }
 
 
 def convention_problems(command, writes_a_file: bool, remote_kb: bool, prints_json: bool = True) -> list[str]:
@@ -47,14 +51,27 @@ def convention_problems(command, writes_a_file: bool, remote_kb: bool, prints_js
         problems.append("the remote knowledge base is --kb URL, with the setting KKB_KB_URL")
     if not remote_kb and kb is not None:
         problems.append("--kb on a verb that has no use for a knowledge base")
-    problems += [f"{name}: another name for what the convention names" for name in sorted(OTHER_NAMES & set(options))]
+    problems += [
+        f"{name}: another name for what the convention names" for name in sorted(OTHER_NAMES & set(options))
+    ]
     return problems
 
 
 def test_every_verb_is_classified():
     # a new verb must be placed: does it write a file, can it use a remote knowledge base, does it print JSON
-    assert {"ingest", "search", "kernels", "facts", "serve", "mcp", "bench", "tune", "report", "export",
-            "export-kernel"} == set(VERBS)
+    assert {
+        "ingest",
+        "search",
+        "kernels",
+        "facts",
+        "serve",
+        "mcp",
+        "bench",
+        "tune",
+        "report",
+        "export",
+        "export-kernel",
+    } == set(VERBS)
     assert WRITES_A_FILE <= set(VERBS) and REMOTE_KB <= set(VERBS) and set(NO_JSON) <= set(VERBS)
 
 
@@ -63,7 +80,9 @@ def test_help_shows_the_convention(verb: str):
     result = CliRunner().invoke(app, [verb, "--help"], env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output
     command = COMMANDS.commands[verb]
-    assert not convention_problems(command, verb in WRITES_A_FILE, verb in REMOTE_KB, verb not in NO_JSON), verb
+    assert not convention_problems(command, verb in WRITES_A_FILE, verb in REMOTE_KB, verb not in NO_JSON), (
+        verb
+    )
     shown = {"--json": verb not in NO_JSON, "--output": verb in WRITES_A_FILE, "--kb": verb in REMOTE_KB}
     for name, expected in shown.items():
         assert (name in result.output) == expected, f"kkb {verb} --help: {name}"
@@ -76,8 +95,10 @@ def test_the_checks_catch_a_verb_off_the_convention():
     old = typer.Typer()
 
     @old.command()
-    def verb(json_out: Annotated[Path | None, typer.Option("--json")] = None,
-             url: Annotated[str | None, typer.Option("--url")] = None) -> None:
+    def verb(
+        json_out: Annotated[Path | None, typer.Option("--json")] = None,
+        url: Annotated[str | None, typer.Option("--url")] = None,
+    ) -> None:
         """An old verb."""
 
     problems = convention_problems(typer.main.get_command(old), writes_a_file=True, remote_kb=True)

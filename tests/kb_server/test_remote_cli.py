@@ -67,7 +67,9 @@ def _kkb(*args: str, env: dict | None = None):
 
 
 def test_search_and_kernels_read_the_server(server, local_home):
-    found = _kkb("search", "row softmax registers", "-k", "2", "--accelerator", "h100", "--kb", server, "--json")
+    found = _kkb(
+        "search", "row softmax registers", "-k", "2", "--accelerator", "h100", "--kb", server, "--json"
+    )
     assert found.exit_code == 0, found.output
     assert json.loads(found.stdout)[0]["chunk"]["document_id"] == "h100-softmax"
     listed = _kkb("kernels", "--backend", "triton", "--kb", server, "--json")
@@ -100,8 +102,10 @@ def test_ingest_uploads_documents_and_names_what_a_server_does_not_take(server, 
     get_settings.cache_clear()
     note = local_home / "notes" / "lds.md"
     note.parent.mkdir()
-    note.write_text("---\ntitle: LDS banks\naccelerator: [mi300x]\nvendor: amd\nkind: guide\n---\n# LDS banks\n\n"
-                    "Thirty-two zorblat banks serve one wavefront's LDS reads.\n")
+    note.write_text(
+        "---\ntitle: LDS banks\naccelerator: [mi300x]\nvendor: amd\nkind: guide\n---\n# LDS banks\n\n"
+        "Thirty-two zorblat banks serve one wavefront's LDS reads.\n"
+    )
     facts = local_home / "notes" / "chip.yaml"
     facts.write_text("id: chip\n")
     sent = _kkb("ingest", str(note), "--kb", server, "--json")
