@@ -2,7 +2,7 @@
 problem, the small-candidate throughput, and offline `kkb tune` sessions; one results file.
 
 Usage (from the repo root on a CUDA machine; LEVEL1 = a copy of KernelBench's level1 folder, never committed):
-    python3 benchmarks/gpu/kernelbench_suite.py LEVEL1 [--budget-s 500] [--out-dir "$OUT"]
+    python3 benchmarks/gpu/kernelbench_suite.py LEVEL1 [--budget-s 500] [--out-dir DIR]
     python3 benchmarks/gpu/kernelbench_suite.py LEVEL1 --device cpu --max-elements 65536 --skip tune,throughput
         (a CPU check of the script: the same problems scaled down, through Triton's interpreter)
 
@@ -140,7 +140,7 @@ def main() -> int:
     parser.add_argument("--budget-s", type=float, default=500.0, help="wall-clock budget of all steps")
     parser.add_argument("--max-elements", type=int, default=None, help="scale the problems (CPU checks)")
     parser.add_argument("--skip", default="", help="steps to leave out: suite,throughput,tune")
-    parser.add_argument("--out-dir", type=Path, default=None, help="also copy the results here (e.g. $OUT)")
+    parser.add_argument("--out-dir", type=Path, default=None, help="also copy the results into this folder")
     parser.add_argument("--work-dir", default="/tmp/kkb_kernelbench")
     args = parser.parse_args()
     start = time.monotonic()
