@@ -40,6 +40,21 @@ def machine() -> dict:
     return info
 
 
+def _commit() -> str | None:
+    """The checkout's HEAD (with "+changes" when the tree differs from it), or KKB_COMMIT where there is no git."""
+    import subprocess
+
+    repo = Path(__file__).resolve().parents[1]
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True,
+                              check=True, timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=repo,
+                               capture_output=True, text=True, check=True, timeout=10).stdout.strip()
+        return head + ("+changes" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        return os.environ.get("KKB_COMMIT")
+
+
 def versions(packages: Iterable[str]) -> dict[str, str]:
     out = {}
     for name in packages:
@@ -65,6 +80,7 @@ def write_results(name: str, payload: dict, packages: Iterable[str] = (), path: 
         "name": name,
         "date": now.isoformat(timespec="seconds"),
         "command": shlex.join([Path(sys.executable).name, *sys.argv]),
+        "commit": _commit(),
         "machine": machine(),
         "versions": versions(packages),
         **payload,

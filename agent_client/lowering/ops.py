@@ -36,7 +36,7 @@ MULTI_VIEWS = {aten.split_with_sizes, aten.split, aten.unbind}  # tuples of view
 VIEWS = {aten.view, aten._unsafe_view, aten.reshape, prims.reshape, aten.permute, aten.expand,
          prims.broadcast_in_dim, aten.unsqueeze, aten.squeeze, prims.squeeze, aten.slice, aten.select,
          aten.alias, aten.clone, aten.lift_fresh_copy, aten.detach, prims.rev, aten.flip, aten.t,
-         aten.transpose, aten.cat, aten.constant_pad_nd, prims.collapse_view, prims.split_dim, prims.view_of,
+         aten.transpose, aten.cat, aten.constant_pad_nd, aten.unfold, prims.collapse_view, prims.split_dim, prims.view_of,
          aten.expand_copy, aten.view_copy, aten.permute_copy, aten.squeeze_copy, aten.unsqueeze_copy}
 REDUCTIONS = {aten.sum, prims.sum, aten.amax, aten.amin, prims.amax, prims.amin, aten.argmax, aten.argmin,
               aten.any, aten.all, aten.prod, prims.prod}
@@ -46,7 +46,8 @@ WINDOWS = {aten.max_pool2d_with_indices, aten.max_pool3d_with_indices, aten.avg_
            aten._adaptive_avg_pool2d, aten._adaptive_avg_pool3d, aten.adaptive_max_pool2d,
            aten.max_pool1d_with_indices}
 INDIRECT = {aten.gather, aten.index, aten.index_select, aten.embedding}
-SELECTS = {aten.topk}  # values and indices of the k largest (or smallest) along a dim
+SELECTS = {aten.topk, aten.sort}  # values and indices of the k largest (or smallest) along a dim
+SCATTERS = {aten.index_put, aten.scatter_add, aten.scatter}  # a copy of a tensor with elements written
 RANDOM = {aten.bernoulli, aten.rand, aten.randn, aten.rand_like, aten.randn_like, aten.randint,
           aten.native_dropout, aten.normal, aten.uniform, aten.multinomial, aten.randperm, aten.exponential}
 
@@ -77,6 +78,8 @@ def kind_of(node) -> str:
         return "indirect"
     if p in SELECTS:
         return "select"
+    if p in SCATTERS:
+        return "scatter"
     if p in RANDOM:
         return "random"
     if p in POINTWISE:

@@ -26,7 +26,7 @@ from agent_client.lowering.index import contiguous_strides
 from agent_client.lowering.writer import Buffer, FusionError, LoweringError, shape
 from agent_client.opgraph.graph import OpGraph, TensorMeta
 
-_HOME_KINDS = ("reduction", "scan", "template", "select")
+_HOME_KINDS = ("reduction", "scan", "template", "select", "scatter")
 
 
 @dataclass
@@ -123,6 +123,8 @@ class _Scheduler:
                 g = _Group("scan", [n])
             elif kind == "select":  # topk stores its values and indices; readers load them
                 g = _Group("topk", [n], [u for u in n.users if u.target is operator.getitem])
+            elif kind == "scatter":  # a copy of the tensor, then the written elements; readers load it
+                g = _Group("scatter", [n], [n])
             elif kind == "reduction":
                 rkind, x, dims, _ = K.reduce_info(n)
                 key = (shape(x), tuple(dims))
@@ -149,8 +151,8 @@ class _Scheduler:
                 continue
             target = None
             for h in sorted(self._homes_read(n, stored), key=self.order.get, reverse=True):
-                if (n, h) not in self.detached and not home_of[h].split and home_of[h].kind != "topk" \
-                        and self._fits(n, home_of[h]):
+                if (n, h) not in self.detached and not home_of[h].split \
+                        and home_of[h].kind not in ("topk", "scatter") and self._fits(n, home_of[h]):
                     target = home_of[h]
                     break
             if target is None:
@@ -164,7 +166,7 @@ class _Scheduler:
             for g in groups:
                 roots = g.outputs + g.anchors
                 for h in _reads(roots, stored):
-                    if h in home_of and home_of[h].kind == "topk":
+                    if h in home_of and home_of[h].kind in ("topk", "scatter"):
                         continue  # read through its stored values and indices
                     if h in home_of and home_of[h] is not g and h not in home_of[h].outputs:
                         home_of[h].outputs.append(h)
@@ -283,6 +285,8 @@ def _generate(g: _Group, tag: str, buffers, target, options) -> list[K.Kernel]:
         return [K.scan_kernel(name, g.anchors[0], g.outputs, buffers, target)]
     if g.kind == "topk":
         return [K.topk_kernel(name, g.anchors[0], g.outputs, buffers, target)]
+    if g.kind == "scatter":
+        return K.scatter_kernels(name, g.anchors[0], buffers, target)
     if g.kind == "gemm":
         return [K.gemm_kernel(name, g.anchors[0], g.outputs, buffers, target)]
     return [K.conv_kernel(name, g.anchors[0], g.outputs, buffers, target, options.get("conv_impl"))]

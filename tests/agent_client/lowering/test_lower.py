@@ -13,6 +13,7 @@ from harness import EvalConfig, Status, evaluate
 
 PUBLISHED = Path(__file__).resolve().parents[2] / "published_specs"
 MODEL_CODE = Path(__file__).resolve().parent / "model_specs"
+OP_SPECS = Path(__file__).resolve().parent / "op_specs"
 CPU = EvalConfig.for_cpu_tests(time_candidate=False, time_eager_baseline=False)
 
 os.environ.setdefault("TRITON_INTERPRET", "1")
@@ -27,7 +28,8 @@ def test_published_style_spec_passes_the_harness(spec):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("spec", sorted(MODEL_CODE.glob("*.py")), ids=lambda p: p.stem)
+@pytest.mark.parametrize("spec", sorted(MODEL_CODE.glob("*.py")) + sorted(OP_SPECS.glob("*.py")),
+                         ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_model_code_spec_passes_the_harness(spec):
     verdict = evaluate(spec, lower_spec(spec, target="cpu").source, backend="triton", device="cpu", config=CPU)
     assert verdict.status == Status.passed, verdict.reasons

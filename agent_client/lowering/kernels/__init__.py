@@ -1,0 +1,25 @@
+"""Triton source for each kind of kernel a plan holds (see each module): pointwise, reduction groups and
+split reductions, scans and top-k, scatters, matmul and convolution.
+
+Usage: from agent_client.lowering import kernels as K; k = K.pointwise_kernel("k0", outputs, buffers, target)
+
+Each generator sets up the kernel's index variables and mask, asks the KernelWriter for the values it stores,
+and returns a Kernel: the @triton.jit source, the buffers it takes in order, the launch grid and the tunable
+launch parameters with their defaults and allowed values. Sizes are literals: a plan is generated per input
+shape (the forward dispatches on shapes).
+"""
+
+from agent_client.lowering.kernels.common import Kernel
+from agent_client.lowering.kernels.dot import conv_kernel, gemm_kernel
+from agent_client.lowering.kernels.pointwise import pointwise_kernel
+from agent_client.lowering.kernels.reduction import (
+           reduce_info,
+           reduction_kernel,
+           should_split,
+           split_reduction_kernels,
+)
+from agent_client.lowering.kernels.rows import scan_kernel, topk_kernel
+from agent_client.lowering.kernels.scatter import scatter_kernels
+
+__all__ = ["Kernel", "conv_kernel", "gemm_kernel", "pointwise_kernel", "reduce_info", "reduction_kernel",
+           "scan_kernel", "scatter_kernels", "should_split", "split_reduction_kernels", "topk_kernel"]

@@ -1,0 +1,122 @@
+"""Scatter kernels: index_put, index_add, scatter, scatter_add (a copy, then stores or atomic adds).
+
+Usage: kernels = scatter_kernels("k4", node, buffers, "cuda")
+"""
+
+from __future__ import annotations
+
+import math
+
+from agent_client.lowering import ops
+from agent_client.lowering.index import Index, address, delinearize
+from agent_client.lowering.kernels.common import (
+    Kernel,
+    evaluate,
+    finish,
+    index_type,
+    loadable,
+    pow2,
+)
+from agent_client.lowering.kernels.pointwise import pointwise_kernel  # noqa: F401
+from agent_client.lowering.writer import KernelWriter, LoweringError, shape
+
+
+# ---- scatters ------------------------------------------------------------------------------------------
+def scatter_kernels(name: str, node, buffers: dict, target: str) -> list[Kernel]:
+    """index_put / scatter / scatter_add: the tensor copied, then the written elements stored (or added
+    atomically, where the reference accumulates)."""
+    p = ops.packet(node)
+    dst_node = node.args[0]
+    out = buffers[node]
+    out_shape = shape(node)
+    numel = math.prod(out_shape)
+    masked = p is ops.aten.index_put and any(
+        t is not None and t.meta["val"].dtype == torch_bool() for t in node.args[1])
+    if masked:  # x[mask] = value: a where, when one value fills every selected element
+        mask_nodes = [t for t in node.args[1] if t is not None]
+        if len(mask_nodes) != 1 or math.prod(shape(node.args[2])) != 1 or node.args[1][0] is None:
+            raise LoweringError(f"{node.name}: a boolean index writing a tensor of values (its size depends "
+                                "on the data) is not lowered")
+    # part 1: the copy of the tensor written into (its own kernel: the writes may land anywhere)
+    w = KernelWriter(loadable(buffers, [node]), f"{name}_copy")
+    w.emit("xi = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)")
+    index_type(w, numel, "xi")
+    w.emit(f"xmask = xi < {numel}")
+    w.mask = "xmask"
+    idx = delinearize(Index.var("xi", numel), out_shape)
+    code, c = evaluate(w, dst_node, idx, node)
+    if masked:
+        mask_node, fill = node.args[1][0], node.args[2]
+        m, mc = evaluate(w, mask_node, idx[:len(shape(mask_node))], node)
+        f, fc = evaluate(w, fill, [Index.of(0)] * len(shape(fill)), node)
+        ctype = ops.ctype_of(node.meta["val"].dtype)
+        code = w.bind(f"tl.where({w.cast(m, mc, 'i1')}, {w.cast(f, fc, ctype)}, {w.cast(code, c, ctype)})")
+    w.store(out, idx, code, "xmask")
+    xb = min(pow2(numel), 1 << 16 if target == "cpu" else 1024)
+    copy = Kernel(w.name, finish(w, ["XBLOCK"]), list(w.args), f"(triton.cdiv({numel}, {xb}),)",
+                  {"XBLOCK": str(xb), "num_warps": "4"}, {}, {}, "scatter", f"copy of {dst_node.name} into {node.name}")
+    if masked:
+        return [copy]
+    # part 2: one lane per written element
+    if p is ops.aten.index_put:
+        indices, values = list(node.args[1]), node.args[2]
+        accumulate = bool(node.args[3] if len(node.args) > 3 else node.kwargs.get("accumulate", False))
+        present = [k for k, t in enumerate(indices) if t is not None]
+        if present != list(range(len(present))):
+            raise LoweringError(f"{node.name}: index_put with indices not leading the dims is not lowered")
+        b_shape = tuple(torch_broadcast([shape(indices[k]) for k in present]))
+        src_shape = b_shape + out_shape[len(present):]
+    else:
+        dim = node.args[1] % len(out_shape)
+        index = node.args[2]
+        values = node.args[3] if len(node.args) > 3 else node.kwargs.get("src", node.kwargs.get("value"))
+        accumulate = p is ops.aten.scatter_add
+        src_shape = shape(index)
+    n = math.prod(src_shape)
+    w = KernelWriter(loadable(buffers, [node]), f"{name}_write")
+    w.emit("xi = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)")
+    index_type(w, n, "xi")
+    w.emit(f"xmask = xi < {n}")
+    w.mask = "xmask"
+    sidx = delinearize(Index.var("xi", n), src_shape)
+    if p is ops.aten.index_put:
+        lead = [w.arg_idx(indices[k], b_shape, sidx[:len(b_shape)]) for k in present]
+        target_idx = []
+        for k, at in zip(present, lead):
+            v, c = evaluate(w, indices[k], at, node)
+            v = w.bind(w.cast(v, c, "i64"))
+            target_idx.append(Index.opaque(w.bind(f"tl.where({v} < 0, {v} + {out_shape[k]}, {v})")))
+        target_idx += sidx[len(b_shape):]
+    else:
+        v, c = evaluate(w, index, sidx, node)
+        v = w.bind(w.cast(v, c, "i64"))
+        target_idx = list(sidx)
+        target_idx[dim] = Index.opaque(w.bind(f"tl.where({v} < 0, {v} + {out_shape[dim]}, {v})"))
+    if isinstance(values, type(node)):
+        val, vc = evaluate(w, values, w.arg_idx(values, src_shape, sidx), node)
+    else:
+        val, vc = ops.code(w, values, "f32"), "f32"
+    val = w.bind(w.cast(val, vc, ops.ctype_of(node.meta["val"].dtype)))
+    ptr = w.arg(out)
+    off = address(target_idx, out.meta.stride).render()
+    if accumulate:
+        w.emit(f"tl.atomic_add({ptr} + ({off}), {val}.to({ptr}.dtype.element_ty), mask=xmask)")
+    else:
+        w.emit(f"tl.store({ptr} + ({off}), {val}.to({ptr}.dtype.element_ty), mask=xmask)")
+    xb2 = min(pow2(n), 1 << 16 if target == "cpu" else 1024)
+    write = Kernel(w.name, finish(w, ["XBLOCK"]), list(w.args), f"(triton.cdiv({n}, {xb2}),)",
+                   {"XBLOCK": str(xb2), "num_warps": "4"}, {}, {}, "scatter",
+                   f"{'atomic adds' if accumulate else 'stores'} of {n} elements into {node.name}")
+    return [copy, write]
+
+
+def torch_bool():
+    import torch
+
+    return torch.bool
+
+
+def torch_broadcast(shapes: list[tuple]) -> tuple:
+    import torch
+
+    return tuple(torch.broadcast_shapes(*shapes))
