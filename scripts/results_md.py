@@ -51,7 +51,8 @@ def command(data: dict) -> str:
 
 
 def source(path: Path, data: dict) -> str:
-    return f"From {link(path)}, written {data.get('date', '?')[:10]} by `{command(data)}`."
+    commit = f" at commit `{data['commit'][:12]}`" if data.get("commit") else ""
+    return f"From {link(path)}, written {data.get('date', '?')[:10]}{commit} by `{command(data)}`."
 
 
 def f(x, spec: str) -> str:

@@ -61,3 +61,10 @@ def test_the_kernelbench_section_reads_the_newest_cpu_file(tmp_path, monkeypatch
 ])
 def test_commands_are_shown_without_where_their_output_went(command: str, shown: str):
     assert results_md.command({"command": command}) == shown
+
+
+def test_a_file_that_records_its_commit_names_it():
+    path = REPO / "benchmarks" / "results" / "kb-x.json"
+    data = {"date": "2027-01-01T00:00:00+00:00", "command": "python3 benchmarks/bench_kb.py", "commit": "0123456789abcdef"}
+    assert "written 2027-01-01 at commit `0123456789ab` by `python3 benchmarks/bench_kb.py`" in results_md.source(path, data)
+    assert "at commit" not in results_md.source(path, {**data, "commit": None})
