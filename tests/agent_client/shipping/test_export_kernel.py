@@ -186,7 +186,7 @@ def test_the_report_and_the_library_say_where_the_winner_was_measured(session, k
     assert m.outcome == "loses"  # the interpreter is slower than eager PyTorch
     assert "2x3x12x12" in m.describe() and "cpu-interpreter (cpu)" in m.describe()
 
-    monkeypatch.setattr("kb_server.cli._store", lambda: kb.store)
+    monkeypatch.setattr("kb_server.cli._store", lambda url=None: kb.store)
     shown = _kkb("kernels", "show", written[0].id[:14])
     assert shown.exit_code == 0, shown.output
     wins, loses, untested = (shown.output.index(k) for k in ("wins:", "loses:", "untested:"))
