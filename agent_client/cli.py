@@ -1,9 +1,12 @@
 """The agent client's verbs: `kkb tune`, `kkb report`, `kkb export` (registered by kernelkb_cli.py).
 
 Usage: kkb tune examples/specs/SPEC.py --target h200 --backend triton --budget 16 [--device cpu] [--no-retrieval]
+                [--kb URL] [-o result.json] [--json]
        kkb tune --resume SESSION_ID
-       kkb report SESSION_ID [--out report.html]
-       kkb export SESSION_ID [--out session.jsonl]
+       kkb report SESSION_ID [-o report.html] [--json]
+       kkb export SESSION_ID [-o session.jsonl] [--json]
+
+--json prints the result as JSON on stdout (messages go to stderr); -o/--output names the file to write.
 """
 
 from __future__ import annotations
@@ -48,7 +51,9 @@ def tune(
                                                  "auto or local (one GPU per evaluation)")] = None,
     provider: Annotated[str | None, typer.Option(help="anthropic | openai | replay | offline")] = None,
     policy: Annotated[str, typer.Option(help="greedy | uct | evolutionary")] = "greedy",
-    kb: Annotated[str | None, typer.Option("--kb", help="KB server URL; default: the embedded store")] = None,
+    kb: Annotated[str | None, typer.Option("--kb", envvar="KKB_KB_URL", help=(
+        "a running knowledge-base server (`kkb serve`), e.g. http://host:8700; default: the embedded store"))
+                  ] = None,
     drafts: Annotated[int, typer.Option(help="independent candidates before expanding")] = 4,
     proposals: Annotated[int, typer.Option(help="candidates asked per provider request")] = 2,
     stall: Annotated[int | None, typer.Option(help="stop after N evaluated nodes without a new best")] = None,
@@ -70,7 +75,10 @@ def tune(
     eval_option: Annotated[list[str], typer.Option(help="harness EvalConfig field, KEY=VALUE")] = [],  # noqa: B006
     policy_option: Annotated[list[str], typer.Option(help="policy option, KEY=VALUE")] = [],  # noqa: B006
     live: Annotated[bool | None, typer.Option(help="rich live view (default: when on a terminal)")] = None,
-    json_out: Annotated[Path | None, typer.Option("--json", help="also write the result here")] = None,
+    output: Annotated[Path | None, typer.Option("-o", "--output", help="also write the result (JSON) here")
+                      ] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="print the result as JSON (messages go to stderr)")
+                        ] = False,
     home: Annotated[Path | None, typer.Option(help="KKB_HOME (store and sessions)")] = None,
 ) -> None:
     """Tune a kernel for SPEC: draft candidates, evaluate them, expand the best, keep what is learned."""
@@ -117,14 +125,18 @@ def tune(
     folder = settings.sessions_dir / result.session_id
     basis = {"compile": "torch.compile", "eager": "eager (compile baseline skipped)"}.get(result.fitness_basis or "")
     best = f"{speedup_text(result.best_fitness)} over {basis} ({result.best_node_id})" if result.best_node_id else "none"
-    typer.echo(f"session {result.session_id}: {result.nodes} candidates, stop: {result.stop_reason}, best {best}")
+    say = (lambda text: typer.echo(text, err=True)) if json_out else typer.echo
+    say(f"session {result.session_id}: {result.nodes} candidates, stop: {result.stop_reason}, best {best}")
     if result.conclusion:
-        typer.echo(result.conclusion)
-    typer.echo(f"report: {folder / 'report.html'}")
+        say(result.conclusion)
+    say(f"report: {folder / 'report.html'}")
     if result.written_kernels:
-        typer.echo(f"written to the kernel library: {', '.join(result.written_kernels)}")
+        say(f"written to the kernel library: {', '.join(result.written_kernels)}")
+    text = json.dumps(result.to_dict(), indent=2) + "\n"
+    if output:
+        output.write_text(text, encoding="utf-8")
     if json_out:
-        json_out.write_text(json.dumps(result.to_dict(), indent=2) + "\n", encoding="utf-8")
+        typer.echo(text, nl=False)
 
 
 @contextmanager
@@ -147,26 +159,33 @@ def _open_session(session: str, home: Path | None):
 
 def report(
     session: Annotated[str, typer.Argument(help="session id (or its folder)")],
-    out: Annotated[Path | None, typer.Option(help="HTML file to write (default: the session folder)")] = None,
+    output: Annotated[Path | None, typer.Option("-o", "--output", help="HTML file to write (default: the "
+                                                                        "session folder)")] = None,
     home: Annotated[Path | None, typer.Option(help="KKB_HOME")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="print the session id and the page's path as JSON")
+                        ] = False,
 ) -> None:
     """Write one self-contained HTML page for a session: chart, search graph, candidates, winner."""
     from agent_client.report import write_report
 
     with _open_session(session, home) as (folder, store):
-        path = write_report(store, out or folder / "report.html")
-    typer.echo(str(path))
+        path = write_report(store, output or folder / "report.html")
+    typer.echo(json.dumps({"session": folder.name, "output": str(path)}) if json_out else str(path))
 
 
 def export(
     session: Annotated[str, typer.Argument(help="session id (or its folder)")],
-    out: Annotated[Path | None, typer.Option(help="JSONL file to write (default: the session folder)")] = None,
+    output: Annotated[Path | None, typer.Option("-o", "--output", help="JSONL file to write (default: the "
+                                                                        "session folder)")] = None,
     home: Annotated[Path | None, typer.Option(help="KKB_HOME")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="print the session id, the file's path and its row "
+                                                          "count as JSON")] = False,
 ) -> None:
     """Write a session as JSONL (prompt, response, reward, correctness, diagnostics, messages)."""
     from agent_client.export import export_rows, write_jsonl
 
     with _open_session(session, home) as (folder, store):
         rows = export_rows(store)
-        path = write_jsonl(rows, out or folder / "export.jsonl")
-    typer.echo(f"{path} ({len(rows)} rows)")
+        path = write_jsonl(rows, output or folder / "export.jsonl")
+    typer.echo(json.dumps({"session": folder.name, "output": str(path), "rows": len(rows)}) if json_out
+               else f"{path} ({len(rows)} rows)")

@@ -1,6 +1,6 @@
 """Export a session as JSONL for training smaller kernel models.
 
-Usage: kkb export SESSION_ID [--out FILE]
+Usage: kkb export SESSION_ID [-o FILE]
        rows = export_rows(store); write_jsonl(rows, path)
        datasets.load_dataset("json", data_files=path)     # loads as is; so does TRL
 

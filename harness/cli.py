@@ -1,10 +1,13 @@
 """The `kkb bench` verb: judge one candidate, or run a folder of problems (KernelBench level folders as published).
 
 Usage:
-    kkb bench SPEC.py CANDIDATE.py [--backend triton] [--device cuda:0] [--timeout S] [--json out.json]
+    kkb bench SPEC.py CANDIDATE.py [--backend triton] [--device cuda:0] [--timeout S] [-o verdict.json] [--json]
     kkb bench --suite DIR [--candidates DIR] [--devices cuda:0,cuda:1 | --ray ADDRESS] [--max-elements N]
-              [--json results.json]
+              [-o results.json] [--json]
     python -m harness.cli SPEC.py CANDIDATE.py --device cpu --no-compile-baseline
+
+--json prints the verdict (a suite: its summary and rows) as JSON on stdout, the table going to stderr;
+-o/--output writes the same to a file (a suite's results file, default bench-<folder>.json).
 
 Exit status: 0 every candidate passed (a suite without candidates: every problem was profiled); 1 a
 candidate got another verdict; 2 bad arguments; 3 a spec could not be run (import error, too large for
@@ -32,14 +35,17 @@ def _fmt(value, spec: str = ".4g") -> str:
     return "-" if value is None else format(value, spec)
 
 
-def _print_table(rows: list[dict], title: str) -> None:
+def _print_table(rows: list[dict], title: str, file=None) -> None:
+    """The rows as a table on `file` (default stdout; stderr where stdout carries --json)."""
+    file = file or sys.stdout
     try:
         from rich.console import Console
         from rich.table import Table
-    except ImportError:  # plain text on a box without rich
+    except ImportError:  # plain text on a machine without rich
         for r in rows:
             print(r["spec"], r.get("candidate") or "", r["status"], _fmt(r.get("latency_ms")),
-                  _fmt(r.get("eager_ms")), _fmt(r.get("compile_ms")), "; ".join(r.get("reasons") or [])[:200])
+                  _fmt(r.get("eager_ms")), _fmt(r.get("compile_ms")), "; ".join(r.get("reasons") or [])[:200],
+                  file=file)
         return
     table = Table(title=title)
     for col in ("spec", "candidate", "status", "latency ms", "eager ms", "compile ms", "x eager", "x compile",
@@ -52,27 +58,28 @@ def _print_table(rows: list[dict], title: str) -> None:
                       _fmt(r.get("speedup_vs_compile"), ".2f"),
                       "-" if frac is None else f"{100 * frac:.1f}% {r.get('limit_kind') or ''}",
                       "; ".join(r.get("reasons") or [])[:300])
-    console = Console()
+    console = Console(file=file)
     if not console.is_terminal:  # logs and captured output: wide enough for every column
-        console = Console(width=160)
+        console = Console(file=file, width=160)
     console.print(table)
     if "wall_clock" in {r.get("timing_method") for r in rows}:
-        print("timings are wall-clock on CPU (Triton interpreter): not comparable with GPU numbers")
+        print("timings are wall-clock on CPU (Triton interpreter): not comparable with GPU numbers", file=file)
 
 
-def _print_summary(summary: dict) -> None:
+def _print_summary(summary: dict, file=None) -> None:
     fast = summary.get("fast_p") or {}
     for basis in ("eager", "compile"):
         values = fast.get(basis) or {}
         text = "  ".join(f"fast_{p}={_fmt(v, '.2f')}" for p, v in values.items())
-        print(f"over {basis}: {text}  geomean speedup {_fmt(summary.get(f'geomean_speedup_vs_{basis}'), '.3f')}")
+        print(f"over {basis}: {text}  geomean speedup {_fmt(summary.get(f'geomean_speedup_vs_{basis}'), '.3f')}",
+              file=file)
     print(f"{summary.get('candidates')} candidates ({summary.get('passed')} passed) on "
           f"{summary.get('problems')} problems; median time to a verdict "
-          f"{_fmt(summary.get('median_time_to_verdict_s'), '.1f')} s; statuses {summary.get('statuses')}")
+          f"{_fmt(summary.get('median_time_to_verdict_s'), '.1f')} s; statuses {summary.get('statuses')}", file=file)
 
 
 def _single(spec: Path, candidate: Path, backend: str, device: str, config: EvalConfig, peaks: HardwarePeaks,
-            json_out: Path | None) -> BenchExit:
+            output: Path | None, json_out: bool) -> BenchExit:
     from harness.device import ProfileError
     from harness.evaluate import evaluate
     from harness.jobs import BackendUnavailable
@@ -86,18 +93,22 @@ def _single(spec: Path, candidate: Path, backend: str, device: str, config: Eval
     except (SpecError, ProfileError) as exc:
         typer.echo(f"error: {exc}", err=True)
         return BenchExit.SPEC_ERROR
+    human = sys.stderr if json_out else sys.stdout
     _print_table([verdict_row(Problem(spec.stem, spec, spec), candidate.name, verdict, 0.0)],
-                 f"kkb bench ({backend} on {device})")
-    if json_out is not None:
-        json_out.parent.mkdir(parents=True, exist_ok=True)
-        json_out.write_text(json.dumps(verdict.to_dict(), indent=1, default=str))
-        print(f"wrote {json_out}")
+                 f"kkb bench ({backend} on {device})", human)
+    text = json.dumps(verdict.to_dict(), indent=1, default=str)
+    if output is not None:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(text)
+        print(f"wrote {output}", file=human)
+    if json_out:
+        print(text)
     return BenchExit.OK if verdict.passed else BenchExit.CANDIDATE_FAILED
 
 
 def _suite(suite: Path, candidates: Path | None, backend: str, devices: list[str], ray: str | None,
            config: EvalConfig, peaks: HardwarePeaks, results: Path, max_elements: int | None, resume: bool,
-           only: list[str] | None, compile_workers: int) -> BenchExit:
+           only: list[str] | None, compile_workers: int, json_out: bool) -> BenchExit:
     from harness.executor import open_executor
     from harness.suite import run_suite, suite_problems
 
@@ -115,9 +126,12 @@ def _suite(suite: Path, candidates: Path | None, backend: str, devices: list[str
                                                file=sys.stderr))
     if run.resumed_rows:
         print(f"resumed: {run.resumed_rows} rows from {results}", file=sys.stderr)
-    _print_table(run.rows, f"kkb bench --suite {suite} ({backend} on {identity['executor']})")
-    _print_summary(run.summary)
-    print(f"wrote {results}")
+    human = sys.stderr if json_out else sys.stdout
+    _print_table(run.rows, f"kkb bench --suite {suite} ({backend} on {identity['executor']})", human)
+    _print_summary(run.summary, human)
+    print(f"wrote {results}", file=human)
+    if json_out:  # the results file as written: identity, summary and rows
+        print(results.read_text())
     return run.exit_code
 
 
@@ -129,8 +143,11 @@ def bench(
     devices: Annotated[str | None, typer.Option(help="with --suite: cuda:0,cuda:1,... (one timing worker each)")] = None,
     ray: Annotated[str | None, typer.Option(help="with --suite: evaluate on the Ray cluster at HOST:PORT, "
                                                  "ray://HOST:PORT, auto, or local")] = None,
-    json_out: Annotated[Path | None, typer.Option("--json", help="results file (suite default: "
-                                                                  "bench-<folder>.json, resumed when rerun)")] = None,
+    output: Annotated[Path | None, typer.Option("-o", "--output", help="write the verdict here (a suite: its "
+                                                "results file, default bench-<folder>.json, resumed when rerun)")
+                      ] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="print the verdict (a suite: its results) as JSON; "
+                                                          "the table goes to stderr")] = False,
     suite: Annotated[Path | None, typer.Option(help="run every problem in this folder")] = None,
     candidates: Annotated[Path | None, typer.Option(help="with --suite: NAME.py or NAME/*.py per problem")] = None,
     only: Annotated[str | None, typer.Option(help="with --suite: these problems only (comma-separated stems)")] = None,
@@ -167,6 +184,9 @@ def bench(
     peaks = HardwarePeaks(bandwidth_gbps * 1e9 if bandwidth_gbps else None, flops_per_s)
     try:
         if suite is not None:
+            if spec is not None:
+                raise typer.BadParameter(f"--suite {suite} and a SPEC ({spec}): give one (-o PATH names the "
+                                         "results file; --json is a flag)")
             if not suite.is_dir():
                 raise typer.BadParameter(f"--suite {suite}: not a folder")
             if candidates is not None and not candidates.is_dir():
@@ -174,17 +194,17 @@ def bench(
             workers = compile_workers if compile_workers is not None else (
                 2 if device_list[0].startswith("cuda") and not ray else 0)
             code = _suite(suite, candidates, backend, device_list, ray, config, peaks,
-                          json_out or Path(f"bench-{suite.resolve().name}.json"),
+                          output or Path(f"bench-{suite.resolve().name}.json"),
                           SCALE_ELEMENTS if scale and max_elements is None else max_elements, resume,
-                          [s.strip() for s in only.split(",")] if only else None, workers)
+                          [s.strip() for s in only.split(",")] if only else None, workers, json_out)
         else:
             if spec is None or candidate is None:
                 raise typer.BadParameter("give SPEC and CANDIDATE, or --suite DIR")
             if not candidate.is_file():
                 raise typer.BadParameter(f"candidate {candidate}: no such file")
-            code = _single(spec, candidate, backend, device_list[0], config, peaks, json_out)
+            code = _single(spec, candidate, backend, device_list[0], config, peaks, output, json_out)
     except KeyboardInterrupt:
-        where = f"; rerun the same command to resume from {json_out or 'its results file'}" if suite else ""
+        where = f"; rerun the same command to resume from {output or 'its results file'}" if suite else ""
         typer.echo(f"interrupted: every harness worker was stopped{where}", err=True)
         raise typer.Exit(int(BenchExit.INTERRUPTED)) from None
     except ConnectionError as exc:  # an unreachable Ray cluster, named

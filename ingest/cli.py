@@ -2,10 +2,13 @@
 
 Usage: kkb ingest [PATH...] [--accelerator h100] [--vendor nvidia] [--kind guide] [--prune] [--json]
        kkb ingest path/to/accelerators/new-chip.yaml     # an accelerator's facts, answered at once
+       kkb ingest notes/ --kb http://host:8700           # upload md, pdf and html files to a running server
 
 With no PATH, the corpus that ships with kernelkb is ingested. Files that cannot be read as what they are
 (malformed YAML, a field of the wrong type, a fact without its unit or source) are listed with file, line
-and field; the others are ingested; the exit code is 1.
+and field; the others are ingested; the exit code is 1. With --kb (or KKB_KB_URL) the documents go to a
+running `kkb serve` through its upload route (writes need KKB_API_KEY unless the server is on loopback);
+kernels and facts files are ingested where the server's store lives.
 """
 
 from __future__ import annotations
@@ -33,6 +36,9 @@ def ingest(
     kind: Annotated[str, typer.Option(help="Kind for files without front matter: arch, isa, guide, playbook, "
                                            "kernel, rules, or another word.")] = "guide",
     prune: Annotated[bool, typer.Option(help="Delete stored documents whose files are gone.")] = False,
+    kb: Annotated[str | None, typer.Option("--kb", envvar="KKB_KB_URL", help=(
+        "a running knowledge-base server (`kkb serve`), e.g. http://host:8700, to upload documents to; "
+        "default: the embedded store"))] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
 ) -> None:
     """Ingest documents and kernels into the knowledge base (unchanged files are skipped)."""
@@ -41,6 +47,12 @@ def ingest(
 
     err = Console(stderr=True)
     accs = tuple(a.strip() for item in (accelerator or ["any"]) for a in item.split(",") if a.strip())
+    if kb:
+        if prune or not paths:
+            raise typer.BadParameter("with --kb, name the documents to upload (no --prune: the server's store "
+                                     "is pruned where it lives)")
+        _upload(kb, paths, accs, vendor, kind, json_out, err)
+        return
     options = IngestOptions(accelerator=accs or ("any",), vendor=vendor, kind=kind, prune=prune)
     started = time.perf_counter()
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
@@ -76,4 +88,50 @@ def ingest(
     else:
         typer.echo(", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in summary.items()))
     if report.errors:
+        raise typer.Exit(1)
+
+
+UPLOADABLE = (".md", ".markdown", ".pdf", ".html", ".htm")  # what the server's upload route accepts
+
+
+def _upload(kb: str, paths: list[Path], accelerator: tuple[str, ...], vendor: str | None, kind: str,
+            json_out: bool, err: Console) -> None:
+    """Each md, pdf and html file under PATHS through POST /v1/documents; other files are named, not sent."""
+    import httpx
+
+    from kb_server.client import KBClient, KBError
+    from kb_server.config import get_settings
+
+    files, errors = [], []
+    for path in paths:
+        found = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+        for f in found:
+            if f.suffix.lower() in UPLOADABLE:
+                files.append(f)
+            elif not path.is_dir():  # a file named on the command line that cannot be uploaded
+                errors.append(f"{f}: a server takes md, pdf and html uploads; ingest kernels and facts files "
+                              "where its store lives")
+    written, unchanged, chunks, ids = 0, 0, 0, []
+    started = time.perf_counter()
+    with KBClient(kb, api_key=get_settings().api_key) as client:
+        for f in files:
+            try:
+                created = client.add_document(f, accelerator=[a for a in accelerator if a != "any"],
+                                              vendor=vendor, kind=kind)
+            except (KBError, httpx.HTTPError, OSError) as exc:  # KBError names the field and what to fix
+                errors.append(f"{f}: {exc}")
+                continue
+            ids.append(created.document_id)
+            unchanged += created.unchanged
+            written += not created.unchanged
+            chunks += created.chunks
+    for line in errors:
+        err.print(f"  {line}", markup=False, highlight=False, soft_wrap=True)
+    summary = {"server": kb, "written": written, "unchanged": unchanged, "chunks_embedded": chunks,
+               "errors": len(errors), "seconds": round(time.perf_counter() - started, 2)}
+    if json_out:
+        typer.echo(json.dumps({**summary, "document_ids": ids, "error_lines": errors}, indent=2))
+    else:
+        typer.echo(", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in summary.items()))
+    if errors:
         raise typer.Exit(1)

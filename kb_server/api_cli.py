@@ -1,12 +1,13 @@
 """The verbs `serve`, `mcp` and `facts` of `kkb` (registered by kernelkb_cli.py).
 
-Usage: kkb serve --port 8700 | kkb mcp | kkb facts h100 "shared memory"
+Usage: kkb serve --port 8700 [--json] | kkb mcp | kkb facts h100 "shared memory" [--kb URL] [--json]
        (also: python -m kb_server.api_cli serve --port 8700, a server without uploads: kernelkb_cli.py
        builds `kkb serve` with make_serve(<the ingest pipeline>), since kb_server does not import ingest)
 """
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable
 from pathlib import Path
@@ -17,6 +18,7 @@ import typer
 from kb_server.api.deps import LOOPBACK
 from kb_server.api.ingestor import Ingestor
 from kb_server.api.settings import ServerSettings
+from kb_server.cli import KB_ENV, KB_HELP
 from kb_server.facts import FactsError
 
 
@@ -30,6 +32,8 @@ def make_serve(ingestor_factory: Callable[[], Ingestor] | None = None):
         home: Annotated[Path | None, typer.Option(help="store directory (default: KKB_HOME)")] = None,
         corpus_dir: Annotated[Path | None, typer.Option(help="corpus with accelerators/*.yaml")] = None,
         log_level: Annotated[str, typer.Option(help="uvicorn log level")] = "info",
+        json_out: Annotated[bool, typer.Option("--json", help="Print where it serves as one JSON line before "
+                                                               "the server's log.")] = False,
     ) -> None:
         """Serve the knowledge base over HTTP (OpenAPI docs at /docs)."""
         import uvicorn
@@ -45,6 +49,10 @@ def make_serve(ingestor_factory: Callable[[], Ingestor] | None = None):
             raise typer.Exit(2) from exc
         if settings.api_key is None and host not in LOOPBACK:
             logging.getLogger("kb_server").warning("no KKB_API_KEY and bound to %s: writes are refused", host)
+        if json_out:
+            url = f"http://{host}:{port}"
+            typer.echo(json.dumps({"url": url, "openapi": f"{url}/docs", "home": str(settings.home),
+                                   "uploads": ingestor_factory is not None}))
         # One process: the write lock and the store's in-memory indexes live in it; searches use its threads.
         uvicorn.run(app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=5)
 
@@ -64,18 +72,19 @@ def mcp() -> None:
 def facts(
     accelerator: Annotated[str, typer.Argument(help="accelerator id or alias, e.g. h100")],
     question: Annotated[list[str], typer.Argument(help="e.g. shared memory, 'bf16 peak', HBM bandwidth")],
-    url: Annotated[str | None, typer.Option(help="ask a running server instead of the local corpus")] = None,
+    kb: Annotated[str | None, typer.Option("--kb", envvar=KB_ENV, help=KB_HELP)] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the answer as JSON.")] = False,
 ) -> None:
     """Answer a hardware fact question: value, unit and source."""
     from kb_server.factlookup import FactNotFound, lookup, resolve_accelerator
 
     q = " ".join(question)
     try:
-        if url:
+        if kb:
             from kb_server.client import KBClient
 
-            with KBClient(url) as kb:
-                answer = kb.facts(accelerator, q)
+            with KBClient(kb) as client:
+                answer = client.facts(accelerator, q)
         else:  # the store's facts: the corpus files and every facts file ingested since
             from kb_server.store import Store
 
@@ -83,9 +92,12 @@ def facts(
     except (LookupError, FactsError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1 if isinstance(exc, FactNotFound) else 2) from exc
-    except Exception as exc:  # KBError from a server: its problem body says what to fix
-        typer.echo(f"error: {exc}", err=True)
+    except Exception as exc:  # KBError from a server (its problem body says what to fix), or no server there
+        typer.echo(f"error: the knowledge-base server at {kb}: {exc}" if kb else f"error: {exc}", err=True)
         raise typer.Exit(2) from exc
+    if json_out:
+        typer.echo(json.dumps(answer.model_dump(), indent=2))
+        return
     for m in answer.matches:
         typer.echo(f"{answer.accelerator} {m.field} = {m.value:g} {m.unit}  (score {m.score:.2f}; source {m.source})")
 

@@ -1,9 +1,11 @@
 """The `kkb search` and `kkb kernels` verbs.
 
 Usage: kkb search "wgmma tile shapes" [-k 8] [--accelerator h100] [--vendor nvidia] [--kind isa]
-                  [--mode hybrid|dense|lexical] [--json]
-       kkb kernels [--op-family softmax] [--backend triton] [--accelerator h100] [--json]
+                  [--mode hybrid|dense|lexical] [--kb URL] [--json]
+       kkb kernels [--op-family softmax] [--backend triton] [--accelerator h100] [--kb URL] [--json]
        kkb kernels show ID [--json]          # one record: where it wins, where it loses, where it is untested
+
+Both read the embedded store under KKB_HOME, or with --kb URL (or KKB_KB_URL) a running `kkb serve`.
 """
 
 from __future__ import annotations
@@ -15,12 +17,47 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+KB_HELP = "a running knowledge-base server (`kkb serve`), e.g. http://host:8700; default: the embedded store"
+KB_ENV = "KKB_KB_URL"
 
-def _store():
+
+class _Remote:
+    """The store's read calls that these verbs make, answered by a running server."""
+
+    def __init__(self, url: str):
+        from kb_server.client import KBClient
+
+        self.client = KBClient(url)
+
+    def search(self, query, k, filters, mode):
+        return self.client.search(query, k=k, filters=filters, mode=mode)
+
+    def list_kernels(self, op_family=None, backend=None, accelerator=None):
+        return self.client.kernels(op_family=op_family, backend=backend, accelerator=accelerator)
+
+    def get_kernel(self, kernel_id: str):
+        from kb_server.client import KBError
+
+        try:
+            return self.client.kernel(kernel_id)
+        except KBError as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+
+def _store(kb: str | None = None):
+    if kb:
+        return _Remote(kb)
     from kb_server.config import get_settings
     from kb_server.store import Store
 
     return Store(get_settings())
+
+
+def _unreachable(kb: str, exc: Exception) -> typer.Exit:
+    typer.echo(f"error: the knowledge-base server at {kb}: {exc}", err=True)
+    return typer.Exit(2)
 
 
 def search(
@@ -30,16 +67,21 @@ def search(
     vendor: Annotated[str | None, typer.Option(help="nvidia | amd | meta | any")] = None,
     kind: Annotated[str | None, typer.Option(help="arch | isa | guide | playbook | kernel | rules")] = None,
     mode: Annotated[str, typer.Option(help="hybrid | dense | lexical")] = "hybrid",
+    kb: Annotated[str | None, typer.Option("--kb", envvar=KB_ENV, help=KB_HELP)] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print hits as JSON.")] = False,
 ) -> None:
     """Search the knowledge base (dense + BM25, fused by reciprocal rank)."""
     from kb_server.schemas import SearchFilters
 
     try:
-        hits = _store().search(query, k=k, filters=SearchFilters(accelerator=accelerator, vendor=vendor, kind=kind),
-                               mode=mode)
+        hits = _store(kb).search(query, k=k, filters=SearchFilters(accelerator=accelerator, vendor=vendor, kind=kind),
+                                 mode=mode)
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from exc
+    except Exception as exc:  # KBError or a connection error from a server: its message says what to fix
+        if not kb:
+            raise
+        raise _unreachable(kb, exc) from exc
     if json_out:
         typer.echo(json.dumps([h.model_dump() for h in hits], indent=2))
         return
@@ -65,15 +107,21 @@ def kernels(
     op_family: Annotated[str | None, typer.Option(help="e.g. softmax")] = None,
     backend: Annotated[str | None, typer.Option(help="triton | cuda | cute | hip")] = None,
     accelerator: Annotated[str | None, typer.Option(help="Accelerator id.")] = None,
+    kb: Annotated[str | None, typer.Option("--kb", envvar=KB_ENV, help=KB_HELP)] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print records as JSON.")] = False,
 ) -> None:
     """List kernel records in the library; `kkb kernels show ID` shows one with where it wins."""
     if action is not None:
         if action != "show" or not kernel_id:
             raise typer.BadParameter(f"{action!r}: the only action is `kkb kernels show ID`")
-        _show(kernel_id, json_out)
+        _show(kernel_id, json_out, kb)
         return
-    records = _store().list_kernels(op_family=op_family, backend=backend, accelerator=accelerator)
+    try:
+        records = _store(kb).list_kernels(op_family=op_family, backend=backend, accelerator=accelerator)
+    except Exception as exc:
+        if not kb:
+            raise
+        raise _unreachable(kb, exc) from exc
     if json_out:
         typer.echo(json.dumps([r.model_dump() for r in records], indent=2))
         return
@@ -84,11 +132,16 @@ def kernels(
     Console().print(table)
 
 
-def _show(kernel_id: str, json_out: bool) -> None:
-    store = _store()
-    record = store.get_kernel(kernel_id)
+def _show(kernel_id: str, json_out: bool, kb: str | None) -> None:
+    store = _store(kb)
+    try:
+        record = store.get_kernel(kernel_id)
+        matches = [] if record else [r for r in store.list_kernels() if r.id.startswith(kernel_id)]
+    except Exception as exc:
+        if not kb:
+            raise
+        raise _unreachable(kb, exc) from exc
     if record is None:
-        matches = [r for r in store.list_kernels() if r.id.startswith(kernel_id)]
         if len(matches) != 1:
             known = "several match" if matches else "none matches; `kkb kernels` lists them"
             raise typer.BadParameter(f"kernel {kernel_id!r}: {known}")

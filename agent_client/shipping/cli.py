@@ -1,7 +1,8 @@
 """The verbs: `kkb export-kernel`, and `kkb bench` on an exported module (registered by kernelkb_cli.py).
 
 Usage: kkb export-kernel SESSION_OR_RECORD -o my_op.py [--min-speedup 1.0] [--node n0003] [--spec SPEC.py]
-       kkb bench my_op.py [--shapes batch_size=64 ...] [--device cuda:0] [--no-update] [--json out.json]
+                         [--kb URL] [--json]
+       kkb bench my_op.py [--shapes batch_size=64 ...] [--device cuda:0] [--no-update] [-o rows.json] [--json]
 """
 
 from __future__ import annotations
@@ -14,15 +15,16 @@ from typing import Annotated
 import typer
 
 
-def _find_record(ref: str, home: Path | None):
-    """A kernel record by id or unique id prefix (None when the library has none)."""
-    from agent_client.kb import LocalKB
+def _find_record(ref: str, home: Path | None, kb_url: str | None = None):
+    """A kernel record of the library (the embedded store, or the server at kb_url) by id or unique id prefix
+    (None when the library has none)."""
+    from agent_client.kb import open_kb
 
-    kb = LocalKB.from_home(home)
-    record = kb.store.get_kernel(ref)
-    if record is not None:
-        return record
-    matches = [r for r in kb.store.list_kernels() if r.id.startswith(ref)] if len(ref) >= 6 else []
+    records = open_kb(kb_url, home).kernels()
+    exact = [r for r in records if r.id == ref]
+    if exact:
+        return exact[0]
+    matches = [r for r in records if r.id.startswith(ref)] if len(ref) >= 6 else []
     if len(matches) > 1:
         raise typer.BadParameter(f"{ref!r} names {len(matches)} kernel records: {[r.id for r in matches]}")
     return matches[0] if matches else None
@@ -30,12 +32,17 @@ def _find_record(ref: str, home: Path | None):
 
 def export_kernel(
     source: Annotated[str, typer.Argument(help="a session id (or its folder), or a kernel record id")],
-    out: Annotated[Path, typer.Option("-o", "--out", help="the module to write, e.g. my_op.py")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="the module to write, e.g. my_op.py")],
     min_speedup: Annotated[float, typer.Option(help="the kernel runs where its measured speedup is at least "
                                                     "this (0: wherever it was right)")] = 1.0,
     node: Annotated[str | None, typer.Option(help="a node of the session (default: its best passing one)")] = None,
     spec: Annotated[Path | None, typer.Option(help="the spec it was judged on, where the session is gone")] = None,
     home: Annotated[Path | None, typer.Option(help="KKB_HOME (store and sessions)")] = None,
+    kb: Annotated[str | None, typer.Option("--kb", envvar="KKB_KB_URL", help=(
+        "a running knowledge-base server (`kkb serve`) whose library holds the record; default: the embedded "
+        "store"))] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print what was written, and where the kernel runs, "
+                                                          "as JSON.")] = False,
 ) -> None:
     """Write a session's winner (or a library record) as one module: a PyTorch custom op that runs the kernel
     where it was measured to win and the reference everywhere else."""
@@ -55,36 +62,49 @@ def export_kernel(
             finally:
                 store.close()
         else:
-            record = _find_record(source, home)
+            try:
+                record = _find_record(source, home, kb)
+            except typer.BadParameter:
+                raise
+            except Exception as exc:  # a server that cannot answer (KBError, a connection error), named
+                if not kb:
+                    raise
+                raise ExportError(f"the knowledge-base server at {kb}: {exc}") from exc
             if record is None:
                 raise ExportError(f"{source!r} is neither a session under {settings.sessions_dir} nor a kernel "
                                   "record of the library (`kkb kernels` lists them)")
             plan = plan_from_record(record, settings.sessions_dir, spec, min_speedup)
-        if not out.name.endswith(".py") or not out.stem.isidentifier():
-            raise ExportError(f"-o {out}: name a Python module file, e.g. my_op.py")
-        text = render_module(plan, out.stem)
-        compile(text, str(out), "exec")  # a module that does not parse is never written
+        if not output.name.endswith(".py") or not output.stem.isidentifier():
+            raise ExportError(f"-o {output}: name a Python module file, e.g. my_op.py")
+        text = render_module(plan, output.stem)
+        compile(text, str(output), "exec")  # a module that does not parse is never written
     except ExportError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text, encoding="utf-8")
-    typer.echo(f"wrote {out}: op {plan.op_name} from {plan.info.get('source')}")
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(text, encoding="utf-8")
+    wins = any(e["correct"] and (e["speedup"] or 0) >= plan.min_speedup for e in plan.entries)
+    if json_out:
+        typer.echo(json.dumps({"output": str(output), "op": plan.op_name, "source": plan.info.get("source"),
+                               "min_speedup": plan.min_speedup, "wins_somewhere": wins, "entries": list(plan.entries)},
+                              indent=2, default=str))
+        return
+    typer.echo(f"wrote {output}: op {plan.op_name} from {plan.info.get('source')}")
     _echo_where(plan.entries)
-    if not any(e["correct"] and (e["speedup"] or 0) >= plan.min_speedup for e in plan.entries):
+    if not wins:
         typer.echo(f"the kernel wins nowhere at MIN_SPEEDUP {plan.min_speedup:g}: every call runs the reference "
                    "(--min-speedup 0 runs it wherever it was right)")
 
 
-def _echo_where(entries) -> None:
+def _echo_where(entries, err: bool = False) -> None:
     for e in entries:
         how = ("wrong" if not e["correct"] else "checked, not timed" if e["speedup"] is None
                else f"{e['speedup']:.3g}x over {e['basis']}")
-        typer.echo(f"  {e['variant']} on {e['device_name']}: {how}")
+        typer.echo(f"  {e['variant']} on {e['device_name']}: {how}", err=err)
 
 
 def bench_export(module_path: Path, shapes: list[str], device: str | None, trials: int, timeout: float | None,
-                 compile_baseline: bool, update: bool, json_out: Path | None) -> None:
+                 compile_baseline: bool, update: bool, output: Path | None, json_out: bool) -> None:
     """`kkb bench` on a module written by export-kernel: judge it at the named shapes, add the rows.
     Exit status as the harness's: 0 every verdict passed, 1 one did not (its rows still join the table)."""
     from agent_client.shipping.plan import ExportError
@@ -100,13 +120,16 @@ def bench_export(module_path: Path, shapes: list[str], device: str | None, trial
         results = reverify(module_path, [parse_shapes(s) for s in shapes], device, config, write=update)
     except (ExportError, ShapesError, SpecError) as exc:
         raise typer.BadParameter(str(exc)) from exc
-    for r in results:
+    for r in results:  # on stderr where stdout carries --json
         typer.echo(f"{r.shapes}: {r.status}" + (" (a new plan of the general lowering)" if r.relowered else "")
-                   + ("" if r.status == "passed" else f": {'; '.join(r.reasons)[:400]}"))
-        _echo_where(r.entries)
-    typer.echo(f"{'added to the dispatch table of' if update else 'not written to'} {module_path}")
-    if json_out is not None:
-        json_out.write_text(json.dumps([r.to_dict() for r in results], indent=1, default=str), encoding="utf-8")
+                   + ("" if r.status == "passed" else f": {'; '.join(r.reasons)[:400]}"), err=json_out)
+        _echo_where(r.entries, err=json_out)
+    typer.echo(f"{'added to the dispatch table of' if update else 'not written to'} {module_path}", err=json_out)
+    text = json.dumps([r.to_dict() for r in results], indent=1, default=str)
+    if output is not None:
+        output.write_text(text, encoding="utf-8")
+    if json_out:
+        typer.echo(text)
     if any(r.status != "passed" for r in results):
         raise typer.Exit(1)
 
@@ -134,7 +157,7 @@ def bench_with_exports(bench):
         if is_export(kwargs.get("spec")):
             return bench_export(kwargs["spec"], shapes, kwargs.get("device"), kwargs.get("trials", 3),
                                 kwargs.get("timeout"), kwargs.get("compile_baseline", True), update,
-                                kwargs.get("json_out"))
+                                kwargs.get("output"), kwargs.get("json_out", False))
         if shapes:
             raise typer.BadParameter("--shapes judges a module written by kkb export-kernel; "
                                      f"{kwargs.get('spec')} is not one")

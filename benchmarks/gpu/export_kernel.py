@@ -2,7 +2,7 @@
 the op inside a small model under torch.compile(fullgraph=True), its results against the reference, and its
 speedup at the measured shape against the speedup the search measured (goal: at least 95% of it).
 
-Usage: python3 benchmarks/gpu/export_kernel.py --out "$OUT"              (repo root, a CUDA GPU; under 4 minutes)
+Usage: python3 benchmarks/gpu/export_kernel.py --out DIR                 (repo root, a CUDA GPU; under 4 minutes)
        TRITON_INTERPRET=1 python3 benchmarks/gpu/export_kernel.py --device cpu --out /tmp/kkb_export_check
                                                                           (CPU check of the script: tiny sizes)
 
@@ -21,7 +21,7 @@ Usage: python3 benchmarks/gpu/export_kernel.py --out "$OUT"              (repo r
    eager and torch.compile of the reference, the raw candidate, the exported module, and both small models
    compiled. The bar: (compile / exported) >= 0.95 x the search's speedup over torch.compile, both timed
    here (the file also gives the search's latency over the exported op's, its baseline unchanged).
-Writes OUT/export_kernel-<device>-<UTC>.json (and the exported module beside it) and prints a table last.
+Writes DIR/export_kernel-<device>-<UTC>.json (and the exported module beside it) and prints a table last.
 """
 
 from __future__ import annotations

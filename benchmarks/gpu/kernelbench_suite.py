@@ -2,13 +2,13 @@
 problem, the small-candidate throughput, and offline `kkb tune` sessions; one results file.
 
 Usage (from the repo root on a CUDA machine; LEVEL1 = a copy of KernelBench's level1 folder, never committed):
-    python3 benchmarks/gpu/kernelbench_suite.py LEVEL1 [--budget-s 500] [--out-dir "$OUT"]
+    python3 benchmarks/gpu/kernelbench_suite.py LEVEL1 [--budget-s 500] [--out-dir DIR]
     python3 benchmarks/gpu/kernelbench_suite.py LEVEL1 --device cpu --max-elements 65536 --skip tune,throughput
         (a CPU check of the script: the same problems scaled down, through Triton's interpreter)
 
 Steps, each a subprocess with its own time limit inside --budget-s (a hang or crash of one leaves the others):
   suite       python3 -m harness.cli --suite LEVEL1 --only PROBLEMS --candidates benchmarks/kernelbench/level1
-              --device cuda:0 --json WORK/kernelbench-suite.json: 6 problems at their published sizes (ReLU
+              --device cuda:0 -o WORK/kernelbench-suite.json: 6 problems at their published sizes (ReLU
               and Softmax 6.4 GB of input, RMSNorm 7.5 GB), 15 candidates: honest ones, a wrong one, one
               calling PyTorch, one with TF32 products on an fp32 problem, one that hangs after an honest launch
   tune        python3 -m kernelkb_cli tune PROBLEM --provider offline --budget 4 for two problems, after
@@ -123,7 +123,7 @@ def tune_step(args, deadline: float, env: dict) -> dict:
         spec = scaled if args.max_elements and scaled.is_file() else Path(args.level1) / f"{name}.py"
         cmd = [sys.executable, "-m", "kernelkb_cli", "tune", str(spec), "--provider",
                "offline", "--budget", "4", "--drafts", "2", "--time-budget", str(min(60, int(left) - 20)),
-               "--device", args.device, "--no-live", "--no-write-back", "--json", str(result)]
+               "--device", args.device, "--no-live", "--no-write-back", "-o", str(result)]
         step = run_step(f"tune {name}", cmd, left - 5, tune_env)
         try:
             step["result"] = json.loads(result.read_text())
@@ -140,7 +140,7 @@ def main() -> int:
     parser.add_argument("--budget-s", type=float, default=500.0, help="wall-clock budget of all steps")
     parser.add_argument("--max-elements", type=int, default=None, help="scale the problems (CPU checks)")
     parser.add_argument("--skip", default="", help="steps to leave out: suite,throughput,tune")
-    parser.add_argument("--out-dir", type=Path, default=None, help="also copy the results here (e.g. $OUT)")
+    parser.add_argument("--out-dir", type=Path, default=None, help="also copy the results into this folder")
     parser.add_argument("--work-dir", default="/tmp/kkb_kernelbench")
     args = parser.parse_args()
     start = time.monotonic()
@@ -160,7 +160,7 @@ def main() -> int:
     suite_json = work / "kernelbench-suite.json"
     if "suite" not in skip:
         cmd = [sys.executable, "-m", "harness.cli", "--suite", args.level1, "--only", ",".join(PROBLEMS),
-               "--candidates", str(CANDIDATES), "--device", args.device, "--json", str(suite_json)]
+               "--candidates", str(CANDIDATES), "--device", args.device, "-o", str(suite_json)]
         if args.max_elements:
             cmd += ["--max-elements", str(args.max_elements)]
         if args.device == "cpu":  # the interpreter's derived limits are long (its slack): the hang ends sooner

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import shutil
+
 from typer.testing import CliRunner
 
 from agent_client.session.records import SessionConfig
@@ -35,3 +38,18 @@ def test_session_config_round_trips_through_the_store(tmp_path):
     assert reopened.config() == config
     assert reopened._db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     reopened.close()
+
+
+def test_a_finished_session_resumed_prints_its_result_as_json(tuned_session, tmp_path):
+    # a copy of the session, resumed: its budget is spent, so it only says where it stands
+    home = tmp_path / "home"
+    shutil.copytree(tuned_session["folder"], home / "sessions" / "relu-one")
+    out = tmp_path / "result.json"
+    result = CliRunner().invoke(app, ["tune", "--resume", "relu-one", "--home", str(home), "-o", str(out),
+                                      "--json", "--no-live"],
+                                env={"ANTHROPIC_API_KEY": "unused: no request is made"})
+    assert result.exit_code == 0, result.output
+    printed = json.loads(result.stdout)
+    assert printed == json.loads(out.read_text())
+    assert printed["session_id"] == "relu-one" and printed["nodes"] == 5
+    assert "session relu-one" in result.stderr  # the human summary, off stdout

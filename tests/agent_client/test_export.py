@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from typer.testing import CliRunner
 
 from kernelkb_cli import app
@@ -10,7 +12,7 @@ from kernelkb_cli import app
 def test_export_loads_with_datasets(tuned_session, tmp_path):
     out = tmp_path / "relu.jsonl"
     home = tuned_session["settings"].home
-    result = CliRunner().invoke(app, ["export", "relu-one", "--home", str(home), "--out", str(out)])
+    result = CliRunner().invoke(app, ["export", "relu-one", "--home", str(home), "-o", str(out)])
     assert result.exit_code == 0 and "(5 rows)" in result.output, result.output
 
     import datasets
@@ -35,3 +37,13 @@ def test_export_loads_with_datasets(tuned_session, tmp_path):
 def test_export_names_a_missing_session(tmp_path):
     result = CliRunner().invoke(app, ["export", "no-such-session", "--home", str(tmp_path)])
     assert result.exit_code == 2 and "no session 'no-such-session'" in result.output
+
+
+def test_export_json_names_the_file_and_its_rows(tuned_session, tmp_path):
+    out = tmp_path / "rows.jsonl"
+    home = tuned_session["settings"].home
+    result = CliRunner().invoke(app, ["export", "relu-one", "--home", str(home), "-o", str(out), "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout) == {"session": "relu-one", "output": str(out), "rows": 5}
+    assert len(out.read_text().splitlines()) == 5
+

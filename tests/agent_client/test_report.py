@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -25,7 +26,7 @@ def chromium(args: list[str], tmp_path) -> subprocess.CompletedProcess:
 def report_path(tuned_session):
     home = tuned_session["settings"].home
     out = tuned_session["folder"] / "page.html"
-    result = CliRunner().invoke(app, ["report", "relu-one", "--home", str(home), "--out", str(out)])
+    result = CliRunner().invoke(app, ["report", "relu-one", "--home", str(home), "-o", str(out)])
     assert result.exit_code == 0, result.output
     return out
 
@@ -52,3 +53,11 @@ def test_report_renders_in_headless_chromium(report_path, tuned_session, tmp_pat
     shot = tmp_path / "report.png"
     chromium([f"--screenshot={shot}", "--window-size=1200,1600", f"file://{report_path}"], tmp_path)
     assert shot.exists() and shot.stat().st_size > 10_000  # a page with content, not a blank image
+
+
+def test_report_json_names_the_page(tuned_session, tmp_path):
+    out = tmp_path / "again.html"
+    home = tuned_session["settings"].home
+    result = CliRunner().invoke(app, ["report", "relu-one", "--home", str(home), "-o", str(out), "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout) == {"session": "relu-one", "output": str(out)} and out.stat().st_size > 0

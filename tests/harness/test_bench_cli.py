@@ -19,7 +19,7 @@ def test_single_candidate_table_and_json(tmp_path):
     out = tmp_path / "v.json"
     result = CliRunner().invoke(app, [str(SUITE / "1_TinyRelu.py"), str(CANDIDATES / "suite" / "1_TinyRelu.py"),
                                       "--device", "cpu", "--no-compile-baseline", "--trials", "2",
-                                      "--json", str(out)])
+                                      "-o", str(out)])
     assert result.exit_code == 0, result.output
     assert "passed" in result.output and "wall-clock" in result.output
     data = json.loads(out.read_text())
@@ -29,12 +29,30 @@ def test_single_candidate_table_and_json(tmp_path):
 def test_suite_with_and_without_candidates(tmp_path):
     out = tmp_path / "suite.json"
     result = CliRunner().invoke(app, ["--suite", str(SUITE), "--candidates", str(CANDIDATES / "suite"),
-                                      "--device", "cpu", "--no-compile-baseline", "--json", str(out)])
+                                      "--device", "cpu", "--no-compile-baseline", "-o", str(out)])
     assert result.exit_code == 0, result.output
     rows = {r["spec"]: r for r in json.loads(out.read_text())["rows"]}
     assert list(rows) == ["1_TinyRelu", "2_TinySum"]  # numeric order of KernelBench names
     assert rows["1_TinyRelu"]["status"] == "passed" and rows["1_TinyRelu"]["speedup_vs_eager"] > 0
     assert rows["2_TinySum"]["status"] == "baseline" and rows["2_TinySum"]["eager_ms"] > 0
+
+
+def test_json_prints_the_verdict_on_stdout_and_the_table_on_stderr(tmp_path):
+    out = tmp_path / "v.json"
+    result = CliRunner().invoke(app, [str(SUITE / "1_TinyRelu.py"), str(CANDIDATES / "suite" / "1_TinyRelu.py"),
+                                      "--device", "cpu", "--no-compile-baseline", "--trials", "1", "--json",
+                                      "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    printed = json.loads(result.stdout)  # stdout holds the JSON alone
+    assert printed["status"] == "passed" and printed == json.loads(out.read_text())
+    assert "1_TinyRelu" in result.stderr and f"wrote {out}" in result.stderr
+
+
+def test_a_suite_with_a_spec_is_refused_naming_the_output_option(tmp_path):
+    # `--json PATH` was once the results file: PATH would now be read as a SPEC beside --suite
+    result = CliRunner().invoke(app, ["--suite", str(SUITE), "--device", "cpu", "--json", str(tmp_path / "r.json")])
+    assert result.exit_code == 2 and "-o PATH" in result.output
+    assert not (tmp_path / "r.json").exists()
 
 
 def test_missing_arguments_named():
@@ -73,7 +91,7 @@ def test_peak_tflops_sets_the_compute_limit(tmp_path):
     (tmp_path / "mm.py").write_text(MATMUL_SPEC)
     (tmp_path / "mm_new.py").write_text(MATMUL_CANDIDATE)
     args = [str(tmp_path / "mm.py"), str(tmp_path / "mm_new.py"), "--backend", "torch", "--device", "cpu",
-            "--no-compile-baseline", "--trials", "1", "--json", str(tmp_path / "v.json")]
+            "--no-compile-baseline", "--trials", "1", "-o", str(tmp_path / "v.json")]
     result = CliRunner().invoke(app, [*args, "--peak-tflops", "float32=1e-9"])
     assert result.exit_code == 1, result.output  # a rejected candidate: exit status 1
     data = json.loads((tmp_path / "v.json").read_text())

@@ -62,7 +62,7 @@ def test_hang_after_an_honest_launch_times_out_within_90_s(tmp_path):
     # `kkb bench` with its default options on CPU (torch.compile baseline included, no --timeout), from a
     # cold baseline cache: the whole command, worker start-up and baselines included, ends within 90 s
     cmd = [sys.executable, "-m", "harness.cli", str(SPECS / "tiny_softmax.py"),
-           str(CANDIDATES / "launch_then_hang.py"), "--device", "cpu", "--json", str(tmp_path / "v.json")]
+           str(CANDIDATES / "launch_then_hang.py"), "--device", "cpu", "-o", str(tmp_path / "v.json")]
     t0 = time.monotonic()
     done = subprocess.run(cmd, cwd=REPO, env=harness_env(tmp_path), capture_output=True, text=True, timeout=300,
                           check=False)

@@ -23,7 +23,7 @@ def test_stop_signal_ends_every_worker(tmp_path, sig):
     (suite / "tiny_softmax.py").write_text((SPECS / "tiny_softmax.py").read_text())
     pidfile = tmp_path / "hanging.pid"
     cmd = [sys.executable, "-m", "harness.cli", "--suite", str(suite), "--candidates", str(cands), "--device",
-           "cpu", "--no-compile-baseline", "--timeout", "600", "--json", str(tmp_path / "out.json")]
+           "cpu", "--no-compile-baseline", "--timeout", "600", "-o", str(tmp_path / "out.json")]
     proc = subprocess.Popen(cmd, cwd=REPO, env=harness_env(tmp_path, KKB_TEST_PIDFILE=str(pidfile)),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:

@@ -46,7 +46,7 @@ def test_fast_p_and_geometric_means():
 def test_suite_verdicts_summary_and_exit_status(tmp_path):
     out = tmp_path / "suite.json"
     result = CliRunner().invoke(app, ["--suite", str(SUITE), "--candidates", str(MANY), "--device", "cpu",
-                                      "--no-compile-baseline", "--trials", "2", "--json", str(out)])
+                                      "--no-compile-baseline", "--trials", "2", "-o", str(out)])
     assert result.exit_code == BenchExit.CANDIDATE_FAILED, result.output  # one wrong, one rejected
     data = json.loads(out.read_text())
     assert {(r["spec"], r["candidate"]): r["status"] for r in data["rows"]} == EXPECTED
@@ -59,7 +59,7 @@ def test_suite_verdicts_summary_and_exit_status(tmp_path):
 def test_resumes_after_kill_9(tmp_path):
     out = tmp_path / "suite.json"
     cmd = [sys.executable, "-m", "harness.cli", "--suite", str(SUITE), "--candidates", str(MANY), "--device", "cpu",
-           "--no-compile-baseline", "--trials", "2", "--json", str(out)]
+           "--no-compile-baseline", "--trials", "2", "-o", str(out)]
     proc = subprocess.Popen(cmd, cwd=REPO, env=harness_env(tmp_path), stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     try:
@@ -95,7 +95,7 @@ def test_scaled_problem_records_what_was_scaled(tmp_path):
     out = tmp_path / "scaled.json"
     result = CliRunner().invoke(app, ["--suite", str(suite), "--candidates", str(cands), "--device", "cpu",
                                       "--no-compile-baseline", "--trials", "1", "--max-elements", "4096",
-                                      "--json", str(out)])
+                                      "-o", str(out)])
     assert result.exit_code == BenchExit.OK, result.output
     (only,) = json.loads(out.read_text())["rows"]
     assert only["status"] == "passed" and only["scaling"]["max_elements"] == 4096
@@ -115,7 +115,7 @@ def test_problem_that_cannot_run_exits_3(tmp_path, body, status):
     (suite / "1_Problem.py").write_text(body)
     out = tmp_path / "s.json"
     result = CliRunner().invoke(app, ["--suite", str(suite), "--device", "cpu", "--no-compile-baseline",
-                                      "--json", str(out)])
+                                      "-o", str(out)])
     assert result.exit_code == BenchExit.SPEC_ERROR, result.output
     (only,) = json.loads(out.read_text())["rows"]
     assert only["status"] == status and "1_Problem.py" in only["reasons"][0]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -81,6 +82,10 @@ def test_cli_facts_answers_and_names_misses(monkeypatch, tmp_path):
     assert "shared_memory_per_unit = 228 KiB" in out.output
     miss = CliRunner().invoke(app, ["facts", "h100", "espresso"])
     assert miss.exit_code == 1 and "ask about one of" in miss.output
+    as_json = CliRunner().invoke(app, ["facts", "h100", "shared", "memory", "--json"])
+    assert as_json.exit_code == 0, as_json.output
+    best = json.loads(as_json.stdout)["matches"][0]
+    assert (best["field"], best["value"], best["unit"]) == ("shared_memory_per_unit", 228, "KiB")
 
 
 def test_invalid_facts_file_stops_startup(tmp_path):

@@ -102,12 +102,19 @@ def test_exported_winner_runs_the_kernel_where_measured_and_the_reference_elsewh
                 "--home", str(session["home"]))
     assert done.exit_code == 0, done.output
     assert "wrote" in done.output and "default on cpu" in done.output
+    again = _kkb("export-kernel", "conv-export", "-o", str(tmp_path / "again.py"), "--min-speedup", "0",
+                 "--home", str(session["home"]), "--json")
+    assert again.exit_code == 0, again.output
+    written = json.loads(again.stdout)
+    assert written["output"] == str(tmp_path / "again.py") and written["wins_somewhere"]
+    assert [e["variant"] for e in written["entries"]] == ["default"]
 
     # re-verification: judged at a new batch size, a new plan of the lowering joins the module
     done = _kkb("bench", str(module), "--shapes", "batch_size=3", "--device", "cpu", "--trials", "1",
-                "--no-compile-baseline")
+                "--no-compile-baseline", "--json")
     assert done.exit_code == 0, done.output
-    assert "batch_size=3: passed (a new plan of the general lowering)" in done.output
+    assert "batch_size=3: passed (a new plan of the general lowering)" in done.stderr
+    assert [r["status"] for r in json.loads(done.stdout)] == ["passed"]
     plan = read_plan(module)
     assert [e["variant"] for e in plan.entries] == ["default", "shapes batch_size=3"]
     assert [e["inputs"][0]["shape"] for e in plan.entries] == [[2, 3, 12, 12], [3, 3, 12, 12]]
@@ -179,7 +186,7 @@ def test_the_report_and_the_library_say_where_the_winner_was_measured(session, k
     assert m.outcome == "loses"  # the interpreter is slower than eager PyTorch
     assert "2x3x12x12" in m.describe() and "cpu-interpreter (cpu)" in m.describe()
 
-    monkeypatch.setattr("kb_server.cli._store", lambda: kb.store)
+    monkeypatch.setattr("kb_server.cli._store", lambda url=None: kb.store)
     shown = _kkb("kernels", "show", written[0].id[:14])
     assert shown.exit_code == 0, shown.output
     wins, loses, untested = (shown.output.index(k) for k in ("wins:", "loses:", "untested:"))

@@ -1,0 +1,322 @@
+"""Write docs/RESULTS.md, and the README's headline numbers, from the committed results files.
+
+Usage: python3 scripts/results_md.py [--check]
+
+Every table names the file it was read from (under benchmarks/results/), the command that wrote that file
+(options that only name where its output went left out) and its date. --check writes nothing and exits 1
+where docs/RESULTS.md or the README's headline block differ from what the files give
+(tests/test_results_md.py runs the same comparison).
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import math
+import re
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+from scripts.library_table import COLUMNS_NOTE, load_selection, selected_table
+
+RESULTS = REPO / "benchmarks" / "results"
+DOC = REPO / "docs" / "RESULTS.md"
+README = REPO / "README.md"
+HEAD_START, HEAD_END = "<!-- headline:start -->", "<!-- headline:end -->"
+COMPUTE_BOUND = ("attention", "gemm_epilogue")
+
+
+def load(path: Path) -> dict:
+    return json.loads(path.read_text())
+
+
+def newest(pattern: str, where=lambda d: True) -> Path | None:
+    """The results file matching the pattern whose "date" is latest (among those `where` accepts)."""
+    found = [(load(Path(f)), Path(f)) for f in glob.glob(str(RESULTS / pattern))]
+    found = [(d, f) for d, f in found if where(d)]
+    return max(found, key=lambda df: (df[0].get("date", ""), df[1].name))[1] if found else None
+
+
+def link(path: Path, up: str = "../") -> str:
+    return f"[`{path.name}`]({up}{path.relative_to(REPO).as_posix()})"
+
+
+def command(data: dict) -> str:
+    """The command that wrote a file, without the options that only name where its output went."""
+    cmd = re.sub(r"\s--(out|out-dir)(=|\s+)\S+", "", data.get("command") or "?")
+    return re.sub(r"^\S*/python3?\s", "python3 ", cmd)
+
+
+def source(path: Path, data: dict) -> str:
+    commit = f" at commit `{data['commit'][:12]}`" if data.get("commit") else ""
+    return f"From {link(path)}, written {data.get('date', '?')[:10]}{commit} by `{command(data)}`."
+
+
+def f(x, spec: str) -> str:
+    return "-" if x is None else format(x, spec)
+
+
+def table(header: list[str], rows: list[list]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return "\n".join(lines + ["| " + " | ".join(str(c) for c in r) + " |" for r in rows])
+
+
+def geomean(values: list[float]) -> float | None:
+    values = [v for v in values if v and v > 0]
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
+
+
+def knowledge_base() -> str:
+    path = newest("kb-*.json")
+    kb = load(path)
+    ing, again = kb["ingest"], kb["reingest_unchanged"]
+    rows = [[f"{int(n):,}", f(s["hybrid"]["p50_ms"], ".1f"), f(s["hybrid"]["p99_ms"], ".1f"),
+             f(s["hybrid_filtered"]["p50_ms"], ".1f"), f(s["dense"]["p50_ms"], ".1f"),
+             f(s["lexical"]["p50_ms"], ".1f"), f(s["query_embedding_only"]["p50_ms"], ".1f")]
+            for n, s in sorted(kb["search"].items(), key=lambda t: int(t[0]))]
+    return "\n".join([
+        "## Knowledge base: ingest and search", "",
+        source(path, kb) + f" {kb['machine']['cpu_count']} CPU cores.", "",
+        (f"- Ingest: {ing['pipeline_chunks_per_s']} chunks/s through the pipeline against "
+         f"{ing['raw_encode_chunks_per_s']} for the bare encoder ({ing['pipeline_vs_raw']} of it; goal "
+         f"`{ing['goal']}`)."),
+        (f"- Re-ingesting {again['files']:,} unchanged files: {again['in_process_s']} s in process, "
+         f"{again['kkb_cli_s']} s through `kkb ingest` (goal {again['goal']})."),
+        "", "Search latency, query embedding included (ms):", "",
+        table(["chunks", "hybrid p50", "hybrid p99", "hybrid + accelerator filter p50", "dense p50", "BM25 p50",
+               "query embedding p50"], rows)])
+
+
+def retrieval() -> str:
+    runs = sorted(((load(Path(p)), Path(p)) for p in glob.glob(str(RESULTS / "retrieval-*.json"))),
+                  key=lambda dp: dp[0]["date"])
+    latest = {d["questions_file"]: (d, p) for d, p in runs}  # the newest run of each question file
+    parts = ["## Retrieval quality", "",
+             ("Questions with the documents that answer them (`python3 benchmarks/bench_retrieval.py`); recall@5: "
+              "the share whose answer is in the top 5, MRR: the mean reciprocal rank of the first answer.")]
+    modes = (("hybrid", "hybrid"), ("lexical", "BM25 only"), ("dense", "dense only"))
+    for qfile, (d, p) in sorted(latest.items()):
+        rows = [[name, f(d["modes"][m]["recall@5"], ".3f"), f(d["modes"][m]["mrr"], ".3f"),
+                 f(d["modes"][m]["latency"]["p50_ms"], ".1f")] for m, name in modes]
+        parts += ["", f"### `{qfile}` ({d['n_questions']} questions, {d['ingest']['chunks']} chunks)", "",
+                  source(p, d) + f" Each retriever {d['depth']} deep before the fusion.", "",
+                  table(["mode", f"recall@{d['k']}", "MRR", "p50 ms"], rows)]
+    rows = [[link(p), f"`{Path(d['questions_file']).name}`", d["ingest"]["chunks"],
+             f(d["modes"]["hybrid"]["recall@5"], ".3f"), f(d["modes"]["hybrid"]["mrr"], ".3f")] for d, p in runs]
+    return "\n".join(parts + ["", "Every committed run:", "",
+                              table(["file", "questions", "chunks", "hybrid recall@5", "hybrid MRR"], rows)])
+
+
+def server() -> str:
+    rows = []
+    for p in sorted(RESULTS.glob("server-*.json")):
+        d = load(p)
+        http = {r["clients"]: r for r in d["http"]}
+        rows.append([link(p), f"`{command(d)}`", f(d["in_process"]["p50_ms"], ".1f"), f(http[1]["p50_ms"], ".1f"),
+                     f(http[8]["searches_per_s"], ".1f"), f(http[32]["searches_per_s"], ".1f"),
+                     d["client"].split(" ")[0]])
+    parts = ["## The HTTP server", "",
+             ("`kkb serve` over 100k chunks on loopback, the clients in a second process (`python3 "
+              "benchmarks/bench_server.py`; 2 shared CPU cores: the ratios within one run are the meaningful "
+              "numbers)."), "",
+             table(["file", "command", "in-process p50 ms", "HTTP p50 ms (1 client)", "searches/s (8 clients)",
+                    "searches/s (32 clients)", "client"], rows)]
+    probe_file = newest("server-*.json", lambda d: "bm25_rebuild_probe" in d)
+    if probe_file:
+        probe = load(probe_file)["bm25_rebuild_probe"]
+        during = probe["searches_during_rebuild"]
+        parts += ["", (f"After a document write at {probe['chunks']:,} chunks ({link(probe_file)}): BM25 found the "
+                       f"new document {probe['bm25_finds_new_document_after_s']} s later; the {during['n']:,} "
+                       f"searches meanwhile had p50/p99 {during['p50_ms']:.1f}/{during['p99_ms']:.1f} ms; "
+                       f"`refresh_lexical()` rebuilds synchronously in {probe['write_then_refresh_lexical_s']} s.")]
+    return "\n".join(parts)
+
+
+def harness_section() -> str:
+    path = newest("harness-h200-*.json",
+                  lambda d: {"timing", "crash", "throughput"} <= set(d.get("sections", {})))
+    d = load(path)
+    timing, crash, tp = (d["sections"][k] for k in ("timing", "crash", "throughput"))
+    rows = [[op, f(t["harness_median_ms"], ".4f"), f(t["do_bench_median_ms"], ".4f"), f(t["ratio"], ".3f"),
+             f(100 * t["spread"], ".2f") + "%", f(100 * t["do_bench_spread"], ".2f") + "%"]
+            for op, t in timing.items() if isinstance(t, dict) and "ratio" in t]
+    counts = ", ".join(f"{k} {v}" for k, v in sorted(tp["status_counts"].items()))
+    return "\n".join([
+        "## The harness on the H200", "",
+        source(path, d) + f" {d['device_name']}, torch {d['torch']}, triton {d['triton']}, CUDA {d['cuda']}.", "",
+        ("The harness's median against `triton.testing.do_bench` on the same op, three runs each, alternating "
+         "(goals: within 3%, run-to-run spread at most 2%):"), "",
+        table(["op", "harness ms", "do_bench ms", "ratio", "harness spread", "do_bench spread"], rows), "",
+        (f"- An illegal-address Triton candidate, then an honest one in the same pool: "
+         f"`{crash['triton_oob']['status']}`, then `{crash['honest_after_triton_crash']['status']}`."),
+        (f"- Throughput: {tp['candidates_per_minute']:.1f} candidates/min for a batch of {tp['n_candidates']} "
+         f"small candidates ({counts}).")])
+
+
+def tune_section() -> str:
+    parts = ["## Offline tuning sessions on the H200", "",
+             "`kkb tune --provider offline`: the library's kernel for the spec, adapted and tuned through the harness."]
+    for p in sorted(RESULTS.glob("tune-*.json")):
+        d = load(p)
+        rows = [[s["spec"], f(s.get("best_speedup_vs_compile"), ".2f"), f(s.get("best_speedup_vs_eager"), ".2f"),
+                 f"{s['evaluated']} ({s['passed']})", f(s.get("time_to_best_s"), ".0f")] for s in d["specs"]]
+        parts += ["", source(p, d) + f" {d['budget']} candidates per spec.", "",
+                  table(["spec", "best x torch.compile", "best x eager", "evaluated (passed)", "seconds to best"],
+                        rows)]
+    return "\n".join(parts)
+
+
+def library_section() -> str:
+    sel = load_selection()
+    _, text = selected_table(sel)
+    vendor: dict[str, tuple[dict, dict, Path]] = {}  # the newest vendor run of each spec
+    for p in sorted(RESULTS.glob("vendor-h200-*.json")):
+        d = load(p)
+        for r in d["rows"]:
+            if r["spec"] not in vendor or d["date"] > vendor[r["spec"]][1]["date"]:
+                vendor[r["spec"]] = (r, d, p)
+    rows = [[spec, f(r["speedup_vs"].get("cublas_linear"), ".3f"), f(r["speedup_vs"].get("cublaslt_bias_gelu"), ".3f"),
+             f(r["speedup_vs"].get("sdpa"), ".3f"), f(r["speedup_vs"].get("eager_reference"), ".2f"), link(p)]
+            for spec, (r, d, p) in sorted(vendor.items())]
+    return "\n".join([
+        "## The skill library on the H200", "",
+        ("One harness run of every spec, and repeats of some, on a CUDA machine (`bash benchmarks/gpu/library.sh`); "
+         "per spec the row with the median latency over the runs that `scripts/library_selection.json` names, less "
+         "the rows of configurations changed since (`python3 scripts/library_table.py --selection "
+         "scripts/library_selection.json`). " + COLUMNS_NOTE), "", text, "",
+        "Runs: " + ", ".join(link(p) for p in sel["files"]) + ".", "",
+        "### Against the vendor libraries", "",
+        ("`python3 benchmarks/bench_vendor.py`: the vendor call's median time over ours in the same window (the "
+         "harness's timing on fresh clones of the inputs, alternating runs), from the newest run of each spec. "
+         "cuBLAS `F.linear` alone leaves the epilogue out; cuBLASLt runs its own bias + GELU; SDPA is "
+         "`F.scaled_dot_product_attention`."), "",
+        table(["spec", "x cuBLAS F.linear", "x cuBLASLt bias+GELU", "x SDPA", "x eager", "file"], rows)])
+
+
+def _kernelbench_run(device: str, path: Path) -> list[str]:
+    d = load(path)
+    s = d["summary"]
+    sizes = [f"inputs of at most {d['max_elements']:,} elements" if d.get("max_elements") else "",
+             f"at most {d['max_flops']:.0e} FLOPs a forward" if d.get("max_flops") else ""]
+    scaled = " and ".join(x for x in sizes if x)
+    parts = [source(path, d) + (f" Sizes scaled to {scaled}." if scaled else " Published sizes."), "",
+             f"Passed: {s['passed']} of {s['problems']} problems ({100 * s['pass_rate']:.1f}%)."]
+    failed = [[f"`{p}`", (why or "-").replace("|", "/").replace("\n", " ")[:200]]
+              for p, why in sorted(s.get("failed", {}).items())]
+    parts += (["", "Failed, with the first reason the harness gave:", "", table(["problem", "reason"], failed)]
+              if failed else ["", "No problem failed."])
+    timed = [r for r in d["problems"] if r.get("status") == "passed" and (r.get("best") or {}).get("latency_ms")]
+    if timed and device == "gpu":
+        rows = [[f"`{r['problem']}`", r["best_route"], f(r["best"]["latency_ms"], ".4f"),
+                 f(r["best"]["speedup_vs_eager"], ".2f"), f(r["best"]["speedup_vs_compile"], ".2f")] for r in timed]
+        fast = ", ".join(f"p={k}: {v:.2f}" for k, v in (s.get("fast_p_vs_compile") or {}).items())
+        parts += ["", table(["problem", "best route", "ms", "x eager", "x torch.compile"], rows), "",
+                  (f"Geometric mean of the best speedups: {f(s.get('geomean_vs_eager'), '.2f')}x over eager, "
+                   f"{f(s.get('geomean_vs_compile'), '.2f')}x over torch.compile; fast_p over torch.compile {fast}.")]
+    return parts
+
+
+def kernelbench() -> str:
+    parts = ["## KernelBench through the offline mode", "",
+             ("`python3 benchmarks/bench_kernelbench.py`: KernelBench's problems as published (a local copy; only "
+              "problem names and numbers are committed), each through the offline provider's routes (the general "
+              "lowering and the library's kernels), judged by the harness.")]
+    for device, title in (("cpu", "CPU (Triton interpreter, reduced sizes)"), ("gpu", "GPU")):
+        path = newest(f"kernelbench-{device}-*.json")
+        parts += ["", f"### {title}", ""]
+        parts += _kernelbench_run(device, path) if path else [f"No `kernelbench-{device}-*.json` is committed yet."]
+    return "\n".join(parts)
+
+
+def retrieval_value() -> str:
+    path = newest("retrieval_value-*.json")
+    d = load(path)
+    rows = [[f"`{Path(s['spec']).name}`", arm.replace("_", " "), a["prompts"], f(a["prompt_tokens_mean"], ".0f"),
+             f(a["passages_per_prompt"], ".0f"), a["prompts_with_kernel_code"], f"{a['passed']}/{a['candidates']}",
+             "yes" if s["same_candidates_in_both_arms"] else "no"]
+            for s in d["specs"] for arm, a in ((k, s[k]) for k in ("with_retrieval", "without_retrieval"))]
+    return "\n".join([
+        "## What retrieval puts in the prompts", "",
+        source(path, d) + (f" Provider `{d['provider']}` (a recorded session replayed in both arms: the candidates "
+                           f"are the same and only the prompts differ), target {d['target']}, {d['device']}."), "",
+        table(["spec", "arm", "requests", "prompt tokens (mean)", "passages a prompt", "prompts with kernel code",
+               "passed", "same candidates"], rows), "",
+        "What the passages are worth to a model needs a model-backed provider (`--provider anthropic|openai`)."])
+
+
+SECTIONS = (knowledge_base, retrieval, server, harness_section, tune_section, library_section, kernelbench,
+            retrieval_value)
+
+
+def results_md() -> str:
+    head = ("# Results\n\nGenerated by `python3 scripts/results_md.py` from the files under `benchmarks/results/` "
+            "that each section names; edit the script, not this page. Absolute times on the H200 come from one GPU "
+            "of a CUDA machine; on a machine of 2 CPU cores only ratios within one run are meaningful.")
+    return "\n\n".join([head] + [section() for section in SECTIONS]) + "\n"
+
+
+def headline() -> str:
+    """The README's few numbers, each with its file (links relative to the repository's root)."""
+    sel = load_selection()
+    rows = [r for r, _, _ in selected_table(sel)[0]]
+    mem = [r for r in rows if r["family"] not in COMPUTE_BOUND and r["status"] == "passed"]
+    retr_file = newest("retrieval-*.json", lambda d: d["questions_file"].endswith("/retrieval_questions.yaml"))
+    held_file = newest("retrieval-*.json", lambda d: "heldout" in d["questions_file"])
+    retr, held, kb_file = load(retr_file), load(held_file), newest("kb-*.json")
+    p50 = load(kb_file)["search"]["100000"]["hybrid"]["p50_ms"]
+    lines = [
+        (f"- Skill library on the H200: {sum(r['status'] == 'passed' for r in rows)} of {len(rows)} specs pass; the "
+         f"{len(mem)} memory-bound ones run at a geometric mean of "
+         f"{geomean([r['speedup_vs_eager'] for r in mem]):.2f}x over eager and "
+         f"{geomean([r['speedup_vs_compile'] for r in mem]):.2f}x over torch.compile (the median of "
+         f"{len(sel['files'])} runs, `benchmarks/results/library-h200-*.json`, named in "
+         "`scripts/library_selection.json`)."),
+        (f"- Retrieval: hybrid recall@5 {retr['modes']['hybrid']['recall@5']:.3f} on {retr['n_questions']} "
+         f"questions ({link(retr_file, '')}), {held['modes']['hybrid']['recall@5']:.3f} on {held['n_questions']} "
+         f"held-out ones ({link(held_file, '')}); hybrid search p50 {p50:.1f} ms at 100k chunks on 2 CPU cores "
+         f"({link(kb_file, '')})."),
+    ]
+    for device in ("cpu", "gpu"):
+        path = newest(f"kernelbench-{device}-*.json")
+        if path:
+            d = load(path)
+            where = ("the Triton interpreter" if device == "cpu" else "an H200") + (
+                ", sizes scaled down" if d.get("max_elements") else "")
+            lines.append(f"- KernelBench through the offline mode, on {where}: {d['summary']['passed']} of the "
+                         f"{d['summary']['problems']} problems it ran pass ({link(path, '')}).")
+    return "\n".join(lines)
+
+
+def with_headline(readme: str) -> str:
+    if HEAD_START not in readme or HEAD_END not in readme:
+        raise SystemExit(f"results_md: {README} has no {HEAD_START} ... {HEAD_END} block")
+    block = f"{HEAD_START}\n{headline()}\n{HEAD_END}"
+    return re.sub(re.escape(HEAD_START) + r".*?" + re.escape(HEAD_END), lambda _: block, readme, flags=re.DOTALL)
+
+
+def wanted() -> dict[Path, str]:
+    """Each generated file and the text the results files give it."""
+    return {DOC: results_md(), README: with_headline(README.read_text())}
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--check", action="store_true", help="write nothing; exit 1 where the committed text differs")
+    args = p.parse_args()
+    want = wanted()
+    stale = [path for path, text in want.items() if not path.is_file() or path.read_text() != text]
+    for path in stale:
+        if args.check:
+            print(f"results_md: {path.relative_to(REPO)} differs from its results files; run "
+                  "python3 scripts/results_md.py", file=sys.stderr)
+        else:
+            path.write_text(want[path])
+            print(f"wrote {path.relative_to(REPO)}")
+    return 1 if stale and args.check else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,131 @@
+"""The verbs that read or write the knowledge base, pointed at a running server with `--kb URL` (or KKB_KB_URL):
+`kkb search`, `kkb kernels`, `kkb facts` and `kkb ingest` answer from a real uvicorn server on loopback.
+
+Usage: .venv/bin/python -m pytest -q tests/kb_server/test_remote_cli.py
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+import pytest
+import uvicorn
+from typer.testing import CliRunner
+
+from ingest.upload import PipelineIngestor
+from kb_server.api.settings import ServerSettings
+from kb_server.config import get_settings
+from kb_server.main import create_app
+from tests.kb_server import kbdata
+from tests.kb_server.serverproc import FIXTURE_CORPUS, free_port
+
+KEY = "remote-cli-key"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """uvicorn serving a seeded store in this process, on a free loopback port; writes need KEY."""
+    from kb_server.store import Store
+
+    home = tmp_path_factory.mktemp("remote-home")
+    settings = ServerSettings(home=home, corpus_dir=FIXTURE_CORPUS, api_key=KEY)
+    threads = kbdata.one_torch_thread()
+    threads.__enter__()
+    store = Store(settings)
+    kbdata.seed(store)
+    port = free_port()
+    app = create_app(settings, store=store, bound_host="127.0.0.1", ingestor=PipelineIngestor())
+    running = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=running.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while not running.started and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert running.started, "uvicorn did not start"
+    yield f"http://127.0.0.1:{port}"
+    running.should_exit = True
+    thread.join(10)
+    threads.__exit__(None, None, None)
+
+
+@pytest.fixture
+def local_home(tmp_path, monkeypatch):
+    """An empty embedded store: whatever a verb finds came from the server."""
+    monkeypatch.setenv("KKB_HOME", str(tmp_path / "empty-home"))
+    monkeypatch.delenv("KKB_KB_URL", raising=False)
+    get_settings.cache_clear()
+    yield tmp_path
+    get_settings.cache_clear()
+
+
+def _kkb(*args: str, env: dict | None = None):
+    from kernelkb_cli import app
+
+    return CliRunner().invoke(app, list(args), env=env)
+
+
+def test_search_and_kernels_read_the_server(server, local_home):
+    found = _kkb(
+        "search", "row softmax registers", "-k", "2", "--accelerator", "h100", "--kb", server, "--json"
+    )
+    assert found.exit_code == 0, found.output
+    assert json.loads(found.stdout)[0]["chunk"]["document_id"] == "h100-softmax"
+    listed = _kkb("kernels", "--backend", "triton", "--kb", server, "--json")
+    assert listed.exit_code == 0, listed.output
+    assert "softmax-triton" in [r["id"] for r in json.loads(listed.stdout)]
+    shown = _kkb("kernels", "show", "softmax-tri", "--kb", server, "--json")  # a unique prefix, as locally
+    assert shown.exit_code == 0, shown.output
+    assert json.loads(shown.stdout)["record"]["op_family"] == "softmax"
+    # the same verbs without --kb read the empty embedded store
+    assert json.loads(_kkb("kernels", "--json").stdout) == []
+
+
+def test_the_setting_names_the_server_as_the_option_does(server, local_home):
+    found = _kkb("search", "row softmax registers", "-k", "1", "--json", env={"KKB_KB_URL": server})
+    assert found.exit_code == 0, found.output
+    assert json.loads(found.stdout)[0]["chunk"]["document_id"] == "h100-softmax"
+
+
+def test_facts_from_the_server_as_json(server, local_home):
+    answer = _kkb("facts", "h100", "HBM", "bandwidth", "--kb", server, "--json")
+    assert answer.exit_code == 0, answer.output
+    best = json.loads(answer.stdout)["matches"][0]
+    assert best["value"] == 3.35 and best["unit"]
+    unknown = _kkb("facts", "no-such-chip", "shared", "memory", "--kb", server)
+    assert unknown.exit_code == 2 and "no-such-chip" in unknown.output
+
+
+def test_ingest_uploads_documents_and_names_what_a_server_does_not_take(server, local_home, monkeypatch):
+    monkeypatch.setenv("KKB_API_KEY", KEY)
+    get_settings.cache_clear()
+    note = local_home / "notes" / "lds.md"
+    note.parent.mkdir()
+    note.write_text(
+        "---\ntitle: LDS banks\naccelerator: [mi300x]\nvendor: amd\nkind: guide\n---\n# LDS banks\n\n"
+        "Thirty-two zorblat banks serve one wavefront's LDS reads.\n"
+    )
+    facts = local_home / "notes" / "chip.yaml"
+    facts.write_text("id: chip\n")
+    sent = _kkb("ingest", str(note), "--kb", server, "--json")
+    assert sent.exit_code == 0, sent.output
+    report = json.loads(sent.stdout)
+    assert report["written"] == 1 and report["chunks_embedded"] >= 1 and report["errors"] == 0
+    again = json.loads(_kkb("ingest", str(note.parent), "--kb", server, "--json").stdout)
+    assert again["unchanged"] == 1 and again["written"] == 0  # a folder: its documents only, the yaml left
+    found = json.loads(_kkb("search", "zorblat banks", "-k", "1", "--kb", server, "--json").stdout)
+    assert found[0]["chunk"]["title"] == "LDS banks"
+    refused = _kkb("ingest", str(facts), "--kb", server)
+    assert refused.exit_code == 1 and "chip.yaml" in refused.output and "md, pdf and html" in refused.output
+    monkeypatch.setenv("KKB_API_KEY", "wrong-key")
+    get_settings.cache_clear()
+    denied = _kkb("ingest", str(note), "--kb", server)
+    assert denied.exit_code == 1 and "401" in denied.output
+
+
+def test_an_unreachable_server_is_named(local_home):
+    url = f"http://127.0.0.1:{free_port()}"
+    for args in (["search", "x"], ["kernels"], ["facts", "h100", "shared", "memory"]):
+        result = _kkb(*args, "--kb", url)
+        assert result.exit_code == 2 and url in result.output, (args, result.output)

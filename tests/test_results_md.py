@@ -1,0 +1,70 @@
+"""docs/RESULTS.md and the README's headline numbers are what scripts/results_md.py makes of the committed
+results files: regenerating changes nothing, and the KernelBench section follows the newest files.
+
+Usage: .venv/bin/python -m pytest -q tests/test_results_md.py
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from scripts import results_md
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_regenerating_gives_the_committed_pages():
+    stale = [str(path.relative_to(REPO)) for path, text in results_md.wanted().items() if path.read_text() != text]
+    assert not stale, f"{stale} differ from their results files: run python3 scripts/results_md.py"
+
+
+def test_every_results_file_the_pages_link_is_committed():
+    for page in (REPO / "docs" / "RESULTS.md", REPO / "README.md"):
+        linked = re.findall(r"\]\(((?:\.\./)?benchmarks/results/[^)]+)\)", page.read_text())
+        assert linked, page
+        for target in linked:
+            assert (page.parent / target).resolve().is_file(), f"{page.name}: {target}"
+
+
+def _kernelbench_file(folder: Path, name: str, date: str, problems: list[dict]) -> None:
+    passed = [p for p in problems if p["status"] == "passed"]
+    summary = {"problems": len(problems), "passed": len(passed), "pass_rate": len(passed) / len(problems),
+               "failed": {p["problem"]: p["reasons"][0] for p in problems if p["status"] != "passed"}}
+    (folder / name).write_text(json.dumps({
+        "name": "kernelbench-cpu", "date": date, "command": "python benchmarks/bench_kernelbench.py --device cpu",
+        "max_elements": 262144, "max_flops": 1e8, "summary": summary, "problems": problems}))
+
+
+def test_the_kernelbench_section_reads_the_newest_cpu_file(tmp_path, monkeypatch):
+    monkeypatch.setattr(results_md, "RESULTS", tmp_path)
+    monkeypatch.setattr(results_md, "REPO", tmp_path.parent)
+    assert "No `kernelbench-cpu-*.json` is committed yet." in results_md.kernelbench()
+    ok = {"problem": "1/19_ReLU", "status": "passed", "best": {}}
+    bad = {"problem": "2/7_Odd", "status": "wrong", "reasons": ["output 3 of 40: max abs error 0.5 | atol 1e-05"]}
+    _kernelbench_file(tmp_path, "kernelbench-cpu-20270101T000000Z.json", "2027-01-01T00:00:00+00:00", [ok])
+    _kernelbench_file(tmp_path, "kernelbench-cpu-20270102T000000Z.json", "2027-01-02T00:00:00+00:00", [ok, bad])
+    text = results_md.kernelbench()
+    assert "kernelbench-cpu-20270102T000000Z.json" in text and "20270101" not in text  # the newest file only
+    assert "Passed: 1 of 2 problems (50.0%)." in text
+    assert "| `2/7_Odd` | output 3 of 40: max abs error 0.5 / atol 1e-05 |" in text  # a | cannot break the table
+    assert "inputs of at most 262,144 elements" in text
+    assert "No `kernelbench-gpu-*.json` is committed yet." in text
+
+
+@pytest.mark.parametrize(("command", "shown"), [
+    ("/opt/venv/bin/python3 benchmarks/bench_x.py --out /tmp/x.json --k 3", "python3 benchmarks/bench_x.py --k 3"),
+    ("python benchmarks/bench_y.py --out-dir=/tmp/o", "python benchmarks/bench_y.py"),  # where the output went only
+])
+def test_commands_are_shown_without_where_their_output_went(command: str, shown: str):
+    assert results_md.command({"command": command}) == shown
+
+
+def test_a_file_that_records_its_commit_names_it():
+    path = REPO / "benchmarks" / "results" / "kb-x.json"
+    data = {"date": "2027-01-01T00:00:00+00:00", "command": "python3 benchmarks/bench_kb.py", "commit": "0123456789abcdef"}
+    assert "written 2027-01-01 at commit `0123456789ab` by `python3 benchmarks/bench_kb.py`" in results_md.source(path, data)
+    assert "at commit" not in results_md.source(path, {**data, "commit": None})
