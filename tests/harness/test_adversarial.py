@@ -20,6 +20,17 @@ CASES = [
     ("calls_reference", SOFTMAX, {Status.rejected}, "aten._softmax"),
     ("calls_torch_softmax", SOFTMAX, {Status.rejected}, "aten._softmax"),
     ("caches_output", SOFTMAX, {Status.rejected}, "cached"),
+    # right while checked, cheap once timed: the guarded call after timing catches both
+    ("switches_after_n_calls", SOFTMAX, {Status.rejected}, "after timing, the output is no longer right"),
+    ("switches_when_timed", SOFTMAX, {Status.rejected}, "after timing, the output is no longer right"),
+    # the reference's output of the previous trial, found through the garbage collector (plainly, then
+    # through the builtins' dict), filled with the right answer and returned
+    ("reuses_reference_output", SOFTMAX, {Status.rejected}, "shares memory with the reference's output"),
+    ("reference_via_builtins", SOFTMAX, {Status.rejected}, "shares memory with the reference's output"),
+    # the reference Model reached without importing the spec: its PyTorch ops give it away
+    ("reference_via_sys_dict", SOFTMAX, {Status.rejected}, "aten._softmax"),
+    ("reference_via_subclasses", SOFTMAX, {Status.rejected}, "aten._softmax"),
+    ("side_stream_attempt", SOFTMAX, {Status.rejected}, "side streams"),  # seen on CPU as well
     ("aliases_input", SOFTMAX, {Status.rejected}, "input 0"),
     ("mutates_input", SOFTMAX, {Status.rejected}, "modified"),
     ("side_thread", SOFTMAX, {Status.rejected}, "thread"),
@@ -42,7 +53,9 @@ CASES = [
 
 @pytest.fixture(scope="module")
 def verdicts():
-    config = EvalConfig.for_cpu_tests(static_checks=False, timeout_s=90.0, cpu_memory_limit_bytes=5 * 1024**3)
+    # trials=2: switches_after_n_calls is right for 3 calls on the timed shape, so it switches while timed
+    config = EvalConfig.for_cpu_tests(static_checks=False, trials=2, timeout_s=90.0,
+                                      cpu_memory_limit_bytes=5 * 1024**3)
     with WorkerPool(["cpu"], config=config) as pool:
         results = pool.evaluate_many([(spec, candidate(name), "triton") for name, spec, _, _ in CASES])
         restarts = pool.restarts
