@@ -18,7 +18,7 @@ import yaml
 
 from harness import Status, evaluate
 from harness.spec import import_file
-from tests.corpus.kernels.library_check import CPU_CONFIG, tiny_copy, tunables_literal
+from tests.corpus.kernels.library_check import CPU_CONFIG, set_tunables, tiny_copy, tunables_literal
 
 FAMILY = Path(__file__).resolve().parents[3] / "corpus" / "kernels" / "gemm_epilogue"
 SPECS = sorted((FAMILY / "specs").glob("*.py"))
@@ -84,12 +84,12 @@ def test_config_follows_shape_and_dtype(dtype, m, n, prefix):
 
 
 @pytest.mark.parametrize("programs_per_sm", [1, 2, 3])  # 3: more programs than the 8 tiles (min caps it)
-def test_tall_keys_drive_a_tall_problem(programs_per_sm):
+def test_tall_keys_drive_a_tall_problem(programs_per_sm, monkeypatch):
     # Small TALL_ tiles on a 256 x 32 -> 32 problem: persistent, TMA epilogue, split epilogue.
     kernel = import_file(FAMILY / "kernel.py", "test_gemm_kernel_tall")
-    kernel.TUNABLES.update({"TALL_BLOCK_M": 32, "TALL_BLOCK_N": 32, "TALL_BLOCK_K": 16, "TALL_PERSISTENT_TMA": True,
-                            "TALL_TMA_EPILOGUE": True, "TALL_EPILOGUE_SUBTILE": 2,
-                            "TALL_PROGRAMS_PER_SM": programs_per_sm})
+    set_tunables(monkeypatch, kernel, {"TALL_BLOCK_M": 32, "TALL_BLOCK_N": 32, "TALL_BLOCK_K": 16,
+                                       "TALL_PERSISTENT_TMA": True, "TALL_TMA_EPILOGUE": True,
+                                       "TALL_EPILOGUE_SUBTILE": 2, "TALL_PROGRAMS_PER_SM": programs_per_sm})
     torch.manual_seed(0)
     x, w, b, r = torch.randn(256, 32), torch.randn(32, 32), torch.randn(32), torch.randn(256, 32)
     x, w, b, r = (t.to(torch.bfloat16) for t in (x, w, b, r))
@@ -98,9 +98,9 @@ def test_tall_keys_drive_a_tall_problem(programs_per_sm):
     torch.testing.assert_close(out.double(), expected, atol=3e-2, rtol=2e-2)
 
 
-def test_plain_tf32_is_refused():
+def test_plain_tf32_is_refused(monkeypatch):
     kernel = import_file(FAMILY / "kernel.py", "test_gemm_kernel_tf32")
-    kernel.TUNABLES["FP32_PRECISION"] = "tf32"
+    monkeypatch.setitem(kernel.TUNABLES, "FP32_PRECISION", "tf32")
     with pytest.raises(ValueError, match="FP32_PRECISION"):
         kernel.gemm_epilogue(torch.randn(4, 8), torch.randn(6, 8))
 
@@ -141,12 +141,12 @@ def test_hardware_tanh_gelu_stays_inside_the_16bit_tolerance():
 
 
 @pytest.mark.parametrize("spec", [s for s in SPECS if "bf16" in s.stem], ids=lambda p: p.stem)
-def test_tanh_gelu_form_passes_16bit_specs(spec: Path, tmp_path: Path):
+def test_tanh_gelu_form_passes_16bit_specs(spec: Path, tmp_path: Path, monkeypatch):
     source = with_tunables((FAMILY / "kernel.py").read_text(), {"GELU_16BIT": "tanh_form"})
     verdict = evaluate(tiny_copy(spec, tmp_path), source, backend="triton", device="cpu", config=CPU_CONFIG)
     assert verdict.status is Status.passed, verdict.reasons
     kernel = import_file(FAMILY / "kernel.py", "test_gemm_kernel_gelu_form")
-    kernel.TUNABLES["GELU_16BIT"] = "tanh"
+    monkeypatch.setitem(kernel.TUNABLES, "GELU_16BIT", "tanh")
     with pytest.raises(ValueError, match="GELU_16BIT"):
         kernel.gemm_epilogue(torch.randn(4, 8), torch.randn(6, 8))
 
@@ -182,7 +182,7 @@ def test_epilogue_16bit_forms_pass_16bit_specs(spec: Path, lean: str, persistent
     assert verdict.status is Status.passed, verdict.reasons
 
 
-def test_lean_residual_add_rounds_like_eager():
+def test_lean_residual_add_rounds_like_eager(monkeypatch):
     # The lean epilogue's output is round(round(y) + r) in bf16, eager's last add; the fp32 form is round(y + r).
     # They differ by at most y's rounding plus the result's: a bf16 ulp of each (half an ulp each on the GPU,
     # which rounds to nearest; the interpreter's fp32 -> bf16 conversion truncates, a full ulp).
@@ -192,7 +192,7 @@ def test_lean_residual_add_rounds_like_eager():
     x, w, b, r = (t.to(torch.bfloat16) for t in (x, w, b, r))
     outs = {}
     for form in ("fp32", "lean"):
-        kernel.TUNABLES.update({"EPILOGUE_16BIT": form, "TALL_EPILOGUE_16BIT": form})
+        set_tunables(monkeypatch, kernel, {"EPILOGUE_16BIT": form, "TALL_EPILOGUE_16BIT": form})
         outs[form] = kernel.gemm_epilogue(x, w, b, r, 0.5, "gelu").double()
     eps = torch.finfo(torch.bfloat16).eps
     y = outs["fp32"] - r.double()  # the value before the residual, to within the fp32 form's rounding
@@ -202,9 +202,9 @@ def test_lean_residual_add_rounds_like_eager():
     assert (diff > 0).any()  # the forms do differ: the lean path ran
 
 
-def test_bad_epilogue_16bit_is_named():
+def test_bad_epilogue_16bit_is_named(monkeypatch):
     kernel = import_file(FAMILY / "kernel.py", "test_gemm_kernel_lean_bad")
-    kernel.TUNABLES["EPILOGUE_16BIT"] = "bf16"
+    monkeypatch.setitem(kernel.TUNABLES, "EPILOGUE_16BIT", "bf16")
     with pytest.raises(ValueError, match="EPILOGUE_16BIT"):
         kernel.gemm_epilogue(torch.randn(4, 8, dtype=torch.bfloat16), torch.randn(6, 8, dtype=torch.bfloat16))
 
@@ -303,25 +303,26 @@ def test_hopper_kernel_keeps_to_int32_offsets():
     assert not kernel._int32_offsets(2**21, 512, 1024)  # a residual with a row stride past its width
 
 
-def test_hopper_ring_knobs_outside_their_ranges_are_named():
+def test_hopper_ring_knobs_outside_their_ranges_are_named(monkeypatch):
     # checked before anything is launched, so this runs on the CPU
     kernel = import_file(FAMILY / "kernel.py", "test_gemm_hopper_knobs")
     x, w = torch.zeros(64, 32, dtype=torch.bfloat16), torch.zeros(8, 32, dtype=torch.bfloat16)
     y = torch.zeros(64, 8, dtype=torch.bfloat16)
     for bad in ({"HOPPER_BK": 128}, {"HOPPER_IN_FLIGHT": 2}, {"HOPPER_STAGES": 4}, {"HOPPER_BK": 32, "HOPPER_STAGES": 7},
                 {"HOPPER_STAGES": 1}):
-        kernel.TUNABLES.update({"HOPPER_STAGES": 3, "HOPPER_BK": 64, "HOPPER_IN_FLIGHT": 1, **bad})
+        set_tunables(monkeypatch, kernel, {"HOPPER_STAGES": 3, "HOPPER_BK": 64, "HOPPER_IN_FLIGHT": 1, **bad})
         with pytest.raises(ValueError, match="HOPPER_STAGES=.*HOPPER_BK=.*HOPPER_IN_FLIGHT="):
             kernel._hopper_launch(x, w, None, None, y, 1.0, "none")
-    kernel.TUNABLES.update({"HOPPER_STAGES": 3, "HOPPER_BK": 64, "HOPPER_IN_FLIGHT": 1})
+    set_tunables(monkeypatch, kernel, {"HOPPER_STAGES": 3, "HOPPER_BK": 64, "HOPPER_IN_FLIGHT": 1})
     for bad in ({"HOPPER_TAIL_ROWS": 8}, {"HOPPER_TAIL_ROWS": 80}, {"HOPPER_TAIL_ROWS": 16, "HOPPER_CHUNK": 32},
                 {"HOPPER_TAIL_ROWS": 16, "HOPPER_ROLLED": False}):
-        kernel.TUNABLES.update({"HOPPER_TAIL_ROWS": 64, "HOPPER_CHUNK": 8, "HOPPER_ROLLED": True, **bad})
+        set_tunables(monkeypatch, kernel,
+                     {"HOPPER_TAIL_ROWS": 64, "HOPPER_CHUNK": 8, "HOPPER_ROLLED": True, **bad})
         with pytest.raises(ValueError, match="HOPPER_TAIL_ROWS="):
             kernel._hopper_launch(x, w, None, None, y, 1.0, "none")
 
 
-def test_hopper_launch_plan_key_tells_apart_what_the_jit_specialises_on():
+def test_hopper_launch_plan_key_tells_apart_what_the_jit_specialises_on(monkeypatch):
     kernel = import_file(FAMILY / "kernel.py", "test_gemm_hopper_plan_key")
     x, w = torch.randn(256, 64, dtype=torch.bfloat16), torch.randn(32, 64, dtype=torch.bfloat16)
     b, r = torch.randn(32, dtype=torch.bfloat16), torch.randn(256, 32, dtype=torch.bfloat16)
@@ -340,9 +341,10 @@ def test_hopper_launch_plan_key_tells_apart_what_the_jit_specialises_on():
     assert len(keys) == 14
     for name, value in (("HOPPER_STAGES", 2), ("HOPPER_IN_FLIGHT", 1), ("GELU_16BIT", "erf"), ("TALL_HOPPER_WS", False)):
         before = key()
-        kernel.TUNABLES[name], saved = value, kernel.TUNABLES[name]
+        saved = kernel.TUNABLES[name]
+        monkeypatch.setitem(kernel.TUNABLES, name, value)
         assert saved != value and key() != before, name
-        kernel.TUNABLES[name] = saved
+        monkeypatch.setitem(kernel.TUNABLES, name, saved)
 
 
 def test_hopper_plan_launches_every_kernel_argument_in_order(monkeypatch):
@@ -422,9 +424,9 @@ def test_hopper_kernel_matches_float32(m: int, k: int, n: int, dtype: torch.dtyp
 @needs_hopper
 @pytest.mark.parametrize("ring", [(3, 64, 1), (6, 32, 1), (6, 32, 0)], ids=str)  # (slots, BK, wgmmas in flight)
 @pytest.mark.parametrize("m, k, n", [(1000, 520, 120), (32768, 256, 512)])
-def test_hopper_kernel_other_rings_match_float32(m: int, k: int, n: int, ring: tuple):
+def test_hopper_kernel_other_rings_match_float32(m: int, k: int, n: int, ring: tuple, monkeypatch):
     kernel = import_file(FAMILY / "kernel.py", "test_gemm_hopper_rings")
-    kernel.TUNABLES.update(dict(zip(("HOPPER_STAGES", "HOPPER_BK", "HOPPER_IN_FLIGHT"), ring)))
+    set_tunables(monkeypatch, kernel, dict(zip(("HOPPER_STAGES", "HOPPER_BK", "HOPPER_IN_FLIGHT"), ring)))
     x, w, b, r = _gemm_inputs(m, k, n, torch.bfloat16)
     assert kernel._hopper_ok(x, w, b, r, False)
     h = (x.float() @ w.float().T + b.float()).to(torch.bfloat16).float()
@@ -440,7 +442,8 @@ def test_hopper_kernel_other_rings_match_float32(m: int, k: int, n: int, ring: t
 # partial tiles; one tile a program (its first tile is its last); 3-4 tiles a program
 @pytest.mark.parametrize("m, k, n", [(1000, 520, 120), (2048, 256, 256), (32768, 256, 512)])
 def test_hopper_tail_shared_with_the_mma_groups_gives_the_same_bits(m: int, k: int, n: int, activation: str,
-                                                                  with_residual: bool, tail_rows: int):
+                                                                  with_residual: bool, tail_rows: int,
+                                                                  monkeypatch):
     """The rolled epilogue (a loop over row views of a row-major hand-off buffer), with a program's last tile's
     epilogue split between the epilogue warps and the MMA warp groups (or the groups' alone, the default; 64: not
     split), computes each output as the unrolled epilogue over the NVMMA buffer does: the same bits, and float32's
@@ -449,9 +452,9 @@ def test_hopper_tail_shared_with_the_mma_groups_gives_the_same_bits(m: int, k: i
     x, w, b, r = _gemm_inputs(m, k, n, torch.bfloat16)
     r = r if with_residual else None
     assert kernel._hopper_ok(x, w, b, r, False)
-    kernel.TUNABLES.update({"HOPPER_ROLLED": False, "HOPPER_TAIL_ROWS": 64})
+    set_tunables(monkeypatch, kernel, {"HOPPER_ROLLED": False, "HOPPER_TAIL_ROWS": 64})
     expected = kernel.gemm_epilogue(x, w, b, r, 0.5, activation)
-    kernel.TUNABLES.update({"HOPPER_ROLLED": True, "HOPPER_TAIL_ROWS": tail_rows})
+    set_tunables(monkeypatch, kernel, {"HOPPER_ROLLED": True, "HOPPER_TAIL_ROWS": tail_rows})
     y = kernel.gemm_epilogue(x, w, b, r, 0.5, activation)
     torch.testing.assert_close(y, expected, atol=0, rtol=0)
     h = (x.float() @ w.float().T + b.float()).to(torch.bfloat16).float()
@@ -473,7 +476,7 @@ class _CountingLaunches:
 
 @pytest.mark.gpu
 @needs_hopper
-def test_hopper_launch_plans_relaunch_on_fresh_tensors():
+def test_hopper_launch_plans_relaunch_on_fresh_tensors(monkeypatch):
     """A repeat call of one problem goes through the launch plan the first call left (no JIT binding) and gives
     the JIT path's bits on new tensors; another problem (no residual, another M) gets a plan of its own."""
     kernel = import_file(FAMILY / "kernel.py", "test_gemm_hopper_plans")
@@ -488,10 +491,10 @@ def test_hopper_launch_plans_relaunch_on_fresh_tensors():
     planned = kernel.gemm_epilogue(x2, w, b, r2, 0.5, "gelu")
     assert plan.kernel.launches == 1
     planned_quarter = kernel.gemm_epilogue(x2, w, b, r2, 0.25, "gelu")  # the scale is an argument, not the key
-    kernel.TUNABLES["HOPPER_LAUNCH_PLANS"] = False
+    monkeypatch.setitem(kernel.TUNABLES, "HOPPER_LAUNCH_PLANS", False)
     unplanned = kernel.gemm_epilogue(x2, w, b, r2, 0.5, "gelu")
     unplanned_quarter = kernel.gemm_epilogue(x2, w, b, r2, 0.25, "gelu")
-    kernel.TUNABLES["HOPPER_LAUNCH_PLANS"] = True
+    monkeypatch.setitem(kernel.TUNABLES, "HOPPER_LAUNCH_PLANS", True)
     torch.testing.assert_close(planned, unplanned, atol=0, rtol=0)
     torch.testing.assert_close(planned_quarter, unplanned_quarter, atol=0, rtol=0)
     assert not torch.equal(planned, planned_quarter)

@@ -17,7 +17,7 @@ import yaml
 
 from harness import Status, evaluate
 from harness.spec import import_file
-from tests.corpus.kernels.library_check import CPU_CONFIG, tiny_copy, tunables_literal
+from tests.corpus.kernels.library_check import CPU_CONFIG, set_tunables, tiny_copy, tunables_literal
 
 FAMILY = Path(__file__).resolve().parents[3] / "corpus" / "kernels" / "pool2d"
 ONE_LAYOUT = {"LAYOUT_STRIDE1": ""}  # stride-1 windows follow LAYOUT too, so each case runs the layout it names
@@ -59,7 +59,7 @@ def test_large_specs_differ_from_their_base_only_in_size(large: Path):
     ("max", 4, 2, 1, (2, 2, 9, 14)),  # VEC: a halo column right of the block (window reaches 2*ow + 2)
     ("max", 5, 2, 2, (2, 2, 11, 17)),  # VEC: halos on both sides
 ], ids=lambda c: f"{c[0]}-k{c[1]}s{c[2]}p{c[3]}")
-def test_pair_loads_match_torch(case):
+def test_pair_loads_match_torch(case, monkeypatch):
     kind, k, s, p, shape = case
     kernel = import_file(FAMILY / "kernel.py", "test_pool2d_pairs")
     x = torch.randn(shape)
@@ -68,7 +68,7 @@ def test_pair_loads_match_torch(case):
     for overrides in ({**ONE_LAYOUT, "LAYOUT": "flat", "PAIR": 1}, {**ONE_LAYOUT, "LAYOUT": "flat", "PAIR": 0}, {**ONE_LAYOUT, "LAYOUT": "tile"},
                       {**ONE_LAYOUT, "LAYOUT": "flat", "VEC": 2, "XBLOCK": 32}, {**ONE_LAYOUT, "LAYOUT": "flat", "VEC": 4, "XBLOCK": 16},
                       *ROWS_OPTIONS, *SHARED_OPTIONS):
-        kernel.TUNABLES.update(overrides)
+        set_tunables(monkeypatch, kernel, overrides)
         torch.testing.assert_close(kernel.pool2d(x, kind, k, s, p), pool(x, k, s, p), equal_nan=True)
 
 
@@ -76,7 +76,7 @@ ROWS_OPTIONS = [{**ONE_LAYOUT, "LAYOUT": "rows", "SHARE_ROWS": False, "TAPS": "g
                 {**ONE_LAYOUT, "LAYOUT": "rows", "SHARE_ROWS": False, "TAPS": "load", "ROWS": 2},
                 {**ONE_LAYOUT, "LAYOUT": "rows", "SHARE_ROWS": False, "TAPS": "direct", "ROWS": 8}]
 # SHARE_ROWS: strips of 3 rows cut the planes; one strip a program; 2 strips a program, a tap per load
-def assert_options_match_torch(case: tuple, dtype: torch.dtype, options: list[dict]):
+def assert_options_match_torch(case: tuple, dtype: torch.dtype, options: list[dict], monkeypatch):
     """The kernel under each TUNABLES override set against PyTorch's pooling, NaN and inf at the plane edges."""
     kind, k, s, p, shape = case
     kernel = import_file(FAMILY / "kernel.py", "test_pool2d_options")
@@ -85,7 +85,7 @@ def assert_options_match_torch(case: tuple, dtype: torch.dtype, options: list[di
     x[-1, -1, -1, -1] = float("inf")  # the plane's last row and column
     pool = torch.nn.functional.max_pool2d if kind == "max" else torch.nn.functional.avg_pool2d
     for overrides in options:
-        kernel.TUNABLES.update(overrides)
+        set_tunables(monkeypatch, kernel, overrides)
         torch.testing.assert_close(kernel.pool2d(x, kind, k, s, p), pool(x.float(), k, s, p).to(dtype), equal_nan=True)
 
 
@@ -102,7 +102,7 @@ SHARED_OPTIONS = [{**ONE_LAYOUT, "LAYOUT": "rows", "SHARE_ROWS": True, "TAPS": "
     ("max", 3, 3, 1, (1, 2, 10, 11)),  # stride 3 along W: "rows" falls back to "flat"
 ], ids=lambda c: f"{c[0]}-k{c[1]}s{c[2]}p{c[3]}")
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
-def test_rows_layout_matches_torch(case, dtype):
+def test_rows_layout_matches_torch(case, dtype, monkeypatch):
     kind, k, s, p, shape = case
     kernel = import_file(FAMILY / "kernel.py", "test_pool2d_rows")
     x = torch.randn(shape).to(dtype)
@@ -110,7 +110,7 @@ def test_rows_layout_matches_torch(case, dtype):
     x[-1, -1, -1, -1] = float("inf")
     pool = torch.nn.functional.max_pool2d if kind == "max" else torch.nn.functional.avg_pool2d
     for overrides in ROWS_OPTIONS:
-        kernel.TUNABLES.update(overrides)
+        set_tunables(monkeypatch, kernel, overrides)
         torch.testing.assert_close(kernel.pool2d(x, kind, k, s, p), pool(x.float(), k, s, p).to(dtype), equal_nan=True)
 
 
@@ -123,8 +123,8 @@ def test_rows_layout_matches_torch(case, dtype):
     ("max", 5, 2, 2, (1, 2, 11, 17)),  # KH = 5: falls back to whole-row blocks (ROWS rounded up to a power of 2)
 ], ids=lambda c: f"{c[0]}-k{c[1]}s{c[2]}p{c[3]}")
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
-def test_shared_rows_match_torch(case, dtype):
-    assert_options_match_torch(case, dtype, SHARED_OPTIONS)
+def test_shared_rows_match_torch(case, dtype, monkeypatch):
+    assert_options_match_torch(case, dtype, SHARED_OPTIONS, monkeypatch)
 
 
 # LAYOUT groups: 8-row strips, 16-byte groups; bf16 words, 3-row strips cut planes, a persistent grid looping
@@ -154,8 +154,8 @@ GROUPS_OPTIONS = [{**ONE_LAYOUT, "LAYOUT": "groups", "ROWS": 8, "GROUP_V": 0, "G
     ("max", 4, 1, 2, (1, 2, 7, 10)),  # PW = 2: falls back to rows
 ], ids=lambda c: f"{c[0]}-k{c[1]}s{c[2]}p{c[3]}")
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
-def test_groups_match_torch(case, dtype):
-    assert_options_match_torch(case, dtype, GROUPS_OPTIONS)
+def test_groups_match_torch(case, dtype, monkeypatch):
+    assert_options_match_torch(case, dtype, GROUPS_OPTIONS, monkeypatch)
 
 
 def test_sidecar_lists_every_tunable_and_its_value():
