@@ -116,5 +116,42 @@ def real_corpus(tmp_path_factory, embedder):
     from kb_server.store import Store
 
     corpus = Path(__file__).resolve().parents[1] / "corpus"
-    store = Store(KBSettings(home=tmp_path_factory.mktemp("kkb-real-corpus"), corpus_dir=corpus), embedder=embedder)
+    home = tmp_path_factory.mktemp("kkb-real-corpus")
+    store = Store(KBSettings(home=home, corpus_dir=corpus), embedder=embedder)
     return store, ingest_paths(store, [corpus], IngestOptions(prune=True))
+
+
+def _cuda_available() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return torch.cuda.is_available()
+
+
+def pytest_collection_modifyitems(config, items):
+    """A test marked gpu says why it does not run on a machine without CUDA (its own skipif, if any, comes
+    first: e.g. "needs an sm_90 (Hopper) GPU")."""
+    gpu_items = [item for item in items if item.get_closest_marker("gpu")]
+    if gpu_items and not _cuda_available():
+        skip = pytest.mark.skip(reason="marked gpu: needs a CUDA GPU, and this machine has none")
+        for item in gpu_items:
+            item.add_marker(skip)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """After a run that ran GPU tests on a GPU (or with KKB_PROVENANCE=1): the command, the commit, the source
+    digest and the versions (tests/gpu_log.py), so that a saved log says what it is a log of."""
+    reports = [r for key in ("passed", "failed", "error") for r in terminalreporter.stats.get(key, [])]
+    ran_gpu = any(getattr(r, "when", "") == "call" and "gpu" in getattr(r, "keywords", {}) for r in reports)
+    if not (ran_gpu or os.environ.get("KKB_PROVENANCE") == "1"):
+        return
+    import shlex
+
+    from tests.gpu_log import provenance_lines
+
+    command = os.environ.get("KKB_GPU_COMMAND") or shlex.join(["python3", "-m", "pytest",
+                                                               *config.invocation_params.args])
+    terminalreporter.write_sep("-", "provenance")
+    for line in provenance_lines(command):
+        terminalreporter.write_line(line)

@@ -14,11 +14,12 @@ from harness.backends import get_backend
 from harness.static_checks import run_static_checks
 
 TRITON = get_backend("triton")
-PRELUDE = "import torch\nimport triton\n\n\n@triton.jit\ndef k(x_ptr):\n    pass\n\n\nclass ModelNew:\n    pass\n\n\n"
+PRELUDE = ("import torch\nimport triton\n\n\n@triton.jit\ndef k(x_ptr):\n    pass\n\n\n"
+           "class ModelNew:\n    pass\n\n\n")
 
 EXPECTED_IMPORTS = (
-    "threading", "_thread", "concurrent", "multiprocessing", "subprocess", "asyncio", "ctypes", "cffi", "socket",
-    "signal", "inspect", "gc", "importlib", "builtins", "harness", "pickle", "marshal",
+    "threading", "_thread", "concurrent", "multiprocessing", "subprocess", "asyncio", "ctypes", "cffi",
+    "socket", "signal", "inspect", "gc", "importlib", "builtins", "harness", "pickle", "marshal",
     "torch.utils._python_dispatch", "torch.overrides", "torch._C",
 )
 EXPECTED_ATTRS = (
@@ -100,8 +101,8 @@ def test_monkey_patching(root):
                    for r in _reasons(statement)), statement
 
 
-@pytest.mark.parametrize("statement", ["class Lazy(torch.Tensor):\n    pass",
-                                       "class Lazy(Tensor):\n    pass", "class Lazy(object, torch.Tensor):\n    pass"])
+@pytest.mark.parametrize("statement", ["class Lazy(torch.Tensor):\n    pass", "class Lazy(Tensor):\n    pass",
+                                       "class Lazy(object, torch.Tensor):\n    pass"])
 def test_tensor_subclass(statement):
     assert any("subclasses a Tensor" in r for r in _reasons(statement))
 

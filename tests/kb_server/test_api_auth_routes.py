@@ -31,9 +31,9 @@ READS_BY_POST = {("POST", "/v1/search"), ("POST", "/v1/kernels/search"), ("POST"
 PUBLIC = {("GET", "/health")}  # liveness: open whatever the settings
 # routes the table must find, so that a rename cannot make this test vacuous
 KNOWN_WRITES = {("POST", "/v1/documents"), ("DELETE", "/v1/documents/{document_id}"), ("POST", "/v1/kernels")}
-KNOWN_READS = {("GET", "/v1/documents"), ("GET", "/v1/accelerators"), ("GET", "/v1/facts"), ("GET", "/v1/kernels"),
-               ("GET", "/v1/kernels/{kernel_id}"), ("GET", "/v1/stats"), ("POST", "/v1/search"),
-               ("POST", "/v1/prompt")}
+KNOWN_READS = {("GET", "/v1/documents"), ("GET", "/v1/accelerators"), ("GET", "/v1/facts"),
+               ("GET", "/v1/kernels"), ("GET", "/v1/kernels/{kernel_id}"), ("GET", "/v1/stats"),
+               ("POST", "/v1/search"), ("POST", "/v1/prompt")}
 
 
 def _app(tmp_path, bound_host: str | None = None, **settings):
@@ -109,7 +109,8 @@ def test_without_a_configured_token_every_write_route_needs_loopback(tmp_path, h
     app = _app(tmp_path, bound_host=host, api_key=None)  # None: TestClient's socket is "testserver"
     with TestClient(app, raise_server_exceptions=False) as client:
         for method, path in _writes(app):
-            _assert_refused(_send(client, method, path, {"Authorization": f"Bearer {KEY}"}), 403, method, path)
+            response = _send(client, method, path, {"Authorization": f"Bearer {KEY}"})
+            _assert_refused(response, 403, method, path)
 
 
 @pytest.mark.parametrize("token", [None, "wrong-key"], ids=["no-token", "wrong-token"])

@@ -33,12 +33,13 @@ def test_hybrid_recall_at_5_floor(real_corpus, name, recall_floor, mrr_floor):
     assert len(questions) >= 40, f"{name}: {len(questions)} questions"
     per_question = []
     for q in questions:
-        chunk_docs = [_doc_key(h.chunk.source, REPO / "corpus") for h in store.search(q.text, k=DEPTH, mode="hybrid")]
+        hits = store.search(q.text, k=DEPTH, mode="hybrid")
+        chunk_docs = [_doc_key(h.chunk.source, REPO / "corpus") for h in hits]
         docs = list(dict.fromkeys(chunk_docs))
         per_question.append((q, score(docs, chunk_docs, q.documents, K), docs[:K]))
     recall = sum(s["hit"] for _, s, _ in per_question) / len(per_question)
     mrr = sum(s["rr"] for _, s, _ in per_question) / len(per_question)
     misses = "\n".join(f"  {q.text!r}: want {list(q.documents)}, got {top}"
                        for q, s, top in per_question if not s["hit"])
-    assert recall >= recall_floor, f"{name}: hybrid recall@{K} {recall:.3f} < {recall_floor}; misses:\n{misses}"
+    assert recall >= recall_floor, f"{name}: hybrid recall@{K} {recall:.3f} < {recall_floor}:\n{misses}"
     assert mrr >= mrr_floor, f"{name}: hybrid MRR {mrr:.3f} < {mrr_floor}"
