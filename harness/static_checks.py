@@ -35,8 +35,9 @@ FORBIDDEN_ATTRS = (
 )
 FORBIDDEN_CALLS = ("eval", "exec", "__import__", "setattr", "delattr", "compile", "exit", "quit", "open",
                    "globals", "vars", "breakpoint", "input")
-# Names a candidate may not even mention (an alias such as `f = eval` or `__builtins__["eval"]` is a call later)
-FORBIDDEN_NAMES = ("__builtins__", "__import__", "eval", "exec", "globals", "setattr", "delattr", "breakpoint")
+# Names a candidate may not even mention (an alias, `f = eval` or `__builtins__["eval"]`, is a call later)
+FORBIDDEN_NAMES = ("__builtins__", "__import__", "eval", "exec", "globals", "setattr", "delattr",
+                   "breakpoint")
 # Roots whose attributes a candidate may not assign to (timer / synchronisation monkey-patching).
 PATCH_ROOTS = ("torch", "time", "triton", "os", "sys", "harness", "numpy", "np", "tl")
 
