@@ -146,3 +146,19 @@ def test_structure(source):
 ])
 def test_near_misses_pass(statement):
     assert _reasons(statement) == [], statement
+
+
+@pytest.mark.parametrize(("statement", "word"), [
+    ("import gc", "importing 'gc'"),
+    ("value = lib.os.fork", "using 'lib.os.fork'"),
+    ('value = getattr(lib, "__dict__")', "using 'lib.__dict__'"),
+    ("eval('1')", "calling eval()"),
+    ("alias = eval", "the name eval"),
+    ("torch.thing = None", "assigning torch.thing"),
+    ("class Lazy(torch.Tensor):\n    pass", "class Lazy subclasses a Tensor"),
+    ("where = '/proc/self/maps'", "/proc or /dev"),
+])
+def test_reasons_name_the_line(statement, word):
+    """A reason starts with the line of the offending statement (the next prompt points the model at it)."""
+    line = PRELUDE.count("\n") + 1
+    assert any(r.startswith(f"line {line}: ") and word in r for r in _reasons(statement)), _reasons(statement)
