@@ -154,6 +154,7 @@ def test_near_misses_pass(statement):
     ('value = getattr(lib, "__dict__")', "using 'lib.__dict__'"),
     ("eval('1')", "calling eval()"),
     ("alias = eval", "the name eval"),
+    ("value = getattr(lib, 'a' + 'b')", "getattr with a computed name"),
     ("torch.thing = None", "assigning torch.thing"),
     ("class Lazy(torch.Tensor):\n    pass", "class Lazy subclasses a Tensor"),
     ("where = '/proc/self/maps'", "/proc or /dev"),
