@@ -13,8 +13,8 @@ import pytest
 from harness import EvalConfig, Status, WorkerPool, evaluate
 from tests.harness.harness_helpers import SPECS, candidate
 
-SOFTMAX, NEAR_ZERO, LOOSE, LINEAR = (SPECS / f"{n}.py" for n in ("tiny_softmax", "near_zero", "fp32_loose",
-                                                                 "scaled_linear"))
+SOFTMAX, NEAR_ZERO, LOOSE, LINEAR, SOFTMAX_BF16, GATHER = (SPECS / f"{n}.py" for n in (
+    "tiny_softmax", "near_zero", "fp32_loose", "scaled_linear", "tiny_softmax_bf16", "gather_loose"))
 # (candidate, spec, accepted statuses, a word the reasons must contain)
 CASES = [
     ("calls_reference", SOFTMAX, {Status.rejected}, "aten._softmax"),
@@ -44,9 +44,13 @@ CASES = [
     ("triton_compile_error", SOFTMAX, {Status.compile_error}, "power of 2"),
     ("zeros_near_zero", NEAR_ZERO, {Status.wrong}, "near zero or constant"),
     ("precision_downgrade", LOOSE, {Status.rejected}, "precision downgrade"),
+    # only the parameters carry precision here: the check must round them (and leave integer inputs alone)
+    ("precision_downgrade_gather", GATHER, {Status.rejected}, "precision downgrade"),
+    ("honest_gather", GATHER, {Status.passed}, ""),
     ("honest_scale", NEAR_ZERO, {Status.passed}, ""),
     ("honest_fma", LOOSE, {Status.passed}, ""),
     ("honest_scaled_linear", LINEAR, {Status.passed}, ""),
+    ("honest_softmax@bf16", SOFTMAX_BF16, {Status.passed}, ""),  # judged by bf16's tolerance, not float32's
     ("honest_softmax", SOFTMAX, {Status.passed}, ""),  # last: the pool is still healthy after all this
 ]
 
@@ -57,7 +61,8 @@ def verdicts():
     config = EvalConfig.for_cpu_tests(static_checks=False, trials=2, timeout_s=90.0,
                                       cpu_memory_limit_bytes=5 * 1024**3)
     with WorkerPool(["cpu"], config=config) as pool:
-        results = pool.evaluate_many([(spec, candidate(name), "triton") for name, spec, _, _ in CASES])
+        jobs = [(spec, candidate(name.split("@")[0]), "triton") for name, spec, _, _ in CASES]  # name@variant
+        results = pool.evaluate_many(jobs)
         restarts = pool.restarts
     return dict(zip([c[0] for c in CASES], results)), restarts
 
