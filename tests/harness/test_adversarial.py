@@ -13,11 +13,12 @@ import pytest
 from harness import EvalConfig, Status, WorkerPool, evaluate
 from tests.harness.harness_helpers import SPECS, candidate
 
-SOFTMAX, NEAR_ZERO, LOOSE, LINEAR, SOFTMAX_BF16, GATHER = (SPECS / f"{n}.py" for n in (
-    "tiny_softmax", "near_zero", "fp32_loose", "scaled_linear", "tiny_softmax_bf16", "gather_loose"))
+SOFTMAX, NEAR_ZERO, LOOSE, LINEAR, SOFTMAX_BF16, GATHER, RELU = (SPECS / f"{n}.py" for n in (
+    "tiny_softmax", "near_zero", "fp32_loose", "scaled_linear", "tiny_softmax_bf16", "gather_loose",
+    "relu_nonneg"))
 # (candidate, spec, accepted statuses, a word the reasons must contain)
 CASES = [
-    ("calls_reference", SOFTMAX, {Status.rejected}, "aten._softmax"),
+    ("calls_reference", SOFTMAX, {Status.rejected}, "triton backend: the forward ran PyTorch compute ops"),
     ("calls_torch_softmax", SOFTMAX, {Status.rejected}, "aten._softmax"),
     ("caches_output", SOFTMAX, {Status.rejected}, "cached"),
     # right while checked, cheap once timed: the guarded call after timing catches both
@@ -32,6 +33,7 @@ CASES = [
     ("reference_via_subclasses", SOFTMAX, {Status.rejected}, "aten._softmax"),
     ("side_stream_attempt", SOFTMAX, {Status.rejected}, "side streams"),  # seen on CPU as well
     ("aliases_input", SOFTMAX, {Status.rejected}, "input 0"),
+    ("returns_input", RELU, {Status.rejected}, "output 0 shares memory with input 0"),  # values all right
     ("mutates_input", SOFTMAX, {Status.rejected}, "modified"),
     ("side_thread", SOFTMAX, {Status.rejected}, "thread"),
     ("monkeypatch_event", SOFTMAX, {Status.rejected}, "monkey-patching"),
