@@ -53,6 +53,9 @@ CASES = [
     ("honest_fma", LOOSE, {Status.passed}, ""),
     ("honest_scaled_linear", LINEAR, {Status.passed}, ""),
     ("honest_softmax@bf16", SOFTMAX_BF16, {Status.passed}, ""),  # judged by bf16's tolerance, not float32's
+    # twice in one worker: the second run's inputs must differ from the first's (the secret seed)
+    ("predicts_inputs@1", SOFTMAX, {Status.passed}, ""),
+    ("predicts_inputs@2", SOFTMAX, {Status.passed}, ""),
     ("honest_softmax", SOFTMAX, {Status.passed}, ""),  # last: the pool is still healthy after all this
 ]
 
@@ -76,6 +79,13 @@ def test_classified(verdicts, name, spec, statuses, word):
     assert word in " ".join(verdict.reasons), verdict.reasons
     if verdict.status is Status.passed:
         assert verdict.reasons == [] and verdict.latency_ms and verdict.n_timed >= 3
+
+
+def test_diagnostics_carry_the_spec_warning(verdicts):
+    """A near-zero reference is named in the diagnostics (the strict check applied); a plain one is not."""
+    scaled = verdicts[0]["honest_scale"].diagnostics["check"]["default"]
+    assert any("near zero" in w for w in scaled["spec_warnings"])
+    assert "spec_warnings" not in verdicts[0]["honest_softmax"].diagnostics["check"]["default"]
 
 
 def test_worker_replaced_after_each_failure(verdicts):

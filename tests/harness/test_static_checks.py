@@ -29,7 +29,8 @@ STATICALLY_REJECTED = {
 RUNTIME_ONLY = ["calls_reference", "calls_torch_softmax", "caches_output", "aliases_input", "mutates_input",
                 "hardcoded_shape", "zeros_near_zero", "precision_downgrade", "memory_blowup", "fake_json_stdout",
                 "honest_softmax", "honest_fma", "honest_scale", "oob_write", "switches_after_n_calls",
-                "switches_when_timed", "returns_input", "honest_gather", "precision_downgrade_gather"]
+                "switches_when_timed", "returns_input", "honest_gather", "precision_downgrade_gather",
+                "predicts_inputs"]
 
 
 @pytest.mark.parametrize(("name", "word"), sorted(STATICALLY_REJECTED.items()))
