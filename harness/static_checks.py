@@ -28,9 +28,16 @@ FORBIDDEN_ATTRS = (
     "os.fdopen", "os.dup", "os.dup2", "os.execv", "os.execve", "os.spawnv", "os.setsid", "os.open",
     "sys.exit", "sys._getframe", "sys.modules", "sys.settrace", "sys.setprofile",
     "torch._C", "_python_dispatch", "TorchDispatchMode", "TorchFunctionMode",
+    # introspection: the routes from any object to modules, frames and the reference
+    "__dict__", "__subclasses__", "__globals__", "__builtins__", "__code__", "__closure__", "__mro__",
+    "__bases__", "__base__", "__getattribute__", "__loader__", "__spec__", "f_back", "f_globals", "f_locals",
+    "f_builtins", "gi_frame", "cr_frame", "tb_frame",
 )
 FORBIDDEN_CALLS = ("eval", "exec", "__import__", "setattr", "delattr", "compile", "exit", "quit", "open",
                    "globals", "vars", "breakpoint", "input")
+# Names a candidate may not even mention (an alias, `f = eval` or `__builtins__["eval"]`, is a call later)
+FORBIDDEN_NAMES = ("__builtins__", "__import__", "eval", "exec", "globals", "setattr", "delattr",
+                   "breakpoint")
 # Roots whose attributes a candidate may not assign to (timer / synchronisation monkey-patching).
 PATCH_ROOTS = ("torch", "time", "triton", "os", "sys", "harness", "numpy", "np", "tl")
 
@@ -76,14 +83,23 @@ def check_imports(tree: ast.Module, backend: Backend) -> Check:
     return True, ""
 
 
-def check_attributes(tree: ast.Module) -> Check:
+def _attribute_uses(tree: ast.Module):
+    """(node, dotted name) of every attribute read, `getattr(obj, "name")` included."""
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute):
-            dotted = _dotted(node)
+            yield node, _dotted(node)
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr"
+              and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant)):
+            yield node, f"{_dotted(node.args[0])}.{node.args[1].value}"
+
+
+def check_attributes(tree: ast.Module) -> Check:
+    for node, dotted in _attribute_uses(tree):
+        if dotted:
             for bad in FORBIDDEN_ATTRS:
                 if dotted == bad or dotted.endswith("." + bad) or dotted.startswith(bad + "."):
                     return False, (f"{_where(node)}: using {dotted!r} is not allowed (side streams, " \
-                                  "processes, exits and harness internals are off limits)")
+                                  "processes, exits, introspection and harness internals are off limits)")
     return True, ""
 
 
@@ -94,6 +110,13 @@ def check_calls(tree: ast.Module) -> Check:
         if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr"
                 and (len(node.args) < 2 or not isinstance(node.args[1], ast.Constant))):
             return False, f"{_where(node)}: getattr with a computed name is not allowed"
+    return True, ""
+
+
+def check_names(tree: ast.Module) -> Check:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id in FORBIDDEN_NAMES:
+            return False, f"{_where(node)}: the name {node.id} is not allowed in a candidate"
     return True, ""
 
 
@@ -138,7 +161,8 @@ def run_static_checks(source: str, backend: Backend) -> tuple[list[str], bool]:
         return [f"syntax error at line {exc.lineno}: {exc.msg}"], False
     checks = [
         check_defines_modelnew(tree), check_backend_requirements(source, backend),
-        check_imports(tree, backend), check_attributes(tree), check_calls(tree), check_no_patching(tree),
+        check_imports(tree, backend), check_attributes(tree), check_calls(tree), check_names(tree),
+        check_no_patching(tree),
         check_no_tensor_subclass(tree), check_strings(tree),
     ]
     return [reason for ok, reason in checks if not ok], True

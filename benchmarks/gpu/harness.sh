@@ -5,7 +5,8 @@
 # GPU validation of the benchmark harness, within the budget:
 #   1. benchmarks/bench_harness.py -> benchmarks/results/harness-h200-<UTC time>.json (rewritten after each
 #      section, so a kill keeps what was measured); prints a short table last
-#   2. python3 -m pytest -m "gpu and not slow" tests/harness   (the GPU tests; ~30 s)
+#   2. bash benchmarks/gpu/tests.sh harness -m "gpu and not slow" tests/harness   (the GPU tests; ~30 s; their
+#      log, opened by its provenance, under benchmarks/results/logs/)
 set -u
 cd "$(dirname "$0")/../.."
 BUDGET="${KKB_HARNESS_BUDGET_S:-145}"
@@ -16,9 +17,10 @@ echo "== 1. bench_harness.py (budget $((BUDGET - 95)) s) =="
 timeout $((BUDGET - 90)) python3 benchmarks/bench_harness.py --out-dir benchmarks/results --budget-s $((BUDGET - 95)) \
   ${KKB_HARNESS_WITH_CUDA:+--with-cuda}
 echo "bench exit: $?"
-echo "== 2. GPU tests: python3 -m pytest -m 'gpu and not slow' tests/harness =="
-timeout 90 python3 -m pytest -m "gpu and not slow" tests/harness -q -p no:cacheprovider -o addopts="" 2>&1 | tail -n 30
-echo "pytest exit: ${PIPESTATUS[0]}"
+echo "== 2. GPU tests: benchmarks/gpu/tests.sh harness -m 'gpu and not slow' tests/harness =="
+# the whole log, with the command, commit, source digest and versions, lands in benchmarks/results/logs/
+timeout 90 bash benchmarks/gpu/tests.sh harness -m "gpu and not slow" tests/harness -q 2>&1 | tail -n 30
+echo "tests exit: ${PIPESTATUS[0]}"
 # when OUT names a folder, the results files are copied there too
 if [ -n "${OUT:-}" ] && [ -d "${OUT:-}" ]; then
   cp benchmarks/results/harness-*.json "$OUT"/ 2>/dev/null && echo "copied results to the OUT folder"

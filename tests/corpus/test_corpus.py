@@ -252,13 +252,10 @@ def test_retrieval_questions_point_at_real_documents() -> None:
 
 
 @pytest.mark.slow
-def test_whole_corpus_ingests_into_a_fresh_store(tmp_path: Path) -> None:
+def test_whole_corpus_ingests_into_a_fresh_store(real_corpus) -> None:
     from ingest.pipeline import IngestOptions, ingest_paths
-    from kb_server.config import KBSettings
-    from kb_server.store import Store
 
-    store = Store(KBSettings(home=tmp_path, corpus_dir=CORPUS))
-    report = ingest_paths(store, [CORPUS], IngestOptions(prune=True))
+    store, report = real_corpus  # ingested once per session (tests/conftest.py), shared with the recall gate
     assert not report.skipped, f"files skipped by the ingest: {report.skipped}"
     assert not report.errors, f"files refused by the ingest: {report.errors}"
     written = {Path(source).resolve() for source in report.written}

@@ -20,6 +20,17 @@ def test_honest_triton_passes_on_every_variant(honest):
     assert honest.diagnostics["check"]["odd"]["trials"][0]["output"]["mismatch_count"] == 0
 
 
+def test_check_diagnostics_per_variant(honest):
+    """What the next prompt reads about the check: the variant's arguments, tolerance and the aten ops."""
+    from harness.backends.base import KERNEL_ALLOWED_OPS
+
+    default, odd = honest.diagnostics["check"]["default"], honest.diagnostics["check"]["odd"]
+    assert default["kwargs"] == {} and odd["kwargs"] == {"rows": 3, "cols": 37}
+    assert default["atol"] == default["rtol"] == 1e-4  # float32's entry of the table
+    assert "aten.empty_like" in default["aten_ops"] and set(default["aten_ops"]) <= KERNEL_ALLOWED_OPS
+    assert len(default["trials"]) == 2 and "spec_warnings" not in default
+
+
 def test_verdict_carries_timing_and_baselines(honest):
     assert honest.diagnostics["timing_method"] == "wall_clock"  # marked as CPU wall-clock
     assert 0 < honest.latency_p20_ms <= honest.latency_ms <= honest.latency_p80_ms

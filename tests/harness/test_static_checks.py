@@ -19,11 +19,18 @@ STATICALLY_REJECTED = {
     "hang_fork": "os.fork",
     "segfault_ctypes": "ctypes",
     "sys_exit": "sys.exit",
+    "side_stream_attempt": "cuda.Stream",
+    "reuses_reference_output": "importing 'gc'",
+    "reference_via_builtins": "the name __builtins__",
+    "reference_via_sys_dict": "sys.__dict__",
+    "reference_via_subclasses": "__subclasses__",
 }
 # caught at run time only (they look like ordinary code)
 RUNTIME_ONLY = ["calls_reference", "calls_torch_softmax", "caches_output", "aliases_input", "mutates_input",
                 "hardcoded_shape", "zeros_near_zero", "precision_downgrade", "memory_blowup", "fake_json_stdout",
-                "honest_softmax", "honest_fma", "honest_scale", "oob_write"]
+                "honest_softmax", "honest_fma", "honest_scale", "oob_write", "switches_after_n_calls",
+                "switches_when_timed", "returns_input", "honest_gather", "precision_downgrade_gather",
+                "predicts_inputs"]
 
 
 @pytest.mark.parametrize(("name", "word"), sorted(STATICALLY_REJECTED.items()))

@@ -59,6 +59,6 @@ def test_event_path_reports_the_host_time_of_each_call():
                         min_timed_ms=0.0, l2_flush_bytes=1024)
     t = _time_cuda(lambda s: time.sleep(s), lambda: [0.002], "cpu", config, clock)
     assert t.method == "cuda_events" and 5 <= t.n <= 12
-    assert t.host_ms is not None and 1.9 < t.host_ms < 40 and t.host_ms <= t.median_ms
+    assert t.host_ms is not None and 1.9 < t.host_ms <= t.median_ms  # a 2 ms sleep cannot take less
     quick = _time_cuda(lambda: None, list, "cpu", config, clock)
-    assert quick.host_ms < 1.0  # a call that does nothing costs next to nothing
+    assert quick.host_ms < t.host_ms / 2  # a call that does nothing costs less than one that sleeps 2 ms

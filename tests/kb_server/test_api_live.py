@@ -153,29 +153,38 @@ def test_sigkill_mid_upload_restarts_consistent(server, tmp_path):
             small = tmp_path / "small.md"
             small.write_bytes(doc(900))
             acked_docs.append(kb.add_document(small).document_id)
-        big = tmp_path / "big.md"
-        big.write_bytes(doc(901, paragraphs=600))  # ~600 chunks: seconds of embedding inside the upload
+        # The server is killed as soon as the upload's file lands, while its chunks are embedded and written.
+        # A machine that finishes a whole upload within one poll gets a bigger one: no assumption of speed.
+        interrupted = None
+        for attempt, paragraphs in enumerate((600, 2400, 9600)):  # 600 paragraphs: ~600 chunks
+            marker = 901 + attempt
+            big = tmp_path / f"big{marker}.md"
+            big.write_bytes(doc(marker, paragraphs=paragraphs))
+            outcome: list = []
 
-        outcome: list = []
+            def upload_big(path=big, outcome=outcome, url=server.base_url):
+                try:
+                    with KBClient(url, api_key=KEY, retries=0, timeout=600) as kb:
+                        outcome.append(kb.add_document(path).document_id)
+                except Exception as exc:  # noqa: BLE001  the server dies under it: no acknowledgement
+                    outcome.append(exc)
 
-        def upload_big():
-            try:
-                with KBClient(server.base_url, api_key=KEY, retries=0, timeout=60) as kb:
-                    kb.add_document(big)
-            except Exception as exc:  # noqa: BLE001  the server dies under it: no acknowledgement
-                outcome.append(exc)
-
-        stored = home / "uploads" / (hashlib.sha256(big.read_bytes()).hexdigest() + ".md")
-        t = threading.Thread(target=upload_big)
-        t.start()
-        deadline = time.monotonic() + 120
-        while not stored.exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert stored.exists(), "the upload never reached the store"
-        time.sleep(0.5)  # in the middle of the upload: file stored, its 600 chunks being embedded or written
-        server.kill()
-        t.join(30)
-        assert outcome, "the upload was acknowledged before the kill; nothing was interrupted"
+            stored = home / "uploads" / (hashlib.sha256(big.read_bytes()).hexdigest() + ".md")
+            t = threading.Thread(target=upload_big)
+            t.start()
+            deadline = time.monotonic() + 120
+            while not stored.exists() and t.is_alive() and time.monotonic() < deadline:
+                time.sleep(0.01)
+            assert stored.exists(), "the upload never reached the store"
+            server.kill()
+            t.join(60)
+            assert outcome and not t.is_alive(), "the upload's client neither finished nor failed"
+            if isinstance(outcome[0], Exception):
+                interrupted = marker
+                break
+            acked_docs.append(outcome[0])  # acknowledged before the kill: it must survive; try a bigger one
+            server = start_server(home, env=env)
+        assert interrupted is not None, "every upload was acknowledged before the kill; nothing was interrupted"
     finally:
         server.stop()
     server = start_server(home, env=env)
@@ -186,7 +195,7 @@ def test_sigkill_mid_upload_restarts_consistent(server, tmp_path):
             assert kernels_before <= {k.id for k in kb.kernels()}
             assert all(kb.kernel(k).id == k for k in acked_kernels)
             stats = kb.stats()
-            hits = kb.search("quokka901x", k=50, mode="lexical")
+            hits = kb.search(f"quokka{interrupted}x", k=50, mode="lexical")
             orphans = [h for h in hits if h.chunk.document_id not in docs]
             assert not orphans, "chunks of an unacknowledged upload outlived the restart"
             if any(h.chunk.document_id in docs for h in hits):  # finished before the kill: then whole

@@ -23,7 +23,7 @@ from kb_server.main import create_app
 from kb_server.prompt import PromptBundle
 from kb_server.schemas import Hit, KernelRecord
 from tests.kb_server import kbdata
-from tests.kb_server.serverproc import FIXTURE_CORPUS, free_port
+from tests.kb_server.serverproc import FIXTURE_CORPUS, refused_port
 
 KEY = "client-key"
 
@@ -39,16 +39,15 @@ def base_url(tmp_path_factory):
     threads.__enter__()
     store = Store(settings)
     kbdata.seed(store)
-    port = free_port()
     app = create_app(settings, store=store, bound_host="127.0.0.1", ingestor=PipelineIngestor())
-    server = uvicorn.Server(uvicorn.Config(app,
-                                           host="127.0.0.1", port=port, log_level="warning"))
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))  # the OS picks
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 60
     while not server.started and time.monotonic() < deadline:
         time.sleep(0.05)
     assert server.started, "uvicorn did not start"
+    port = server.servers[0].sockets[0].getsockname()[1]
     yield f"http://127.0.0.1:{port}"
     server.should_exit = True
     thread.join(10)
@@ -146,22 +145,24 @@ def test_retry_policy(scripted, script, retries, ok, hits):
 
 
 def test_connect_errors_are_retried_until_the_server_is_up():
-    port = free_port()
-    server_box = {}
+    handler = type("H", (_Scripted,), {"script": [], "hits": 0})
+    # bound now (the port is ours), listening only later: until then connections are refused
+    late = ThreadingHTTPServer(("127.0.0.1", 0), handler, bind_and_activate=False)
+    late.server_bind()
+    port = late.server_address[1]
 
     def start_late():
         time.sleep(0.6)
-        server_box["s"] = ThreadingHTTPServer(("127.0.0.1", port), type("H", (_Scripted,), {"script": [], "hits": 0}))
-        server_box["s"].serve_forever()
+        late.server_activate()
+        late.serve_forever()
 
     threading.Thread(target=start_late, daemon=True).start()
     try:
         with KBClient(f"http://127.0.0.1:{port}", retries=8, backoff_s=0.1, timeout=2) as kb:
             assert kb.health() == {"status": "ok"}
     finally:
-        while "s" not in server_box:
-            time.sleep(0.05)
-        server_box["s"].shutdown()
-    with KBClient(f"http://127.0.0.1:{free_port()}", retries=1, backoff_s=0.01) as kb, \
+        late.shutdown()
+        late.server_close()
+    with refused_port() as port, KBClient(f"http://127.0.0.1:{port}", retries=1, backoff_s=0.01) as kb, \
             pytest.raises(httpx.ConnectError):
         kb.health()

@@ -19,7 +19,7 @@ from kb_server.api.settings import ServerSettings
 from kb_server.config import get_settings
 from kb_server.main import create_app
 from tests.kb_server import kbdata
-from tests.kb_server.serverproc import FIXTURE_CORPUS, free_port
+from tests.kb_server.serverproc import FIXTURE_CORPUS, refused_port
 
 KEY = "remote-cli-key"
 
@@ -35,15 +35,15 @@ def server(tmp_path_factory):
     threads.__enter__()
     store = Store(settings)
     kbdata.seed(store)
-    port = free_port()
     app = create_app(settings, store=store, bound_host="127.0.0.1", ingestor=PipelineIngestor())
-    running = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    running = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))  # the OS picks
     thread = threading.Thread(target=running.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 60
     while not running.started and time.monotonic() < deadline:
         time.sleep(0.05)
     assert running.started, "uvicorn did not start"
+    port = running.servers[0].sockets[0].getsockname()[1]
     yield f"http://127.0.0.1:{port}"
     running.should_exit = True
     thread.join(10)
@@ -125,7 +125,8 @@ def test_ingest_uploads_documents_and_names_what_a_server_does_not_take(server, 
 
 
 def test_an_unreachable_server_is_named(local_home):
-    url = f"http://127.0.0.1:{free_port()}"
-    for args in (["search", "x"], ["kernels"], ["facts", "h100", "shared", "memory"]):
-        result = _kkb(*args, "--kb", url)
-        assert result.exit_code == 2 and url in result.output, (args, result.output)
+    with refused_port() as port:
+        url = f"http://127.0.0.1:{port}"
+        for args in (["search", "x"], ["kernels"], ["facts", "h100", "shared", "memory"]):
+            result = _kkb(*args, "--kb", url)
+            assert result.exit_code == 2 and url in result.output, (args, result.output)

@@ -4,7 +4,6 @@ through one Store, search from another with its own BM25 index rebuilt from the 
 from __future__ import annotations
 
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -16,12 +15,7 @@ import pytest
 from ingest.pipeline import IngestOptions, ingest_paths
 from kb_server.schemas import SearchFilters
 from kb_server.store import Store, StoreError
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from tests.kb_server.serverproc import refused_port, wait_for_port
 
 
 @pytest.fixture(scope="module")
@@ -30,12 +24,12 @@ def chroma_url(tmp_path_factory):
     exe = str(exe) if exe.exists() else shutil.which("chroma")
     if exe is None:
         pytest.skip("the chroma server binary is not installed")
-    port = _free_port()
     data = tmp_path_factory.mktemp("chroma-server")
-    proc = subprocess.Popen([exe, "run", "--path", str(data), "--host", "127.0.0.1", "--port", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
+    proc = subprocess.Popen([exe, "run", "--path", str(data), "--host", "127.0.0.1", "--port", "0"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # port 0: the OS picks
     try:
+        port = wait_for_port(proc, 30, "chroma run")
+        url = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 30
         while True:
             try:
@@ -78,6 +72,5 @@ def test_server_mode_ingest_and_search(tmp_path, chroma_url, kb_settings, embedd
 
 
 def test_unreachable_server_is_named(kb_settings):
-    port = _free_port()
-    with pytest.raises(StoreError, match=f"127.0.0.1:{port}"):
+    with refused_port() as port, pytest.raises(StoreError, match=f"127.0.0.1:{port}"):
         Store(kb_settings.model_copy(update={"chroma_url": f"http://127.0.0.1:{port}"}))

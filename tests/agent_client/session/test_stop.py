@@ -70,8 +70,6 @@ def test_each_policy_drives_a_session(kb, tmp_path, policy):
 
 def test_time_budget_counts_over_a_resume(kb, tmp_path):
     """The time budget is the session's: a resumed run gets what earlier runs left, not a fresh budget."""
-    import time
-
     from agent_client.runner import resume_session
     from agent_client.session.store import SessionStore
 
@@ -86,9 +84,8 @@ def test_time_budget_counts_over_a_resume(kb, tmp_path):
     server = FakeModelServer([Reply(text="thinking")]).start()
     try:
         settings = client_settings(tmp_path, server.url, retry_attempts=0)
-        t0 = time.monotonic()
         again = resume_session("tb", settings, console=Console(file=io.StringIO()), live=False, kb=kb, report=False)
     finally:
         server.stop()
-    assert again.stop_reason == "time" and again.nodes == nodes_before  # nothing new was asked for
-    assert time.monotonic() - t0 < 1.5
+    assert again.stop_reason == "time" and again.nodes == nodes_before
+    assert server.requests == []  # nothing new was asked for (a fresh budget would have asked the model)

@@ -89,6 +89,13 @@ def sidecar_reasons(family: str) -> list[str]:
     return reasons
 
 
+def set_tunables(monkeypatch, module, values: dict | None = None, **named) -> None:
+    """Set some of a kernel module's TUNABLES for one test: monkeypatch puts every value back afterwards,
+    whatever the outcome (modules from import_file are shared by every test in the process)."""
+    for name, value in {**(values or {}), **named}.items():
+        monkeypatch.setitem(module.TUNABLES, name, value)
+
+
 def with_tunables(source: str, overrides: dict) -> str:
     """kernel.py source with its TUNABLES literal updated (what a tuner does)."""
     tree = ast.parse(source)

@@ -18,7 +18,7 @@ import yaml
 
 from harness import Status, evaluate
 from harness.spec import import_file
-from tests.corpus.kernels.library_check import CPU_CONFIG, tiny_copy, tunables_literal
+from tests.corpus.kernels.library_check import CPU_CONFIG, set_tunables, tiny_copy, tunables_literal
 
 FAMILY = Path(__file__).resolve().parents[3] / "corpus" / "kernels" / "attention"
 SPECS = sorted((FAMILY / "specs").glob("*.py"))
@@ -79,15 +79,16 @@ def test_launcher_names_bad_inputs():
 
 
 @pytest.mark.parametrize("causal", [False, True])
-def test_wide_heads_take_their_own_key_block(causal: bool):
+def test_wide_heads_take_their_own_key_block(causal: bool, monkeypatch):
     # head_dim >= 128 streams keys in BLOCK_N_D128 blocks: 80 keys in 32-key blocks leave a masked tail
     kernel = import_file(FAMILY / "kernel.py", "test_attention_kernel_d128")
-    kernel.TUNABLES.update({"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_N_D128": 32, "TMA": False})
+    set_tunables(monkeypatch, kernel, {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_N_D128": 32, "TMA": False})
     torch.manual_seed(0)
     q, k, v = (torch.randn(1, 1, 80, 128) for _ in range(3))
     expected = torch.nn.functional.scaled_dot_product_attention(q.double(), k.double(), v.double(), is_causal=causal)
     torch.testing.assert_close(kernel.attention(q, k, v, causal).double(), expected, atol=1e-4, rtol=1e-4)
-    kernel.TUNABLES["BLOCK_N_D128"] = 128  # not a divisor of BLOCK_M: refused for d128, d64 unaffected
+    # not a divisor of BLOCK_M: refused for d128, d64 unaffected
+    monkeypatch.setitem(kernel.TUNABLES, "BLOCK_N_D128", 128)
     with pytest.raises(ValueError, match="multiple of the key block 128"):
         kernel.attention(q, k, v, causal)
     kernel.attention(*(t[..., :64].contiguous() for t in (q, k, v)), causal)
@@ -193,9 +194,9 @@ needs_hopper = pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.ge
 # 384: three 128-key blocks, one more than two slots; 1024 and 640 leave 3 consumers a last CTA with one row block
 @pytest.mark.parametrize("seq_len", [1024, 640, 384])
 def test_hopper_kernel_matches_sdpa(seq_len: int, head_dim: int, consumers: int, pingpong: bool, causal: bool,
-                                    dtype: torch.dtype):
+                                    dtype: torch.dtype, monkeypatch):
     kernel = import_file(FAMILY / "kernel.py", "test_attention_hopper_gpu")
-    kernel.TUNABLES.update({"HOPPER_PINGPONG": pingpong, "HOPPER_PINGPONG_D128": pingpong,
+    set_tunables(monkeypatch, kernel, {"HOPPER_PINGPONG": pingpong, "HOPPER_PINGPONG_D128": pingpong,
                             "HOPPER_CONSUMERS": consumers, "HOPPER_CONSUMERS_D128": consumers})
     torch.manual_seed(0)
     q, k, v = (torch.randn(2, 3, seq_len, head_dim, device="cuda", dtype=dtype) for _ in range(3))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tests.corpus.kernels.library_check import KERNELS, family_kernel, family_tests
+from tests.corpus.kernels.library_check import KERNELS, family_kernel, family_tests, set_tunables
 
 FAMILY = "cross_entropy"
 
@@ -34,9 +34,9 @@ def test_float_targets_are_rejected():
         kernel().cross_entropy(torch.randn(3, 5), torch.rand(3, 5))
 
 
-def test_lane_online_matches_torch_on_edges():
+def test_lane_online_matches_torch_on_edges(monkeypatch):
     k = kernel()
-    k.TUNABLES.update({"ONLINE": "lane", "BLOCK": 64})
+    set_tunables(monkeypatch, k, {"ONLINE": "lane", "BLOCK": 64})
     torch.manual_seed(0)
     x = torch.randn(5, 150) * 8.0  # partial last block; large logits make the rescaling matter
     x[1] = torch.linspace(-30.0, 30.0, 150)  # rising: the max changes at every step
@@ -48,10 +48,10 @@ def test_lane_online_matches_torch_on_edges():
 
 
 @pytest.mark.parametrize("online", ["aligned", "group"])
-def test_aligned_rows_of_every_alignment(online: str):
+def test_aligned_rows_of_every_alignment(online: str, monkeypatch):
     """Rows shorter than the head, shorter than one block, whole blocks with no tail, ragged; bf16 and fp32."""
     k = kernel()
-    k.TUNABLES.update({"ONLINE": online, "BLOCK": 64, "STAGES": 2, "EVICT": True})
+    set_tunables(monkeypatch, k, {"ONLINE": online, "BLOCK": 64, "STAGES": 2, "EVICT": True})
     torch.manual_seed(0)
     for rows, cols in [(7, 3), (5, 1), (6, 67), (5, 128), (3, 257)]:
         for dtype in (torch.float32, torch.bfloat16):

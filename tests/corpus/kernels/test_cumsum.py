@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tests.corpus.kernels.library_check import family_kernel, family_tests
+from tests.corpus.kernels.library_check import family_kernel, family_tests, set_tunables
 
 FAMILY = "cumsum"
 
@@ -19,12 +19,12 @@ FAMILY = "cumsum"
 test_kernel_passes_spec, test_sidecar_matches_kernel = family_tests(FAMILY)
 
 
-def test_compensated_carry_is_near_exact():
+def test_compensated_carry_is_near_exact(monkeypatch):
     # a long row with a large running total (~6e4): within two fp32 ulps of the exact prefix sum plus the
     # in-chunk scan's own rounding (~1e-4 for 512-wide chunks)
     x = torch.randn(2, 20000) + 3.0
     k = kernel()
-    k.TUNABLES.update(FP64_ACC=2, BLOCK=512)
+    set_tunables(monkeypatch, k, FP64_ACC=2, BLOCK=512)
     exact = torch.cumsum(x.double(), dim=1)
     err = (k.cumsum(x, 1).double() - exact).abs()
     assert (err <= exact.abs() * 2.0**-22 + 1e-3).all(), err.max().item()

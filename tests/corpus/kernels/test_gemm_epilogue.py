@@ -21,6 +21,7 @@ from tests.corpus.kernels.library_check import (
     CPU_CONFIG,
     family_kernel,
     kernel_source,
+    set_tunables,
     tiny_copy,
     tunables_literal,
 )
@@ -99,9 +100,9 @@ def test_tall_keys_drive_a_tall_problem(monkeypatch):
     torch.testing.assert_close(out.double(), expected, atol=3e-2, rtol=2e-2)
 
 
-def test_plain_tf32_is_refused():
+def test_plain_tf32_is_refused(monkeypatch):
     kernel = family_kernel("gemm_epilogue", "test_gemm_kernel_tf32")
-    kernel.TUNABLES["FP32_PRECISION"] = "tf32"
+    monkeypatch.setitem(kernel.TUNABLES, "FP32_PRECISION", "tf32")
     with pytest.raises(ValueError, match="FP32_PRECISION"):
         kernel.gemm_epilogue(torch.randn(4, 8), torch.randn(6, 8))
 
@@ -142,12 +143,12 @@ def test_hardware_tanh_gelu_stays_inside_the_16bit_tolerance():
 
 
 @pytest.mark.parametrize("spec", [s for s in SPECS if "bf16" in s.stem], ids=lambda p: p.stem)
-def test_tanh_gelu_form_passes_16bit_specs(spec: Path, tmp_path: Path):
+def test_tanh_gelu_form_passes_16bit_specs(spec: Path, tmp_path: Path, monkeypatch):
     source = with_tunables(kernel_source("gemm_epilogue"), {"GELU_16BIT": "tanh_form"})
     verdict = evaluate(tiny_copy(spec, tmp_path), source, backend="triton", device="cpu", config=CPU_CONFIG)
     assert verdict.status is Status.passed, verdict.reasons
     kernel = family_kernel("gemm_epilogue", "test_gemm_kernel_gelu_form")
-    kernel.TUNABLES["GELU_16BIT"] = "tanh"
+    monkeypatch.setitem(kernel.TUNABLES, "GELU_16BIT", "tanh")
     with pytest.raises(ValueError, match="GELU_16BIT"):
         kernel.gemm_epilogue(torch.randn(4, 8), torch.randn(6, 8))
 
@@ -183,7 +184,7 @@ def test_epilogue_16bit_forms_pass_16bit_specs(spec: Path, lean: str, persistent
     assert verdict.status is Status.passed, verdict.reasons
 
 
-def test_lean_residual_add_rounds_like_eager():
+def test_lean_residual_add_rounds_like_eager(monkeypatch):
     # The lean epilogue's output is round(round(y) + r) in bf16, eager's last add; the fp32 form is round(y + r).
     # They differ by at most y's rounding plus the result's: a bf16 ulp of each (half an ulp each on the GPU,
     # which rounds to nearest; the interpreter's fp32 -> bf16 conversion truncates, a full ulp).
@@ -193,7 +194,7 @@ def test_lean_residual_add_rounds_like_eager():
     x, w, b, r = (t.to(torch.bfloat16) for t in (x, w, b, r))
     outs = {}
     for form in ("fp32", "lean"):
-        kernel.TUNABLES.update({"EPILOGUE_16BIT": form, "TALL_EPILOGUE_16BIT": form})
+        set_tunables(monkeypatch, kernel, {"EPILOGUE_16BIT": form, "TALL_EPILOGUE_16BIT": form})
         outs[form] = kernel.gemm_epilogue(x, w, b, r, 0.5, "gelu").double()
     eps = torch.finfo(torch.bfloat16).eps
     y = outs["fp32"] - r.double()  # the value before the residual, to within the fp32 form's rounding
@@ -203,9 +204,9 @@ def test_lean_residual_add_rounds_like_eager():
     assert (diff > 0).any()  # the forms do differ: the lean path ran
 
 
-def test_bad_epilogue_16bit_is_named():
+def test_bad_epilogue_16bit_is_named(monkeypatch):
     kernel = family_kernel("gemm_epilogue", "test_gemm_kernel_lean_bad")
-    kernel.TUNABLES["EPILOGUE_16BIT"] = "bf16"
+    monkeypatch.setitem(kernel.TUNABLES, "EPILOGUE_16BIT", "bf16")
     with pytest.raises(ValueError, match="EPILOGUE_16BIT"):
         kernel.gemm_epilogue(torch.randn(4, 8, dtype=torch.bfloat16), torch.randn(6, 8, dtype=torch.bfloat16))
 
@@ -310,7 +311,7 @@ def test_hopper_ring_knobs_outside_their_ranges_are_named():
             kernel._hopper_launch(x, w, None, None, y, 1.0, "none", t)
 
 
-def test_hopper_launch_plan_key_tells_apart_what_the_jit_specialises_on():
+def test_hopper_launch_plan_key_tells_apart_what_the_jit_specialises_on(monkeypatch):
     kernel = family_kernel("gemm_epilogue", "test_gemm_hopper_plan_key")
     x, w = torch.randn(256, 64, dtype=torch.bfloat16), torch.randn(32, 64, dtype=torch.bfloat16)
     b, r = torch.randn(32, dtype=torch.bfloat16), torch.randn(256, 32, dtype=torch.bfloat16)
@@ -329,9 +330,10 @@ def test_hopper_launch_plan_key_tells_apart_what_the_jit_specialises_on():
     assert len(keys) == 14
     for name, value in (("HOPPER_STAGES", 2), ("HOPPER_CHUNK", 16), ("GELU_16BIT", "erf"), ("TALL_HOPPER_WS", False)):
         before = key()
-        kernel.TUNABLES[name], saved = value, kernel.TUNABLES[name]
+        saved = kernel.TUNABLES[name]
+        monkeypatch.setitem(kernel.TUNABLES, name, value)
         assert saved != value and key() != before, name
-        kernel.TUNABLES[name] = saved
+        monkeypatch.setitem(kernel.TUNABLES, name, saved)
 
 
 def test_hopper_plan_launches_every_kernel_argument_in_order(monkeypatch):
@@ -411,9 +413,9 @@ def test_hopper_kernel_matches_float32(m: int, k: int, n: int, dtype: torch.dtyp
 @needs_hopper
 @pytest.mark.parametrize("ring", [(3, 64), (6, 32), (4, 32)], ids=str)  # (slots, BK)
 @pytest.mark.parametrize("m, k, n", [(1000, 520, 120), (32768, 256, 512)])
-def test_hopper_kernel_other_rings_match_float32(m: int, k: int, n: int, ring: tuple):
+def test_hopper_kernel_other_rings_match_float32(m: int, k: int, n: int, ring: tuple, monkeypatch):
     kernel = family_kernel("gemm_epilogue", "test_gemm_hopper_rings")
-    kernel.TUNABLES.update(dict(zip(("HOPPER_STAGES", "HOPPER_BK"), ring)))
+    set_tunables(monkeypatch, kernel, dict(zip(("HOPPER_STAGES", "HOPPER_BK"), ring)))
     x, w, b, r = _gemm_inputs(m, k, n, torch.bfloat16)
     assert kernel._hopper_ok(x, w, b, r, False, kernel.TUNABLES)
     h = (x.float() @ w.float().T + b.float()).to(torch.bfloat16).float()
@@ -436,7 +438,7 @@ class _CountingLaunches:
 
 @pytest.mark.gpu
 @needs_hopper
-def test_hopper_launch_plans_relaunch_on_fresh_tensors():
+def test_hopper_launch_plans_relaunch_on_fresh_tensors(monkeypatch):
     """A repeat call of one problem goes through the launch plan the first call left (no JIT binding) and gives
     the JIT path's bits on new tensors; another problem (no residual, another M) gets a plan of its own."""
     kernel = family_kernel("gemm_epilogue", "test_gemm_hopper_plans")
@@ -451,10 +453,10 @@ def test_hopper_launch_plans_relaunch_on_fresh_tensors():
     planned = kernel.gemm_epilogue(x2, w, b, r2, 0.5, "gelu")
     assert plan.kernel.launches == 1
     planned_quarter = kernel.gemm_epilogue(x2, w, b, r2, 0.25, "gelu")  # the scale is an argument, not the key
-    kernel.TUNABLES["HOPPER_LAUNCH_PLANS"] = False
+    monkeypatch.setitem(kernel.TUNABLES, "HOPPER_LAUNCH_PLANS", False)
     unplanned = kernel.gemm_epilogue(x2, w, b, r2, 0.5, "gelu")
     unplanned_quarter = kernel.gemm_epilogue(x2, w, b, r2, 0.25, "gelu")
-    kernel.TUNABLES["HOPPER_LAUNCH_PLANS"] = True
+    monkeypatch.setitem(kernel.TUNABLES, "HOPPER_LAUNCH_PLANS", True)
     torch.testing.assert_close(planned, unplanned, atol=0, rtol=0)
     torch.testing.assert_close(planned_quarter, unplanned_quarter, atol=0, rtol=0)
     assert not torch.equal(planned, planned_quarter)

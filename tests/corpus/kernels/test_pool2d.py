@@ -162,7 +162,7 @@ def test_sidecar_lists_every_tunable_and_its_value():
         assert value in sidecar["tunables"][name], f"TUNABLES[{name!r}]={value} not in kernel.yaml"
 
 
-def test_launcher_names_bad_inputs():
+def test_launcher_names_bad_inputs(monkeypatch):
     kernel = family_kernel("pool2d", "test_pool2d_bad_inputs")
     with pytest.raises(ValueError, match=r"\(N, C, H, W\)"):
         kernel.pool2d(torch.randn(3, 8, 8), "max", 2)
@@ -170,7 +170,7 @@ def test_launcher_names_bad_inputs():
         kernel.pool2d(torch.randn(1, 1, 8, 8), "min", 2)
     with pytest.raises(ValueError, match="padding"):  # PyTorch's rule: padding <= kernel // 2
         kernel.pool2d(torch.randn(1, 1, 8, 8), "avg", 2, 2, 2)
-    kernel.TUNABLES["LAYOUT"] = "tile"
+    monkeypatch.setitem(kernel.TUNABLES, "LAYOUT", "tile")
     with pytest.raises(ValueError, match="'tile'.*not 'rows' or 'groups'"):
         kernel.pool2d(torch.randn(1, 1, 8, 8), "max", 2)
 

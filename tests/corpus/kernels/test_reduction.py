@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.corpus.kernels.library_check import KERNELS, family_kernel, family_tests
+from tests.corpus.kernels.library_check import KERNELS, family_kernel, family_tests, set_tunables
 
 FAMILY = "reduction"
 
@@ -73,16 +73,17 @@ def test_auto_column_strategy_follows_inner_alignment(monkeypatch):
 
 
 @pytest.mark.parametrize("op", ["sum", "max", "argmax", "argmin"])
-def test_aligned_rows_and_vec_columns(op: str):
+def test_aligned_rows_and_vec_columns(op: str, monkeypatch):
     """ALIGN_ROW on rows shorter than a vector, shorter than a block, and ragged; COL_STRATEGY vec with and
     without an R split, on inner lengths with vector widths 1, 2 and 4; ties keep the first index."""
     k = kernel()
-    k.TUNABLES.update({"ALIGN_ROW": True, "STAGES": 2, "BLOCK_R_ROW": 32, "ROW_TILE": 128, "COL_STRATEGY": "vec",
-                       "VEC_BLOCK_R_COL": 8, "VEC_BLOCK_I": 32, "MIN_PROGRAMS": 512})
+    set_tunables(monkeypatch, k, {"ALIGN_ROW": True, "STAGES": 2, "BLOCK_R_ROW": 32, "ROW_TILE": 128,
+                                  "COL_STRATEGY": "vec", "VEC_BLOCK_R_COL": 8, "VEC_BLOCK_I": 32,
+                                  "MIN_PROGRAMS": 512})
     torch.manual_seed(0)
     cases = [((7, 3), 1), ((6, 67), 1), ((3, 130), 1), ((2, 37, 45), 1), ((2, 40, 70), 1), ((2, 16, 8), 1)]
     for split in (1, 3):
-        k.TUNABLES["SPLIT_R"] = split
+        monkeypatch.setitem(k.TUNABLES, "SPLIT_R", split)
         for shape, dim in cases:
             for x in (torch.randn(*shape), torch.randint(0, 3, shape).float()):
                 ref = getattr(torch, op)(x, dim=dim)
@@ -95,8 +96,8 @@ def test_cols_first_grid_is_one_axis(strategy: str, split: int, monkeypatch):
     # COLS_FIRST puts a slab's column tiles (and R splits) side by side on the x axis, outer index slowest: the
     # y and z axes stop at 65535 programs, which the outer index may pass, so there is no second axis.
     k = kernel()
-    k.TUNABLES.update({"COL_STRATEGY": strategy, "SPLIT_R": split, "BLOCK_I": 32, "VEC_BLOCK_I": 32,
-                       "VEC_BLOCK_R_COL": 8, "MIN_PROGRAMS": 1})
+    set_tunables(monkeypatch, k, {"COL_STRATEGY": strategy, "SPLIT_R": split, "BLOCK_I": 32,
+                                  "VEC_BLOCK_I": 32, "VEC_BLOCK_R_COL": 8, "MIN_PROGRAMS": 1})
     launches = record_mid_launches(k, monkeypatch)
     torch.manual_seed(0)
     x = torch.randn(5, 40, 70)  # 3 column tiles of 32, 5 slabs

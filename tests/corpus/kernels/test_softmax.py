@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tests.corpus.kernels.library_check import family_kernel, family_tests
+from tests.corpus.kernels.library_check import family_kernel, family_tests, set_tunables
 
 FAMILY = "softmax"
 
@@ -25,16 +25,12 @@ test_kernel_passes_spec, test_sidecar_matches_kernel = family_tests(FAMILY)
     300,  # fused path, masked lanes
     5000,  # looped path once MAX_FUSED_N is lowered below it, ragged last block
 ])
-def test_fused_and_looped_paths_agree_on_large_logits(cols: int):
+def test_fused_and_looped_paths_agree_on_large_logits(cols: int, monkeypatch):
     kernel = family_kernel(FAMILY, "test_softmax_kernel")
     x = torch.randn(3, cols) * 60.0  # exp would overflow without the max shift
     fused = kernel.softmax_rows(x)
-    saved = dict(kernel.TUNABLES)
-    try:
-        kernel.TUNABLES.update(MAX_FUSED_N=256, BLOCK_LOOP=1024)
-        looped = kernel.softmax_rows(x)
-    finally:
-        kernel.TUNABLES.update(saved)
+    set_tunables(monkeypatch, kernel, MAX_FUSED_N=256, BLOCK_LOOP=1024)
+    looped = kernel.softmax_rows(x)
     expected = torch.softmax(x.double(), dim=-1).float()
     torch.testing.assert_close(fused, expected, atol=1e-6, rtol=1e-4)
     torch.testing.assert_close(looped, expected, atol=1e-6, rtol=1e-4)
