@@ -98,10 +98,8 @@ def test_hang_and_forked_children_are_killed(tmp_path, monkeypatch):
     monkeypatch.setenv("KKB_TEST_PIDFILE", str(pidfile))  # inherited by the worker
     # a directly spawned worker (no fork server): it inherits this test's environment, and covers that path
     config = EvalConfig.for_cpu_tests(static_checks=False, timeout_s=25.0, fork_server=False)
-    t0 = time.monotonic()
     verdict = evaluate(SOFTMAX, candidate("hang_fork"), device="cpu", config=config)
     assert verdict.status is Status.timeout and "25 s" in verdict.reasons[0]
-    assert time.monotonic() - t0 < 120
     pids = [int(p) for p in pidfile.read_text().split()]
     deadline = time.monotonic() + 60  # a SIGKILLed group is gone at once; the bound only stops a stuck test
     while (alive := [pid for pid in pids if _alive(pid)]) and time.monotonic() < deadline:
