@@ -17,6 +17,8 @@ import operator
 import torch
 import torch.fx
 
+from agent_client.lowering.errors import LoweringError
+
 aten, prims = torch.ops.aten, torch.ops.prims
 
 
@@ -64,6 +66,12 @@ def normalize(gm: torch.fx.GraphModule) -> None:
         if node.op != "call_function":
             continue
         t = node.target
+        if t in (aten.copy_.default, prims.copy_to.default) and not node.users \
+                and node.args[0].op != "placeholder":
+            # a copy whose value nobody reads writes through a view into another tensor: lowering it as a
+            # value would drop the write, so decline
+            raise LoweringError(f"{node.name}: a copy into a view of another tensor (an in-place write left by "
+                                "a decomposition) is not lowered")
         with graph.inserting_before(node):
             if t in (aten.mean.dim, aten.mean.default):
                 x = node.args[0]

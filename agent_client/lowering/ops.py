@@ -249,6 +249,12 @@ def _full(ctx, node, args):
     return code(ctx, value, t), t
 
 
+def _uninitialised(c, n, a):
+    # uninitialised memory may hold anything: zeros are as good a value as any
+    dtype = ctype_of(n.meta["val"].dtype)
+    return ("0.0" if dtype in ("f32", "f64") else "0"), dtype
+
+
 def _identity(ctx, node, args):
     t = _out(node)
     return code(ctx, args[0], t), t
@@ -331,14 +337,12 @@ POINTWISE = {
     aten.full: _full, aten.full_like: _full, aten.scalar_tensor: _full, aten.zeros: _full,
     aten.zeros_like: _full, aten.ones: _full, aten.ones_like: _full, aten.new_zeros: _full,
     aten.new_ones: _full, aten.new_full: _full,
-    # uninitialised memory may hold anything: zeros are as good a value as any
-    aten.empty: lambda c, n, a: ("0.0" if ctype_of(n.meta["val"].dtype) in ("f32", "f64") else "0",
-                                 ctype_of(n.meta["val"].dtype)),
-    aten.empty_like: lambda c, n, a: ("0.0" if ctype_of(n.meta["val"].dtype) in ("f32", "f64") else "0",
-                                      ctype_of(n.meta["val"].dtype)),
+    aten.empty: _uninitialised, aten.empty_like: _uninitialised, aten.empty_permuted: _uninitialised,
+    aten.empty_strided: _uninitialised, aten.new_empty: _uninitialised, aten.new_empty_strided: _uninitialised,
     aten.copy: lambda c, n, a: _identity(c, n, [a[1]]),
     # an in-place copy left inside a decomposition (label smoothing's masked fill): its value is the source
     aten.copy_: lambda c, n, a: _identity(c, n, [a[1]]),
+    prims.copy_to: lambda c, n, a: _identity(c, n, [a[1]]),  # copy_to(dst, src) whose value is read: the source
     aten.arange: None,  # handled by the writer (a function of the index)
     prims.iota: None,
     aten.nan_to_num: lambda c, n, a: _identity(c, n, a),

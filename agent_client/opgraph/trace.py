@@ -52,14 +52,52 @@ _EXTRA = [
     aten.binary_cross_entropy_with_logits, aten.adaptive_avg_pool1d, aten.max_pool1d, aten.avg_pool1d,
     aten.max_pool1d_with_indices, aten.upsample_nearest2d, aten.upsample_bilinear2d, aten.pixel_shuffle,
     aten.im2col, aten.col2im, aten.reflection_pad1d, aten.reflection_pad2d, aten.replication_pad2d,
-    aten.constant_pad_nd, aten.prod, aten.aminmax, aten.cummax, aten.cummin, aten.logcumsumexp,
-    aten.rsub, aten.square, aten.xlogy, aten.special_xlog1py, aten.exp2, aten.log10, aten.frac,
+    aten.prod, aten.aminmax, aten.cummax, aten.cummin, aten.logcumsumexp,
+    aten.rsub, aten.square, aten.xlogy, aten.special_xlog1py, aten.exp2, aten.log10, aten.frac, aten.clamp_min_,
+    aten.clamp_max_, aten.clamp_,
 ]
+
+
+def _logcumsumexp(x, dim):
+    # shifted by the row's maximum so exp cannot overflow; a row of -inf keeps a zero shift
+    m = torch.amax(x, dim, keepdim=True)
+    m = torch.where(torch.isinf(m), torch.zeros_like(m), m)
+    return torch.log(torch.cumsum(torch.exp(x - m), dim)) + m
+
+
+def _trilinear(i1, i2, i3, expand1, expand2, expand3, sumdim, unroll_dim=1):
+    # each input gains size-1 dims at its expand list; the product is summed over sumdim (nn.Bilinear's form)
+    for d in expand1:
+        i1 = i1.unsqueeze(d)
+    for d in expand2:
+        i2 = i2.unsqueeze(d)
+    for d in expand3:
+        i3 = i3.unsqueeze(d)
+    product = i1 * i2 * i3
+    return product.sum(list(sumdim)) if sumdim else product
+
+
+def _im2col(x, kernel_size, dilation, padding, stride):
+    # F.unfold as a pad and one gather (PyTorch's own form writes the input into a view of a zero buffer)
+    (kh, kw), (dh, dw), (ph, pw), (sh, sw) = kernel_size, dilation, padding, stride
+    batched = x.dim() == 4
+    x = x if batched else x.unsqueeze(0)
+    n, c, h, w = x.shape
+    oh, ow = (h + 2 * ph - dh * (kh - 1) - 1) // sh + 1, (w + 2 * pw - dw * (kw - 1) - 1) // sw + 1
+    padded = torch.constant_pad_nd(x, [pw, pw, ph, ph])
+    rows = (torch.arange(kh, device=x.device) * dh)[:, None] + (torch.arange(oh, device=x.device) * sh)[None, :]
+    cols = (torch.arange(kw, device=x.device) * dw)[:, None] + (torch.arange(ow, device=x.device) * sw)[None, :]
+    patches = padded[:, :, rows[:, :, None, None], cols[None, None, :, :]]  # (n, c, kh, oh, kw, ow)
+    patches = patches.permute(0, 1, 2, 4, 3, 5).reshape(n, c * kh * kw, oh * ow)
+    return patches if batched else patches.squeeze(0)
 
 
 def decomposition_table() -> dict:
     table = dict(core_aten_decompositions())
     table.update(get_decompositions([op for op in _EXTRA if hasattr(op, "overloads")]))
+    table[aten.logcumsumexp.default] = _logcumsumexp
+    table[aten._trilinear.default] = _trilinear
+    table[aten.im2col.default] = _im2col
     return table
 
 
