@@ -94,7 +94,9 @@ class OfflineProvider:
             why.append(f"library: the signature tracer could not read the spec ({type(exc).__name__})")
             return []
         if sig.family is None:
-            why.append(f"library: no op family matches [{sig.text or 'no ops'}]")
+            ops = (sig.text or "no ops").split(" ; ")
+            shown = " ; ".join(ops[:6]) + (f" ; ... ({len(ops)} ops in all)" if len(ops) > 6 else "")
+            why.append(f"library: no op family matches [{shown}]")
             return []
         records = request.kb.kernels(op_family=sig.family, backend=request.backend)
         if not records:
