@@ -53,6 +53,36 @@ def _replace(graph, old, new):
     graph.erase_node(old)
 
 
+# in-place ops that change a tensor's shape or strides; their out-of-place forms have other overload names
+_METADATA_IN_PLACE = {aten.transpose_.default: aten.transpose.int, aten.t_.default: aten.t.default,
+                      aten.unsqueeze_.default: aten.unsqueeze.default, aten.squeeze_.dim: aten.squeeze.dim}
+
+
+def _out_of_place(node: torch.fx.Node, order: dict) -> bool:
+    """An in-place op a decomposition left (`add_`) becomes its out-of-place form where that cannot be told
+    apart: its target is a fresh value (not an input, not a view) that nothing reads after it. True when done."""
+    t = node.target
+    if not isinstance(t, torch._ops.OpOverload) or not t._schema.name.endswith("_") \
+            or t._schema.name.endswith("__") or t is aten.copy_.default:
+        return False
+    if not (t._schema.arguments and t._schema.arguments[0].alias_info is not None
+            and t._schema.arguments[0].alias_info.is_write):
+        return False
+    packet = getattr(aten, t._schema.name.split("::")[-1][:-1], None)
+    functional = _METADATA_IN_PLACE.get(t) or (getattr(packet, t._overloadname, None) if packet is not None else None)
+    target = node.args[0] if node.args else None
+    if functional is None or not isinstance(target, torch.fx.Node) or target.op != "call_function" \
+            or target.target is operator.getitem:  # an element of a split or chunk is a view too
+        return False
+    if isinstance(target.target, torch._ops.OpOverload) and any(
+            r.alias_info is not None for r in target.target._schema.returns):  # a view of something else
+        return False
+    if any(order[u] > order[node] for u in target.users if u is not node):
+        return False
+    node.target = functional
+    return True
+
+
 def normalize(gm: torch.fx.GraphModule) -> None:
     graph = gm.graph
     out_node = next(n for n in graph.nodes if n.op == "output")
@@ -62,10 +92,13 @@ def normalize(gm: torch.fx.GraphModule) -> None:
             with graph.inserting_before(out_node):
                 results[i] = _add(graph, aten.clone.default, [r])
     out_node.args = (tuple(results),)
+    order = {n: i for i, n in enumerate(graph.nodes)}
     for node in list(graph.nodes):
         if node.op != "call_function":
             continue
         t = node.target
+        if _out_of_place(node, order):
+            continue
         if t in (aten.copy_.default, prims.copy_to.default) and not node.users \
                 and node.args[0].op != "placeholder":
             # a copy whose value nobody reads writes through a view into another tensor: lowering it as a

@@ -36,7 +36,7 @@ MULTI_VIEWS = {aten.split_with_sizes, aten.split, aten.unbind}  # tuples of view
 VIEWS = {aten.view, aten._unsafe_view, aten.reshape, prims.reshape, aten.permute, aten.expand,
          prims.broadcast_in_dim, aten.unsqueeze, aten.squeeze, prims.squeeze, aten.slice, aten.select,
          aten.alias, aten.clone, aten.lift_fresh_copy, aten.detach, prims.rev, aten.flip, aten.t,
-         aten.transpose, aten.cat, aten.constant_pad_nd, aten.unfold, aten.as_strided, prims.collapse_view, prims.split_dim, prims.view_of,
+         aten.transpose, aten.cat, aten.constant_pad_nd, aten.slice_scatter, aten.select_scatter, aten.unfold, aten.as_strided, prims.collapse_view, prims.split_dim, prims.view_of,
          aten.expand_copy, aten.view_copy, aten.permute_copy, aten.squeeze_copy, aten.unsqueeze_copy}
 REDUCTIONS = {aten.sum, prims.sum, aten.amax, aten.amin, prims.amax, prims.amin, aten.argmax, aten.argmin,
               aten.any, aten.all, aten.prod, prims.prod}
@@ -139,11 +139,23 @@ def _promoted(args) -> str:
     return "i1" if kinds else "f32"
 
 
+_INTS = ("i32", "i64")  # the compute types of integer tensors
+
+
 def _binary(fmt):
     def emit(ctx, node, args):
         t = _out(node)
         a, b = code(ctx, args[0], t), code(ctx, args[1], t)
         return fmt.format(a=a, b=b), t
+    return emit
+
+
+def _by_kind(float_fmt, int_fmt):
+    """A binary op with one form for floats and an exact one for integers."""
+    def emit(ctx, node, args):
+        t = _out(node)
+        a, b = code(ctx, args[0], t), code(ctx, args[1], t)
+        return (int_fmt if t in _INTS else float_fmt).format(a=a, b=b), t
     return emit
 
 
@@ -186,6 +198,9 @@ def _div(ctx, node, args):
         mode = "trunc"
     if mode is None:
         return f"({code(ctx, args[0], t)} / {code(ctx, args[1], t)})", t
+    if t in _INTS:  # exact on integers of any size
+        helper = "_kkb_idiv_floor" if mode == "floor" else "_kkb_idiv_trunc"
+        return f"{helper}({code(ctx, args[0], t)}, {code(ctx, args[1], t)})", t
     q = f"({code(ctx, args[0], 'f32')} / {code(ctx, args[1], 'f32')})"
     q = f"tl.floor({q})" if mode == "floor" else f"_kkb_trunc({q})"
     return ctx.cast(q, "f32", t), t
@@ -289,7 +304,8 @@ POINTWISE = {
     aten.maximum: _binary("tl.maximum({a}, {b})"), prims.maximum: _binary("tl.maximum({a}, {b})"),
     aten.minimum: _binary("tl.minimum({a}, {b})"), prims.minimum: _binary("tl.minimum({a}, {b})"),
     aten.fmax: _binary("tl.maximum({a}, {b})"), aten.fmin: _binary("tl.minimum({a}, {b})"),
-    aten.remainder: _binary("_kkb_remainder({a}, {b})"), aten.fmod: _binary("_kkb_fmod({a}, {b})"),
+    aten.remainder: _by_kind("_kkb_remainder({a}, {b})", "_kkb_iremainder({a}, {b})"),
+    aten.fmod: _by_kind("_kkb_fmod({a}, {b})", "_kkb_ifmod({a}, {b})"),
     aten.pow: _pow, prims.pow: _pow,
     aten.where: _where, prims.where: _where,
     aten.clamp: _clamp, aten.clamp_min: lambda c, n, a: _clamp(c, n, [a[0], a[1], None]),

@@ -66,6 +66,31 @@ def _kkb_fmod(a, b):
 
 
 @triton.jit
+def _kkb_idiv_trunc(a, b):
+    # integer quotients on magnitudes only, where C's and Python's rules agree (GPU and interpreter alike)
+    q = tl.abs(a) // tl.abs(b)
+    return tl.where((a < 0) != (b < 0), -q, q)
+
+
+@triton.jit
+def _kkb_idiv_floor(a, b):
+    q = _kkb_idiv_trunc(a, b)
+    r = a - q * b
+    return tl.where((r != 0) & ((r < 0) != (b < 0)), q - 1, q)
+
+
+@triton.jit
+def _kkb_ifmod(a, b):
+    return a - b * _kkb_idiv_trunc(a, b)
+
+
+@triton.jit
+def _kkb_iremainder(a, b):
+    r = _kkb_ifmod(a, b)
+    return tl.where((r != 0) & ((r < 0) != (b < 0)), r + b, r)
+
+
+@triton.jit
 def _kkb_mul(a, b):
     return a * b
 

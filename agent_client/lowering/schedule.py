@@ -97,6 +97,7 @@ class _Scheduler:
         self.order = {n: i for i, n in enumerate(self.nodes)}
         self.pinned: set = set()  # homes that must be stored
         self.detached: set = set()  # (node, anchor): node may not share a kernel with anchor
+        self._above: dict = {}  # node -> the homes it depends on
         for n in self.nodes:
             if ops.kind_of(n) == "random":
                 raise LoweringError(f"{n.target} draws random numbers (node {n.name}): a stochastic "
@@ -131,7 +132,8 @@ class _Scheduler:
                 split = K.should_split(shape(x), dims, rkind, self.target)
                 g = None if split else next(
                     (q for q in groups if q.kind == "reduction" and q.key == key and not q.split
-                     and not any((n, a) in self.detached for a in q.anchors)), None)
+                     and not any((n, a) in self.detached for a in q.anchors) and not self._through_other(n, q)),
+                    None)
                 if g is not None:
                     g.anchors.append(n)
                     home_of[n] = g
@@ -178,6 +180,24 @@ class _Scheduler:
             if not changed:
                 break
         return self._ordered(groups)
+
+    def _homes_above(self, node) -> frozenset:
+        """Every home value `node` depends on, at any distance."""
+        if not self._above:  # one pass in graph order (inputs come first), no recursion on deep graphs
+            for n in self.graph.gm.graph.nodes:
+                found = set()
+                for a in inputs_of(n):
+                    found |= self._above.get(a, frozenset())
+                    if _is_home(a):
+                        found.add(a)
+                self._above[n] = frozenset(found)
+        return self._above.get(node, frozenset())
+
+    def _through_other(self, node, group: _Group) -> bool:
+        """Whether `node` depends on the group's reductions through a home of another kernel (a matmul between
+        two layer norms): one kernel cannot hold both ends."""
+        anchors = set(group.anchors)
+        return any(h not in anchors and anchors & self._homes_above(h) for h in self._homes_above(node))
 
     def _homes_read(self, node, stored) -> list:
         out, stack, seen = [], inputs_of(node), set()

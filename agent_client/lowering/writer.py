@@ -238,6 +238,8 @@ class KernelWriter(WindowsAndGathers):
             return self._cat(node, idx, cond)
         if p is aten.constant_pad_nd:
             return self._pad(node, idx, cond)
+        if p in (aten.slice_scatter, aten.select_scatter):
+            return self._scatter_view(node, idx, cond)
         in_shape = shape(x)
         if p in (aten.view, aten._unsafe_view, aten.reshape, prims.reshape, prims.collapse_view,
                  prims.split_dim, aten.view_copy):
@@ -338,6 +340,38 @@ class KernelWriter(WindowsAndGathers):
         code = pieces[-1][1]
         for here, piece in reversed(pieces[:-1]):
             code = f"tl.where({here}, {piece}, {code})"
+        return self.bind(code), ctype
+
+    def _scatter_view(self, node, idx, cond):
+        """slice_scatter / select_scatter (an assignment into a slice, functionalized): inside the slice the
+        source's element, elsewhere the input's."""
+        x, src_node = node.args[0], node.args[1]
+        out_shape = shape(node)
+        rank = len(out_shape)
+        ctype = ops.ctype_of(node.meta["val"].dtype)
+        if ops.packet(node) is aten.select_scatter:
+            dim = node.args[2] % rank
+            i = node.args[3] % out_shape[dim]
+            at = idx[dim]
+            here = f"(({at.render()}) == {i})"
+            src = [j for k, j in enumerate(idx) if k != dim]
+        else:
+            dim = (node.args[2] if len(node.args) > 2 else node.kwargs.get("dim", 0)) % rank
+            size = out_shape[dim]
+            start = node.args[3] if len(node.args) > 3 and node.args[3] is not None else 0
+            end = node.args[4] if len(node.args) > 4 and node.args[4] is not None else size
+            step = node.args[5] if len(node.args) > 5 else node.kwargs.get("step", 1)
+            start = min(max(start + size if start < 0 else start, 0), size)
+            end = min(max(end + size if end < 0 else end, start), size)
+            at = idx[dim]
+            here = f"(({at.render()}) >= {start}) & (({at.render()}) < {end})"
+            if step != 1:
+                here += f" & ((({at.render()}) - {start}) % {step} == 0)"
+            src = list(idx)
+            src[dim] = (idx[dim] - start) // step if step != 1 else idx[dim] - start
+        inside, c_in = self.value(src_node, src, both(cond, here))
+        outside, c_out = self.value(x, list(idx), cond)
+        code = f"tl.where({here}, {self.cast(inside, c_in, ctype)}, {self.cast(outside, c_out, ctype)})"
         return self.bind(code), ctype
 
     def _pad(self, node, idx, cond):

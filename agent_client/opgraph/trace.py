@@ -229,9 +229,30 @@ def trace_spec(path: Path | str, input_kwargs: dict | None = None, init_kwargs: 
                          _allow_non_fake_inputs=True)(state, *[inputs[i] for i in positions])
     except Exception as exc:
         raise TraceError(_trace_message(exc, path)) from exc
+    if _writes_in_place(gm):  # a decomposition wrote in place: functionalize its graph once more
+        try:
+            with torch.no_grad(), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                gm = make_fx(torch.func.functionalize(gm, remove="mutations"), tracing_mode="fake",
+                             decomposition_table=_TABLE, _allow_non_fake_inputs=True)(
+                    state, *[inputs[i] for i in positions])
+        except Exception:  # noqa: BLE001 - some prims cannot be functionalized; the lowering checks what is left
+            pass
     graph = _to_graph(gm, state, kinds, positions, scalars, len(inputs))
     graph.output_tuple = returned.get("tuple", graph.output_tuple)
     return graph
+
+
+def _writes_in_place(gm) -> bool:
+    """Whether an op other than a buffer update (copy_ into a placeholder) mutates one of its arguments."""
+    for node in gm.graph.nodes:
+        if node.op != "call_function" or not hasattr(node.target, "_schema"):
+            continue
+        if node.target is aten.copy_.default and node.args[0].op == "placeholder":
+            continue
+        if any(a.alias_info is not None and a.alias_info.is_write for a in node.target._schema.arguments):
+            return True
+    return False
 
 
 def _trace_message(exc: BaseException, path: Path) -> str:
