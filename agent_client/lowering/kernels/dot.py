@@ -34,6 +34,17 @@ def _dot_types(*operands) -> str:
     return "tl.float32"
 
 
+def _dot_line(av: str, bv: str, dot_t: str, target: str) -> str:
+    """One K step of the tile product. 16-bit operands meet the tensor cores as 16-bit on a GPU; the CPU
+    interpreter's 16-bit dot is wrong (it multiplies bf16 bit patterns), so there the operands stay in fp32:
+    they hold 16-bit values exactly, so the products are exact and the sum is fp32, as an MMA's is."""
+    if dot_t == "tl.float32":
+        return f"acc += tl.dot({av}, {bv}, input_precision=PREC)"
+    if target == "cpu":
+        return f'acc += tl.dot({av}, {bv}, input_precision="ieee")'
+    return f"acc += tl.dot({av}.to({dot_t}), {bv}.to({dot_t}))"
+
+
 def _gemm_tunables(name, m, n, k, target, dot_t):
     tun, space, exprs = {}, {}, {}
     cap = lambda v: max(16, min(pow2(v), 256))
@@ -116,10 +127,7 @@ def gemm_kernel(name: str, node, outputs: list, buffers: dict, target: str) -> K
     # lanes past the edges may hold inf or NaN (a prologue of 0/0 on padding): zero them before the dot
     av = w.bind(f"tl.where((mi < {m}) & (ka < {k}), {w.cast(av, ac, 'f32')}, 0.0)")
     bv = w.bind(f"tl.where((kb < {k}) & (ni < {n}), {w.cast(bv, bc, 'f32')}, 0.0)")
-    if dot_t == "tl.float32":
-        w.emit(f"acc += tl.dot({av}, {bv}, input_precision=PREC)")
-    else:
-        w.emit(f"acc += tl.dot({av}.to({dot_t}), {bv}.to({dot_t}))")
+    w.emit(_dot_line(av, bv, dot_t, target))
     w.pop()
     w.indent -= 1
     canon = bi + [mi, ni]
@@ -215,10 +223,7 @@ def conv_kernel(name: str, node, outputs: list, buffers: dict, target: str, impl
         bv, bc = evaluate(w, wt, [gi * cin_g + kb[0], ni] + kb[1:])
     av = w.bind(f"tl.where((mi < {m}) & (ka < {kdim}) & ({valid}), {w.cast(av, ac, 'f32')}, 0.0)")
     bv = w.bind(f"tl.where((kb < {kdim}) & (ni < {cout_g}), {w.cast(bv, bc, 'f32')}, 0.0)")
-    if dot_t == "tl.float32":
-        w.emit(f"acc += tl.dot({av}, {bv}, input_precision=PREC)")
-    else:
-        w.emit(f"acc += tl.dot({av}.to({dot_t}), {bv}.to({dot_t}))")
+    w.emit(_dot_line(av, bv, dot_t, target))
     w.pop()
     w.indent -= 1
     canon = [b_idx, gi * cout_g + ni] + o
