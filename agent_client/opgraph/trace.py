@@ -65,6 +65,22 @@ def _logcumsumexp(x, dim):
     return torch.log(torch.cumsum(torch.exp(x - m), dim)) + m
 
 
+def _cumulative_extreme(x, dim, largest: bool):
+    # every position against every earlier one (rows are short in practice): the running extreme, and the
+    # last index that holds it, as PyTorch's cummax and cummin report ties
+    x = x.movedim(dim, -1)
+    n = x.shape[-1]
+    j = torch.arange(n, device=x.device)
+    earlier = j[None, :] <= j[:, None]  # (i, j): j is at or before i
+    pairs = x.unsqueeze(-2).expand(*x.shape[:-1], n, n)
+    fill = float("-inf") if largest else float("inf")
+    masked = torch.where(earlier, pairs, torch.full_like(pairs, fill))
+    values = masked.amax(-1) if largest else masked.amin(-1)
+    hit = earlier & (pairs == values.unsqueeze(-1))
+    indices = torch.where(hit, j.expand_as(pairs), torch.full_like(j, -1).expand_as(pairs)).amax(-1)
+    return values.movedim(-1, dim), indices.movedim(-1, dim)
+
+
 def _trilinear(i1, i2, i3, expand1, expand2, expand3, sumdim, unroll_dim=1):
     # each input gains size-1 dims at its expand list; the product is summed over sumdim (nn.Bilinear's form)
     for d in expand1:
@@ -98,6 +114,8 @@ def decomposition_table() -> dict:
     table[aten.logcumsumexp.default] = _logcumsumexp
     table[aten._trilinear.default] = _trilinear
     table[aten.im2col.default] = _im2col
+    table[aten.cummax.default] = lambda x, dim: _cumulative_extreme(x, dim, True)
+    table[aten.cummin.default] = lambda x, dim: _cumulative_extreme(x, dim, False)
     return table
 
 
