@@ -1,24 +1,23 @@
-import math
 import torch
 import torch.nn as nn
 
 
-def get_slopes(n):
-    start = 2 ** (-(2 ** -(math.log2(n) - 3)))
-    return [start * start ** i for i in range(n)]
+def head_slopes(heads):
+    # a geometric sequence per head, steeper for the first heads
+    first = 2.0 ** (-8.0 / heads)
+    return [first ** (h + 1) for h in range(heads)]
 
 
 class Model(nn.Module):
-    def __init__(self, heads=4, seq=16):
+    def __init__(self, heads=4, length=16):
         super().__init__()
-        slopes = torch.tensor(get_slopes(heads))
-        pos = torch.arange(seq)
-        rel = (pos[None, :] - pos[:, None]).abs().neg().float()
-        self.register_buffer("alibi", slopes[:, None, None] * rel[None])
+        idx = torch.arange(length)
+        distance = -(idx[None, :] - idx[:, None]).abs().float()
+        self.register_buffer("bias", torch.tensor(head_slopes(heads))[:, None, None] * distance[None])
 
     def forward(self, scores):
-        scores = scores + self.alibi.unsqueeze(0)
-        return torch.softmax(scores.float(), dim=-1).to(scores.dtype)
+        biased = scores + self.bias.unsqueeze(0)
+        return torch.softmax(biased.float(), dim=-1).to(scores.dtype)
 
 
 def get_inputs():

@@ -1,30 +1,28 @@
 import math
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
 
 class Model(nn.Module):
-    def __init__(self, n_embd=64, n_head=4, block_size=32):
+    def __init__(self, width=64, heads=4, max_len=32):
         super().__init__()
-        self.c_attn = nn.Linear(n_embd, 3 * n_embd)
-        self.c_proj = nn.Linear(n_embd, n_embd)
-        self.n_head = n_head
-        self.n_embd = n_embd
-        self.register_buffer("bias", torch.tril(torch.ones(block_size, block_size)).view(1, 1, block_size, block_size))
+        self.qkv = nn.Linear(width, 3 * width)
+        self.out = nn.Linear(width, width)
+        self.heads = heads
+        self.width = width
+        lower = torch.tril(torch.ones(max_len, max_len))
+        self.register_buffer("causal", lower.view(1, 1, max_len, max_len))
 
-    def forward(self, x):
-        B, T, C = x.size()
-        q, k, v = self.c_attn(x).split(self.n_embd, dim=2)
-        k = k.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
-        q = q.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
-        v = v.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
-        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
-        att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float('-inf'))
-        att = F.softmax(att, dim=-1)
-        y = att @ v
-        y = y.transpose(1, 2).contiguous().view(B, T, C)
-        return self.c_proj(y)
+    def forward(self, h):
+        b, n, w = h.size()
+        q, k, v = self.qkv(h).split(self.width, dim=2)
+        q, k, v = (t.view(b, n, self.heads, w // self.heads).transpose(1, 2) for t in (q, k, v))
+        scores = (q @ k.transpose(-2, -1)) / math.sqrt(k.size(-1))
+        scores = scores.masked_fill(self.causal[:, :, :n, :n] == 0, float("-inf"))
+        mixed = F.softmax(scores, dim=-1) @ v
+        return self.out(mixed.transpose(1, 2).contiguous().view(b, n, w))
 
 
 def get_inputs():

@@ -2,22 +2,22 @@ import torch
 import torch.nn as nn
 
 
-def window_partition(x, window_size):
-    B, H, W, C = x.shape
-    x = x.view(B, H // window_size, window_size, W // window_size, window_size, C)
-    return x.permute(0, 1, 3, 2, 4, 5).contiguous().view(-1, window_size, window_size, C)
+def to_windows(t, size):
+    b, h, w, c = t.shape
+    t = t.view(b, h // size, size, w // size, size, c)
+    return t.permute(0, 1, 3, 2, 4, 5).contiguous().view(-1, size, size, c)
 
 
 class Model(nn.Module):
-    def __init__(self, window_size=4, dim=16):
+    def __init__(self, size=4, dim=16):
         super().__init__()
-        self.ws = window_size
+        self.size = size
         self.proj = nn.Linear(dim, dim)
 
     def forward(self, x):
-        shifted = torch.roll(x, shifts=(-2, -2), dims=(1, 2))
-        windows = window_partition(shifted, self.ws)
-        return self.proj(windows.mean(dim=(1, 2)))
+        moved = torch.roll(x, shifts=(-2, -2), dims=(1, 2))
+        pooled = to_windows(moved, self.size).mean(dim=(1, 2))
+        return self.proj(pooled)
 
 
 def get_inputs():

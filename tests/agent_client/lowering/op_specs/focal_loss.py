@@ -4,19 +4,17 @@ import torch.nn.functional as F
 
 
 class Model(nn.Module):
-    def __init__(self, alpha=0.25, gamma=2.0):
+    def __init__(self, weight_pos=0.25, power=2.0):
         super().__init__()
-        self.alpha = alpha
-        self.gamma = gamma
+        self.weight_pos = weight_pos
+        self.power = power
 
-    def forward(self, inputs, targets):
-        p = torch.sigmoid(inputs)
-        ce_loss = F.binary_cross_entropy_with_logits(inputs, targets, reduction="none")
-        p_t = p * targets + (1 - p) * (1 - targets)
-        loss = ce_loss * ((1 - p_t) ** self.gamma)
-        alpha_t = self.alpha * targets + (1 - self.alpha) * (1 - targets)
-        loss = alpha_t * loss
-        return loss.mean()
+    def forward(self, logits, labels):
+        prob = torch.sigmoid(logits)
+        bce = F.binary_cross_entropy_with_logits(logits, labels, reduction="none")
+        right = torch.where(labels > 0.5, prob, 1 - prob)  # the probability given to the true label
+        scale = torch.where(labels > 0.5, self.weight_pos, 1 - self.weight_pos)
+        return (scale * (1 - right) ** self.power * bce).mean()
 
 
 def get_inputs():
