@@ -120,3 +120,36 @@ def start_server(home: Path, corpus_dir: Path = FIXTURE_CORPUS, env: dict | None
         time.sleep(0.1)
     server.stop()
     raise RuntimeError(f"server did not answer /health within {timeout_s} s:\n{server.log()}")
+
+
+@contextlib.contextmanager
+def seeded_app_in_thread(home: Path, api_key: str) -> Iterator[str]:
+    """The app over a store seeded with the fixture corpus, served by uvicorn in this process on a port the OS
+    picks; yields its base URL (writes need api_key)."""
+    import threading
+
+    import uvicorn
+
+    from ingest.upload import PipelineIngestor
+    from kb_server.api.settings import ServerSettings
+    from kb_server.main import create_app
+    from kb_server.store import Store
+    from tests.kb_server import kbdata
+
+    settings = ServerSettings(home=home, corpus_dir=FIXTURE_CORPUS, api_key=api_key)
+    with kbdata.one_torch_thread():
+        store = Store(settings)
+        kbdata.seed(store)
+        app = create_app(settings, store=store, bound_host="127.0.0.1", ingestor=PipelineIngestor())
+        server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
+        thread = threading.Thread(target=server.run, daemon=True)
+        thread.start()
+        deadline = time.monotonic() + 60
+        while not server.started and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert server.started, "uvicorn did not start"
+        try:
+            yield f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}"
+        finally:
+            server.should_exit = True
+            thread.join(10)

@@ -11,19 +11,15 @@ from typing import ClassVar
 
 import httpx
 import pytest
-import uvicorn
 
-from ingest.upload import PipelineIngestor
 from kb_server.api.models import DocumentCreated
-from kb_server.api.settings import ServerSettings
 from kb_server.client import KBClient, KBError
 from kb_server.factlookup import FactAnswer
 from kb_server.facts import AcceleratorFacts
-from kb_server.main import create_app
 from kb_server.prompt import PromptBundle
 from kb_server.schemas import Hit, KernelRecord
 from tests.kb_server import kbdata
-from tests.kb_server.serverproc import FIXTURE_CORPUS, refused_port
+from tests.kb_server.serverproc import refused_port, seeded_app_in_thread
 
 KEY = "client-key"
 
@@ -31,27 +27,8 @@ KEY = "client-key"
 @pytest.fixture(scope="module")
 def base_url(tmp_path_factory):
     """uvicorn serving the app in this process, on a free loopback port."""
-    from kb_server.store import Store
-
-    home = tmp_path_factory.mktemp("client-home")
-    settings = ServerSettings(home=home, corpus_dir=FIXTURE_CORPUS, api_key=KEY)
-    threads = kbdata.one_torch_thread()
-    threads.__enter__()
-    store = Store(settings)
-    kbdata.seed(store)
-    app = create_app(settings, store=store, bound_host="127.0.0.1", ingestor=PipelineIngestor())
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))  # the OS picks
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 60
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert server.started, "uvicorn did not start"
-    port = server.servers[0].sockets[0].getsockname()[1]
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(10)
-    threads.__exit__(None, None, None)
+    with seeded_app_in_thread(tmp_path_factory.mktemp("client-home"), KEY) as url:
+        yield url
 
 
 def test_reads_return_typed_records(base_url):

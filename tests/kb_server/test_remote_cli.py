@@ -7,19 +7,12 @@ Usage: .venv/bin/python -m pytest -q tests/kb_server/test_remote_cli.py
 from __future__ import annotations
 
 import json
-import threading
-import time
 
 import pytest
-import uvicorn
 from typer.testing import CliRunner
 
-from ingest.upload import PipelineIngestor
-from kb_server.api.settings import ServerSettings
 from kb_server.config import get_settings
-from kb_server.main import create_app
-from tests.kb_server import kbdata
-from tests.kb_server.serverproc import FIXTURE_CORPUS, refused_port
+from tests.kb_server.serverproc import refused_port, seeded_app_in_thread
 
 KEY = "remote-cli-key"
 
@@ -27,27 +20,8 @@ KEY = "remote-cli-key"
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     """uvicorn serving a seeded store in this process, on a free loopback port; writes need KEY."""
-    from kb_server.store import Store
-
-    home = tmp_path_factory.mktemp("remote-home")
-    settings = ServerSettings(home=home, corpus_dir=FIXTURE_CORPUS, api_key=KEY)
-    threads = kbdata.one_torch_thread()
-    threads.__enter__()
-    store = Store(settings)
-    kbdata.seed(store)
-    app = create_app(settings, store=store, bound_host="127.0.0.1", ingestor=PipelineIngestor())
-    running = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))  # the OS picks
-    thread = threading.Thread(target=running.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 60
-    while not running.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert running.started, "uvicorn did not start"
-    port = running.servers[0].sockets[0].getsockname()[1]
-    yield f"http://127.0.0.1:{port}"
-    running.should_exit = True
-    thread.join(10)
-    threads.__exit__(None, None, None)
+    with seeded_app_in_thread(tmp_path_factory.mktemp("remote-home"), KEY) as url:
+        yield url
 
 
 @pytest.fixture
