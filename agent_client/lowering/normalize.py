@@ -58,6 +58,17 @@ _METADATA_IN_PLACE = {aten.transpose_.default: aten.transpose.int, aten.t_.defau
                       aten.unsqueeze_.default: aten.unsqueeze.default, aten.squeeze_.dim: aten.squeeze.dim}
 
 
+def _disjoint_piece(piece: torch.fx.Node, writer: torch.fx.Node, order: dict) -> bool:
+    """A piece of a split or unbind (an element of a GRU's gate chunks) that is written in place: its write
+    touches no other piece, so it reads as a new value when the split's input is read nowhere after it."""
+    split = piece.args[0]
+    if not isinstance(split, torch.fx.Node) or getattr(split.target, "overloadpacket", None) not in (
+            aten.split, aten.split_with_sizes, aten.unbind):
+        return False
+    base = split.args[0]
+    return all(u is split or order[u] < order[writer] for u in base.users)
+
+
 def _out_of_place(node: torch.fx.Node, order: dict) -> bool:
     """An in-place op a decomposition left (`add_`) becomes its out-of-place form where that cannot be told
     apart: its target is a fresh value (not an input, not a view) that nothing reads after it. True when done."""
@@ -71,10 +82,12 @@ def _out_of_place(node: torch.fx.Node, order: dict) -> bool:
     packet = getattr(aten, t._schema.name.split("::")[-1][:-1], None)
     functional = _METADATA_IN_PLACE.get(t) or (getattr(packet, t._overloadname, None) if packet is not None else None)
     target = node.args[0] if node.args else None
-    if functional is None or not isinstance(target, torch.fx.Node) or target.op != "call_function" \
-            or target.target is operator.getitem:  # an element of a split or chunk is a view too
+    if functional is None or not isinstance(target, torch.fx.Node) or target.op != "call_function":
         return False
-    if isinstance(target.target, torch._ops.OpOverload) and any(
+    if target.target is operator.getitem and not _disjoint_piece(target, node, order):
+        return False
+    metadata_only = t in _METADATA_IN_PLACE  # changes the tensor's shape, not the storage it shares
+    if not metadata_only and isinstance(target.target, torch._ops.OpOverload) and any(
             r.alias_info is not None for r in target.target._schema.returns):  # a view of something else
         return False
     if any(order[u] > order[node] for u in target.users if u is not node):

@@ -243,8 +243,10 @@ def trace_spec(path: Path | str, input_kwargs: dict | None = None, init_kwargs: 
     try:
         with torch.no_grad(), warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            gm = make_fx(functional, tracing_mode="fake", decomposition_table=_TABLE,
-                         _allow_non_fake_inputs=True)(state, *[inputs[i] for i in positions])
+            # fake tensors report the CPU: oneDNN off, so recurrent layers trace as their decomposable ops
+            with torch.backends.mkldnn.flags(enabled=False):
+                gm = make_fx(functional, tracing_mode="fake", decomposition_table=_TABLE,
+                             _allow_non_fake_inputs=True)(state, *[inputs[i] for i in positions])
     except Exception as exc:
         raise TraceError(_trace_message(exc, path)) from exc
     if _writes_in_place(gm):  # a decomposition wrote in place: functionalize its graph once more
