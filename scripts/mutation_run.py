@@ -61,13 +61,14 @@ TARGETS: dict[str, list[str]] = {
                               "-k", "route or token or loopback or reads or upload"],
     "kb_server/prompt.py": ["tests/kb_server/test_prompt.py", "tests/kb_server/test_api.py", "-k", "prompt"],
 }
-# file -> the only functions whose mutants run (deps.py: the auth guards, not the store plumbing; prompt.py:
-# the passages' order, their selection and cutting within a grant and the kernel section's fitting to its grant;
-# not the budget's split (_fit, 287 mutants), the kernel excerpts' assembly (_kernels_within, 129) or the rendering
-# of sections, which a run on 2 cores could not also cover)
+# file -> the only functions whose mutants run (deps.py: the auth guards, not the store plumbing; prompt.py: the
+# passages' order across queries and a passage's cut to its cap; not the budget's split (_fit, 287 mutants), the
+# choice of whole or cut passages (_fit_passages, 70), the kernel section's fit (_kernels_section, 25) and its
+# excerpts' assembly (_kernels_within, 129) or the rendering of sections, which one run on 2 busy cores could not
+# also cover)
 FUNCTIONS = {"kb_server/api/deps.py": ("_token_ok", "_unauthorized", "_bound_to_loopback", "require_read",
                                        "require_write"),
-             "kb_server/prompt.py": ("_ranked_hits", "_passage_block", "_fit_passages", "_kernels_section")}
+             "kb_server/prompt.py": ("_ranked_hits", "_passage_block")}
 RULE_TUPLES = ("FORBIDDEN_IMPORTS", "FORBIDDEN_ATTRS", "FORBIDDEN_CALLS", "FORBIDDEN_NAMES", "PATCH_ROOTS")
 EXPLAINED = ROOT / "benchmarks" / "mutation_explained.yaml"
 MUTMUT_CFG = """[mutmut]

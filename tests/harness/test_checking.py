@@ -292,3 +292,17 @@ def test_check_candidate_checks_every_variant_or_the_first(check_variants):
                                                    _Clock())
     assert wrong == cheats == []
     assert list(diag) == ([v.name for v in spec.variants] if check_variants else [spec.variants[0].name])
+
+
+def test_check_candidate_stops_at_the_first_failing_variant():
+    from harness.config import EvalConfig
+
+    class Off(torch.nn.Module):
+        def forward(self, x):
+            return torch.softmax(x, dim=-1) + 1.0
+
+    spec = load_spec(SPECS / "tiny_softmax.py")
+    wrong, cheats, diag = checking.check_candidate(spec, Off, get_backend("torch"), "cpu", EvalConfig.for_cpu_tests(),
+                                                   5, _Clock())
+    first = spec.variants[0].name
+    assert cheats == [] and list(diag) == [first] and wrong and all(w.startswith(f"variant {first!r}") for w in wrong)

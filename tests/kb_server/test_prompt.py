@@ -208,6 +208,10 @@ def test_passage_block_names_rank_heading_and_file_and_cuts_to_its_cap():
         assert cut.endswith(" [...]") and text.startswith(cut.removesuffix(" [...]")), cap
         assert count_tokens(cut) <= max(cap, count_tokens(" [...]") + 1), (cap, cut)
     assert count_tokens(_passage_block(tpl, 2, hit, 40).removeprefix(head)) >= 40 - 2  # the cap is used
+    paragraphs = hit.chunk.model_copy(update={"text": "alpha beta gamma delta.\n\nepsilon zeta eta theta.\n\nmu."})
+    for cap in range(4, count_tokens(paragraphs.text)):  # a cut at a paragraph's end leaves no blank line before the marker
+        cut = _passage_block(tpl, 2, Hit(chunk=paragraphs, score=1.0), cap).removeprefix(head)
+        assert cut.endswith(" [...]") and not cut.removesuffix(" [...]")[-1:].isspace(), (cap, cut)
     untitled = hit.chunk.model_copy(update={"heading_path": []})
     assert _passage_block(tpl, 1, Hit(chunk=untitled, score=1.0), None).startswith(f"### [1] {chunk.title}\n")
 
