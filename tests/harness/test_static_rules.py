@@ -70,9 +70,8 @@ def test_forbidden_import(module):
 def _attribute_forms(attr: str) -> list[str]:
     head, _, last = attr.rpartition(".")
     owner = f"lib.{head}" if head else "lib"
-    return [f"value = lib.{attr}", f"value = lib.{attr}()", f"value = lib.{attr}.more", f"value = {attr}.more"
-            if "." in attr else f"value = (lib).{attr}", f'value = getattr({owner}, "{last}")',
-            f"def f(self):\n    return self.{attr}"]
+    return [f"value = lib.{attr}", f"value = lib.{attr}()", f"value = lib.{attr}.more", f"value = {attr}.more",
+            f"value = (lib).{attr}", f'value = getattr({owner}, "{last}")', f"def f(self):\n    return self.{attr}"]
 
 
 @pytest.mark.parametrize("attr", _union(EXPECTED_ATTRS, sc.FORBIDDEN_ATTRS))

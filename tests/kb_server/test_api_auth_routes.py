@@ -82,8 +82,12 @@ def _assert_refused(response, status: int, method: str, path: str):
     assert response.status_code == status, f"{method} {path}: {response.status_code} {response.text[:200]}"
     body = response.json()
     assert body["status"] == status, body
+    assert "KKB_API_KEY" in body["detail"], body  # the refusal says what to send or set
     if status == 401:
         assert body["field"] == "Authorization" and response.headers["www-authenticate"] == "Bearer"
+        assert body["type"].endswith("/unauthorized"), body
+    else:
+        assert body["type"].endswith("/writes-disabled"), body
 
 
 def test_the_table_finds_every_known_route(tmp_path):
@@ -130,3 +134,28 @@ def test_reads_stay_open_by_default(tmp_path):
     with TestClient(app, raise_server_exceptions=False) as client:
         for path in ("/v1/accelerators", "/v1/facts"):  # answered from the facts, no store needed
             assert _send(client, "GET", path).status_code not in (401, 403), path
+
+
+@pytest.mark.parametrize(("server", "allowed"), [(("127.0.0.1", 8000), True), (("::1", 8000), True),
+                                                 (("10.1.2.3", 8000), False), (None, False)],
+                         ids=["ipv4-loopback", "ipv6-loopback", "lan", "no-socket"])
+def test_without_a_bound_host_the_socket_address_decides(tmp_path, server, allowed):
+    """Not told the bound host, a server without KKB_API_KEY takes writes on a loopback socket only."""
+    import asyncio
+
+    from starlette.requests import Request
+
+    from kb_server.api.deps import require_write
+    from kb_server.api.errors import Problem
+
+    app = _app(tmp_path, bound_host=None, api_key=None)
+    scope = {"type": "http", "method": "POST", "path": "/v1/kernels", "headers": [], "app": app}
+    if server is not None:
+        scope["server"] = server
+    request = Request(scope)
+    if allowed:
+        assert asyncio.run(require_write(request, None)) is None
+    else:
+        with pytest.raises(Problem) as info:
+            asyncio.run(require_write(request, None))
+        assert info.value.status == 403 and "KKB_API_KEY" in info.value.detail

@@ -165,3 +165,112 @@ def test_bad_arguments_name_the_field(store, kwargs, field):
     with pytest.raises(PromptError) as info:
         build_prompt(store, **args)
     assert info.value.field == field
+
+
+def test_ranked_hits_take_each_querys_best_in_turn_without_repeats():
+    """Round-robin over the queries' result lists: rank 1 of every query, then rank 2..., a passage found by two
+    queries once, every search filtered to the target accelerator and asked for PASSAGES_PER_QUERY results."""
+    from kb_server.prompt import PASSAGES_PER_QUERY, _ranked_hits
+    from kb_server.schemas import Hit
+
+    a, b, c, d, e = kbdata.chunks()[:5]
+    results = {"q1": [a, b, c], "q2": [b, d], "q3": [e, a, d, c, b]}
+    calls = []
+
+    class FakeStore:
+        def search(self, query, k, filters):
+            calls.append((query, k, filters.accelerator))
+            return [Hit(chunk=ch, score=1.0) for ch in results[query]]
+
+    hits = _ranked_hits(FakeStore(), ["q1", "q2", "q3"], "h100")
+    assert [h.chunk.id for h in hits] == [x.id for x in (a, b, e, d, c)]
+    assert calls == [(q, PASSAGES_PER_QUERY, "h100") for q in ("q1", "q2", "q3")]
+    # a store that answers more than it was asked for: ranks past PASSAGES_PER_QUERY are left out
+    assert len(_ranked_hits(FakeStore(), ["q3"], "h100")) == PASSAGES_PER_QUERY < len(results["q3"])
+
+
+def test_passage_block_names_rank_heading_and_file_and_cuts_to_its_cap():
+    """A passage block: its rank, its heading path (else its title), its file, its text stripped; with a cap, the
+    text is cut to the cap (the marker counted in) and marked."""
+    from kb_server.prompt import _passage_block, load_template
+    from kb_server.schemas import Hit
+    from kb_server.tokens import count_tokens
+
+    tpl = load_template()
+    chunk = kbdata.chunks()[0]
+    text = " ".join([chunk.text.strip()] * 8)
+    hit = Hit(chunk=chunk.model_copy(update={"text": f"  {text}\n\n"}), score=1.0)
+    head = f"### [2] {' > '.join(chunk.heading_path)}\nsource: {chunk.source}\n"
+    assert _passage_block(tpl, 2, hit, None) == head + text
+    assert _passage_block(tpl, 2, hit, count_tokens(text)) == head + text  # exactly at the cap: whole
+    for cap in (1, 2, 40, count_tokens(text) - 1):
+        cut = _passage_block(tpl, 2, hit, cap).removeprefix(head)
+        assert cut.endswith(" [...]") and text.startswith(cut.removesuffix(" [...]")), cap
+        assert count_tokens(cut) <= max(cap, count_tokens(" [...]") + 1), (cap, cut)
+    assert count_tokens(_passage_block(tpl, 2, hit, 40).removeprefix(head)) >= 40 - 2  # the cap is used
+    paragraphs = hit.chunk.model_copy(update={"text": "alpha beta gamma delta.\n\nepsilon zeta eta theta.\n\nmu."})
+    for cap in range(4, count_tokens(paragraphs.text)):  # a cut at a paragraph's end leaves no blank line before the marker
+        cut = _passage_block(tpl, 2, Hit(chunk=paragraphs, score=1.0), cap).removeprefix(head)
+        assert cut.endswith(" [...]") and not cut.removesuffix(" [...]")[-1:].isspace(), (cap, cut)
+    untitled = hit.chunk.model_copy(update={"heading_path": []})
+    assert _passage_block(tpl, 1, Hit(chunk=untitled, score=1.0), None).startswith(f"### [1] {chunk.title}\n")
+
+
+def _hits(repeat: int = 1):
+    from kb_server.schemas import Hit
+
+    chunks = [c.model_copy(update={"text": " ".join([c.text] * repeat)}) for c in kbdata.chunks()]
+    return [Hit(chunk=c, score=1.0 / (i + 1)) for i, c in enumerate(chunks)]
+
+
+def test_fit_passages_cuts_the_minimum_to_the_largest_cap_that_fits():
+    """Where the first passages_min passages do not fit whole, each is cut to one cap: the largest of
+    passage_min_tokens + 20k that fits the grant, and no more than just past 400."""
+    from kb_server.prompt import _fit_passages, _passages_section, load_template
+
+    tpl = load_template()
+    hits = _hits(24)  # 600 to 1000 tokens each
+    first = hits[: tpl["budget"]["passages_min"]]
+    assert min(_passages_section(tpl, [h], "softmax", "memory", None).tokens for h in hits) * 3 > 1600
+    seen_caps = set()
+    for grant in (300, 500, 800, 1000, 1200, 1400, 1600):
+        cap = tpl["budget"]["passage_min_tokens"]
+        while cap <= 400 and _passages_section(tpl, first, "softmax", "memory", cap + 20).tokens <= grant:
+            cap += 20
+        seen_caps.add(cap)
+        section = _fit_passages(tpl, hits, "softmax", "memory", grant)
+        assert section.text == _passages_section(tpl, first, "softmax", "memory", cap).text, grant
+        assert section.sources == [h.chunk.source + f" ({h.chunk.source_urls[0]})" for h in first]
+    assert {90, 410} < seen_caps  # the floor, the ceiling and caps between were all met
+
+
+def test_fit_passages_takes_the_best_ranked_whole_and_stops_at_the_first_that_does_not_fit():
+    from kb_server.prompt import _fit_passages, _passages_section, load_template
+
+    tpl = load_template()
+    hits = _hits()
+    hits[3] = _hits(16)[3]  # the fourth is long, the fifth short again
+    exact = _passages_section(tpl, hits, "softmax", "memory", None).tokens
+    assert len(_fit_passages(tpl, hits, "softmax", "memory", exact).sources) == 5  # a grant met exactly
+    four_five = _passages_section(tpl, hits[:3] + hits[4:], "softmax", "memory", None).tokens
+    section = _fit_passages(tpl, hits, "softmax", "memory", four_five)
+    assert section.text == _passages_section(tpl, hits[:3], "softmax", "memory", None).text  # not the fifth
+    two = _fit_passages(tpl, _hits(16)[:2], "softmax", "memory", 300)  # fewer hits than passages_min: all, cut
+    assert len(two.sources) == 2 and two.text.count("[...]") == 2 and two.tokens <= 300
+
+
+def test_kernels_section_fits_its_grant_and_uses_it():
+    """The kernel section never passes its grant, and a grant of half the kernel minimum still shows the nearest
+    kernel."""
+    from kb_server.prompt import _kernels_section, load_template
+
+    tpl = load_template()
+    kernels = kbdata.kernels()
+    whole = _kernels_section(tpl, kernels, "triton", 10**9)
+    assert "row softmax" in whole.text and "The whole file" in whole.text
+    for grant in range(whole.tokens - 1, 100, -37):
+        section = _kernels_section(tpl, kernels, "triton", grant)
+        assert section.tokens <= grant, grant
+        if grant >= tpl["budget"]["kernel_min_tokens"] // 2:
+            assert "### row softmax:" in section.text and section.sources, grant
+    assert _kernels_section(tpl, kernels, "triton", 5).text.endswith("(no library kernel matched)")
