@@ -247,8 +247,57 @@ def retrieval_value() -> str:
         "What the passages are worth to a model needs a model-backed provider (`--provider anthropic|openai`)."])
 
 
-SECTIONS = (knowledge_base, retrieval, server, harness_section, tune_section, library_section, kernelbench,
-            retrieval_value)
+def harness_cpu_section() -> str:
+    path = newest("hang-*.json")
+    if path is None:
+        return "## The harness on the CPU\n\nNo `hang-*.json` is committed yet."
+    d = load(path)
+    walls = ", ".join(f"{r['wall_s']:.1f} s" for r in d["runs"])
+    return "\n".join([
+        "## The harness on the CPU", "",
+        source(path, d) + (" A candidate that launches an honest Triton kernel and then hangs, `kkb bench` with its "
+                           "default options and a cold baseline cache (goal: a verdict within 90 s)."), "",
+        (f"- Whole command, each run: {walls}; the limit the verdicts named: "
+         f"{', '.join(str(r['limit_s']) + ' s' for r in d['runs'])}; load average at the end "
+         f"{d['load_average_at_end'][0]:.1f}.")])
+
+
+def prompts_section() -> str:
+    path = newest("prompts-*.json")
+    if path is None:
+        return "## Prompts for specs of any origin\n\nNo `prompts-*.json` is committed yet."
+    d = load(path)
+    by_folder: dict[str, list[int]] = {}
+    for r in d["rows"]:
+        folder = r["spec"].split("/")[0]
+        counts = by_folder.setdefault(folder, [0, 0])
+        counts[0] += 1
+        counts[1] += bool(r["ok"])
+    rows = [[f"`{k}`", v[0], v[1]] for k, v in sorted(by_folder.items())]
+    return "\n".join([
+        "## Prompts for specs of any origin", "",
+        source(path, d) + (f" Each spec's prompt for {d['target']} at the default budget over HTTP; it passes with at "
+                           "least three passages and an excerpt of a library kernel."), "",
+        table(["folder", "specs", "passing"], rows), "",
+        f"{d['ok']} of {d['specs']} pass; the fewest passages in any prompt: {d['min_passages']}."])
+
+
+def mutation_section() -> str:
+    path = newest("mutation-*.json")
+    if path is None:
+        return "## Mutation run\n\nNo `mutation-*.json` is committed yet."
+    d = load(path)
+    rows = [[f"`{name}`", e["mutants"], e["killed"], e["survived"],
+             sum(s["explanation"] != "unexplained" for s in e["survivors"])] for name, e in d["files"].items()]
+    return "\n".join([
+        "## Mutation run", "",
+        source(path, d) + " Mutants of the checks, the auth guards and the prompt builder (docs/TESTING.md says which "
+                          "functions), each run against the tests that guard its file.", "",
+        table(["file", "mutants", "killed", "survived", "survivors explained"], rows)])
+
+
+SECTIONS = (knowledge_base, retrieval, server, harness_section, harness_cpu_section, tune_section, library_section,
+            kernelbench, prompts_section, retrieval_value, mutation_section)
 
 
 def results_md() -> str:
