@@ -259,6 +259,47 @@ def test_fit_passages_takes_the_best_ranked_whole_and_stops_at_the_first_that_do
     assert len(two.sources) == 2 and two.text.count("[...]") == 2 and two.tokens <= 300
 
 
+def test_fit_passages_measures_the_section_as_it_will_be_sent():
+    """The trial fits count the section's own ops and bottleneck lines: with long ones, a grant that holds three
+    passages whole gets exactly those three, whole, within the grant."""
+    from kb_server.prompt import _fit_passages, _passages_section, load_template
+
+    tpl = load_template()
+    hits = _hits(24)  # 600 to 1000 tokens each: more than any cut cap
+    ops, bottleneck = "softmax, " * 150, "memory-bound rows, " * 100
+    n_min = tpl["budget"]["passages_min"]
+    grant = _passages_section(tpl, hits[:n_min], ops, bottleneck, None).tokens
+    section = _fit_passages(tpl, hits, ops, bottleneck, grant)
+    assert section.tokens <= grant
+    assert section.text == _passages_section(tpl, hits[:n_min], ops, bottleneck, None).text  # whole, not cut
+    assert "[...]" not in section.text
+    short = _hits()  # passages shorter than the ops and bottleneck lines: leaving those out would admit more
+    assert max(_passages_section(tpl, [h], "", "", None).tokens for h in short) < 300
+    for ops_text, neck in ((ops, "memory"), ("softmax", bottleneck)):
+        grant = _passages_section(tpl, short[:n_min], ops_text, neck, None).tokens
+        section = _fit_passages(tpl, short, ops_text, neck, grant)
+        assert len(section.sources) == n_min and section.tokens <= grant
+
+
+def test_fit_passages_cut_path_meets_its_grant_exactly_and_counts_every_line():
+    """Cut passages: a grant met exactly by the next cap takes that cap; with long ops and bottleneck lines the
+    section never exceeds its grant."""
+    from kb_server.prompt import _fit_passages, _passages_section, load_template
+
+    tpl = load_template()
+    hits = _hits(24)
+    first = hits[: tpl["budget"]["passages_min"]]
+    floor = tpl["budget"]["passage_min_tokens"]
+    for cap in (floor + 40, floor + 120):  # a grant that the cap fits to the token
+        grant = _passages_section(tpl, first, "softmax", "memory", cap).tokens
+        section = _fit_passages(tpl, hits, "softmax", "memory", grant)
+        assert section.text == _passages_section(tpl, first, "softmax", "memory", cap).text, cap
+    ops, bottleneck = "softmax, " * 150, "memory-bound rows, " * 100
+    least = _passages_section(tpl, first, ops, bottleneck, floor).tokens
+    for grant in range(least, least + 900, 60):
+        assert _fit_passages(tpl, hits, ops, bottleneck, grant).tokens <= grant, grant
+
+
 def test_kernels_section_fits_its_grant_and_uses_it():
     """The kernel section never passes its grant, and a grant of half the kernel minimum still shows the nearest
     kernel."""
