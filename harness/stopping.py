@@ -15,7 +15,8 @@ from __future__ import annotations
 import signal
 import threading
 
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+# SIGINT too: a process started with SIGINT ignored (a test runner's worker, nohup) would otherwise never see Ctrl-C
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 def _raise_interrupt(signum: int, _frame) -> None:
@@ -23,7 +24,7 @@ def _raise_interrupt(signum: int, _frame) -> None:
 
 
 def install_stop_signals() -> bool:
-    """Map SIGTERM and SIGHUP to KeyboardInterrupt; False where that is impossible (not the main thread)."""
+    """Map SIGINT, SIGTERM and SIGHUP to KeyboardInterrupt; False where that is impossible (not the main thread)."""
     if threading.current_thread() is not threading.main_thread():
         return False
     for sig in STOP_SIGNALS:
