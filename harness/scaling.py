@@ -18,6 +18,8 @@ import ast
 import math
 from dataclasses import dataclass, field
 
+from harness.pysource import parse_python
+
 MIN_SCALED = 32  # integers below this are kernel sizes, strides, groups or dims: not scaled at first
 FLOOR = 8  # a scaled size never goes below this
 # when scaling those alone cannot meet the budget, smaller sizes are scaled too: (least scaled, floor)
@@ -100,7 +102,7 @@ def _scale_value(v, factor: float, least: int = MIN_SCALED, floor: int = FLOOR):
 
 
 def _rewrite(source: str, factor: float, least: int = MIN_SCALED, floor: int = FLOOR) -> tuple[str, dict]:
-    tree = ast.parse(source)
+    tree = parse_python(source)
     lines = source.splitlines(keepends=True)
     edits, changes = [], {}
     for node, names in _size_constants(tree):

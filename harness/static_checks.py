@@ -12,6 +12,7 @@ import ast
 import re
 
 from harness.backends.base import Backend
+from harness.pysource import parse_python
 
 Check = tuple[bool, str]
 
@@ -156,7 +157,7 @@ def check_strings(tree: ast.Module) -> Check:
 def run_static_checks(source: str, backend: Backend) -> tuple[list[str], bool]:
     """Return (reasons, syntax_ok). reasons is empty when every check passes."""
     try:
-        tree = ast.parse(source)
+        tree = parse_python(source)
     except SyntaxError as exc:
         return [f"syntax error at line {exc.lineno}: {exc.msg}"], False
     checks = [

@@ -18,6 +18,8 @@ import ast
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from kb_server.spec_ops import parse_python
+
 TUNABLES_NAME = "TUNABLES"
 GAP = "# ..."
 
@@ -60,7 +62,7 @@ def _names(node: ast.AST) -> frozenset[str]:
 def pieces(source: str) -> list[Piece] | None:
     """The file's top-level pieces in order; None when it does not parse (then a plain cut is used)."""
     try:
-        tree = ast.parse(source)
+        tree = parse_python(source)
     except (SyntaxError, ValueError, RecursionError):
         return None
     out: list[Piece] = []

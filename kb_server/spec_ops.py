@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import re
+import threading
 
 
 class PromptError(ValueError):
@@ -40,9 +41,19 @@ _MODULE_NAMES = {"ReLU": "relu", "GELU": "gelu", "SiLU": "silu", "LeakyReLU": "l
 _ARITHMETIC = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.Pow: "pow"}
 
 
+# CPython 3.11's AST converter keeps one recursion counter for all threads, so two requests parsing at
+# once can fail on valid source; the server's parses take turns (the harness does the same for its own)
+_PARSE_LOCK = threading.Lock()
+
+
+def parse_python(source: str, filename: str = "<unknown>") -> ast.Module:
+    with _PARSE_LOCK:
+        return ast.parse(source, filename=filename)
+
+
 def parse_spec(spec_source: str) -> ast.Module:
     try:
-        return ast.parse(spec_source)
+        return parse_python(spec_source)
     except SyntaxError as exc:
         raise PromptError("spec_source", f"the spec is not valid Python: line {exc.lineno}: {exc.msg}") from exc
     except (ValueError, RecursionError, MemoryError) as exc:  # NUL bytes; absurdly deep nesting

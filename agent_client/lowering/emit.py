@@ -19,6 +19,7 @@ import torch
 
 from agent_client.lowering.prelude import PRELUDE
 from agent_client.lowering.schedule import Plan
+from harness.pysource import parse_python
 
 _DROP = {"get_inputs", "get_init_inputs", "get_variants", "get_flops", "VARIANTS", "ATOL", "RTOL", "TOLERANCE",
          "DTYPE"}
@@ -26,7 +27,7 @@ _DROP = {"get_inputs", "get_init_inputs", "get_variants", "get_flops", "VARIANTS
 
 def spec_body(spec_source: str) -> str:
     """The spec's code less its input functions and harness conventions."""
-    tree = ast.parse(spec_source)
+    tree = parse_python(spec_source)
     lines = spec_source.splitlines(keepends=True)
     drop = []
     for node in tree.body:

@@ -11,13 +11,15 @@ import itertools
 import math
 import random
 
+from harness.pysource import parse_python
+
 
 class TunablesError(ValueError):
     """A kernel source has no usable module-level `TUNABLES = {...}` literal."""
 
 
 def _tunables_node(source: str) -> ast.Assign:
-    tree = ast.parse(source)
+    tree = parse_python(source)
     for node in tree.body:
         if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "TUNABLES"
                                                 for t in node.targets):

@@ -256,7 +256,7 @@ def trace_spec(path: Path | str, input_kwargs: dict | None = None, init_kwargs: 
                 gm = make_fx(torch.func.functionalize(gm, remove="mutations"), tracing_mode="fake",
                              decomposition_table=_TABLE, _allow_non_fake_inputs=True)(
                     state, *[inputs[i] for i in positions])
-        except Exception:  # noqa: BLE001 - some prims cannot be functionalized; the lowering checks what is left
+        except Exception:  # noqa: BLE001, S110 - some prims cannot be functionalized; the lowering checks what is left
             pass
     graph = _to_graph(gm, state, kinds, positions, scalars, len(inputs))
     graph.output_tuple = returned.get("tuple", graph.output_tuple)

@@ -16,6 +16,7 @@ import platform
 from pathlib import Path
 
 from agent_client.session.records import Node, SessionConfig
+from harness.pysource import parse_python
 
 
 def spec_signature(spec_path: Path) -> tuple[str, str]:
@@ -38,7 +39,7 @@ def winners(config: SessionConfig, nodes: list[Node]) -> list[Node]:
 def tunables_of(code: str) -> dict:
     """The module-level TUNABLES dict literal of a candidate, as name -> [value]; {} when absent."""
     try:
-        tree = ast.parse(code)
+        tree = parse_python(code)
     except SyntaxError:
         return {}
     for stmt in tree.body:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from agent_client.measurements import Measured
+from harness.pysource import parse_python
 
 FORMAT = 1  # KKB_EXPORT_FORMAT of the modules this version writes
 
@@ -221,7 +222,7 @@ def read_plan(path: Path) -> ExportPlan:
     start = text.index(CANDIDATE_BEGIN) + len(CANDIDATE_BEGIN) + 1
     candidate = text[start:text.index(CANDIDATE_END)]
     values = {}
-    for node in ast.parse(text).body:
+    for node in parse_python(text).body:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             name = node.targets[0].id
             if name in ("KKB_EXPORT_FORMAT", "EXPORT_INFO", "MIN_SPEEDUP", "SPEC_SOURCE", "DISPATCH"):

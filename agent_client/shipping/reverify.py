@@ -32,6 +32,7 @@ from agent_client.measurements import measured_from_verdict
 from agent_client.shipping.plan import ExportPlan, entry, init_for_variant, read_plan, with_entries
 from agent_client.shipping.variants import shapes_text, spec_at
 from agent_client.shipping.writer import render_module
+from harness.pysource import parse_python
 
 
 @dataclass(frozen=True)
@@ -74,12 +75,12 @@ def merge_plan(candidate: str, new_source: str) -> str:
     """`candidate` with the default plan of `new_source` (a lowering of other shapes) added as its next plan."""
     from agent_client.offline.tunables import get_tunables, set_tunables
 
-    tree = ast.parse(candidate)
+    tree = parse_python(candidate)
     plans = _plans_node(tree, "_PLANS")
     n = 1 + max((int(m) for m in re.findall(r"^def _plan(\d+)\(", candidate, re.MULTILINE)), default=-1)
     renamed = re.sub(r"\b_p0k(?=\d)", f"_p{n}k", new_source)
     renamed = re.sub(r"\b_plan0\b", f"_plan{n}", renamed)
-    new_tree = ast.parse(renamed)
+    new_tree = parse_python(renamed)
     new_lines = renamed.splitlines(keepends=True)
     pieces = [_segment(new_lines, s) for s in new_tree.body if isinstance(s, ast.FunctionDef)
               and (s.name == f"_plan{n}" or s.name.startswith(f"_p{n}k"))]
@@ -97,7 +98,7 @@ def merge_plan(candidate: str, new_source: str) -> str:
 
 def candidate_for(plan: ExportPlan, spec_file: Path, device: str) -> tuple[str, bool]:
     """(the candidate to judge at the spec's shapes, whether a new plan was lowered for them)."""
-    tree = ast.parse(plan.candidate_source)
+    tree = parse_python(plan.candidate_source)
     plans = _plans_node(tree, "_PLANS")
     if plans is None or not isinstance(plans.value, ast.Dict):
         return plan.candidate_source, False  # no per-shape plans: the kernel serves any shape as it is

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import ast
 
+from harness.pysource import parse_python
+
 _DROP = ("VARIANTS", "get_variants")
 
 
@@ -92,7 +94,7 @@ def _spans(tree: ast.Module, overrides: dict, drop_variants: bool
 
 def known_names(spec_source: str) -> list[str]:
     """The names --shapes may set: module-level constants and get_inputs/get_init_inputs defaults."""
-    tree = ast.parse(spec_source)
+    tree = parse_python(spec_source)
     names = []
     for stmt in tree.body:
         if isinstance(stmt, ast.Assign):
@@ -109,7 +111,7 @@ def known_names(spec_source: str) -> list[str]:
 def spec_at(spec_source: str, overrides: dict, drop_variants: bool = True) -> str:
     """The spec's source with `overrides` applied and (unless told) its VARIANTS removed (ShapesError on
     unknown names)."""
-    tree = ast.parse(spec_source)
+    tree = parse_python(spec_source)
     edits, found, drop = _spans(tree, overrides, drop_variants)
     missing = sorted(set(overrides) - found)
     if missing:
