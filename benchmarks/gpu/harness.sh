@@ -21,7 +21,7 @@ echo "== 2. GPU tests: benchmarks/gpu/tests.sh harness -m 'gpu and not slow' tes
 # the whole log, with the command, commit, source digest and versions, lands in benchmarks/results/logs/
 timeout 90 bash benchmarks/gpu/tests.sh harness -m "gpu and not slow" tests/harness -q 2>&1 | tail -n 30
 echo "tests exit: ${PIPESTATUS[0]}"
-# when OUT names a folder, the results files are copied there too
-if [ -n "${OUT:-}" ] && [ -d "${OUT:-}" ]; then
-  cp benchmarks/results/harness-*.json "$OUT"/ 2>/dev/null && echo "copied results to the OUT folder"
+# when KKB_COPY_RESULTS_TO names a folder, the results files are copied there too
+if [ -n "${KKB_COPY_RESULTS_TO:-}" ] && [ -d "${KKB_COPY_RESULTS_TO:-}" ]; then
+  cp benchmarks/results/harness-*.json "$KKB_COPY_RESULTS_TO"/ 2>/dev/null && echo "copied results to $KKB_COPY_RESULTS_TO"
 fi

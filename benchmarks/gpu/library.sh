@@ -9,7 +9,7 @@
 # Writes benchmarks/results/library-<accelerator>-<LABEL>-<UTC>.json, then sets each spec's latency beside the
 # library table's (the kernel.yaml measurements, scripts/library_table.py --compare) in
 # benchmarks/results/library-compare-<LABEL>-<UTC>.json; exits 1 where a spec did not pass, did not run or is
-# more than 3% slower than the table. When OUT names a folder, both files are copied there too.
+# more than 3% slower than the table. When KKB_COPY_RESULTS_TO names a folder, both files are copied there too.
 # Needs python3 with torch (CUDA), triton, numpy and pyyaml. Exit 2 when no CUDA device is present.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -28,6 +28,6 @@ BENCH=$?
 COMPARE=benchmarks/results/library-compare-$LABEL-$STAMP.json
 "$PY" scripts/library_table.py --compare "$RESULTS" --json "$COMPARE"
 STATUS=$?
-if [ -n "${OUT:-}" ] && [ -d "${OUT:-}" ]; then cp "$RESULTS" "$COMPARE" "$OUT"/; fi
+if [ -n "${KKB_COPY_RESULTS_TO:-}" ] && [ -d "${KKB_COPY_RESULTS_TO:-}" ]; then cp "$RESULTS" "$COMPARE" "$KKB_COPY_RESULTS_TO"/; fi
 echo "library.sh: bench exit $BENCH, comparison exit $STATUS ($RESULTS, $COMPARE)"
 [ "$BENCH" = 0 ] && [ "$STATUS" = 0 ]

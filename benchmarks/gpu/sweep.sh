@@ -3,7 +3,7 @@
 # Sweeps the skill library's TUNABLES over the grid files (default: every corpus/kernels/*/grids/*.json) with
 # benchmarks/sweep_library.py: each config checked against the spec's reference, then timed with
 # triton.testing.do_bench next to eager and torch.compile of the reference. Writes
-# benchmarks/results/sweep-<UTC>.json (copied into the folder OUT names too, when set).
+# benchmarks/results/sweep-<UTC>.json (copied into the folder KKB_COPY_RESULTS_TO names too, when set).
 set -u
 cd "$(dirname "$0")/../.."
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
@@ -14,4 +14,4 @@ python3 benchmarks/gpu/prewarm.py "${KKB_PREWARM_S:-15}"  # an idle GPU times it
 python3 benchmarks/sweep_library.py "${GRIDS[@]}" --compile --budget-s "${SWEEP_BUDGET_S:-240}" \
   --out "benchmarks/results/sweep-$STAMP.json"
 echo "sweep exit: $?"
-if [ -n "${OUT:-}" ] && [ -d "${OUT:-}" ]; then cp "benchmarks/results/sweep-$STAMP.json" "$OUT"/; fi
+if [ -n "${KKB_COPY_RESULTS_TO:-}" ] && [ -d "${KKB_COPY_RESULTS_TO:-}" ]; then cp "benchmarks/results/sweep-$STAMP.json" "$KKB_COPY_RESULTS_TO"/; fi

@@ -5,7 +5,7 @@
 # benchmarks/results/logs/gpu-tests-LABEL-<gpu>-<UTC time>.log (KKB_GPU_LOG_DIR: another folder), opened by
 # the provenance block of tests/gpu_log.py: this command, the commit (KKB_COMMIT where the copy has no .git),
 # the source digest, the versions of python, torch, CUDA, triton, numpy and the driver, and the GPU.
-# When OUT names a folder, the log is copied there too. Exit status: pytest's.
+# When KKB_COPY_RESULTS_TO names a folder, the log is copied there too. Exit status: pytest's.
 set -u
 cd "$(dirname "$0")/../.."
 if [ $# -lt 1 ]; then sed -n "2,8p" "$0"; exit 2; fi
@@ -29,5 +29,5 @@ log="$dir/gpu-tests-$label-$gpu-$(date -u +%Y%m%dT%H%M%SZ).log"
 status=${PIPESTATUS[0]}
 echo "pytest exit: $status" | tee -a "$log"
 echo "log: $log"
-if [ -n "${OUT:-}" ] && [ -d "${OUT:-}" ]; then cp "$log" "$OUT"/ && echo "copied the log to the OUT folder"; fi
+if [ -n "${KKB_COPY_RESULTS_TO:-}" ] && [ -d "${KKB_COPY_RESULTS_TO:-}" ]; then cp "$log" "$KKB_COPY_RESULTS_TO"/ && echo "copied the log to $KKB_COPY_RESULTS_TO"; fi
 exit "$status"

@@ -47,7 +47,7 @@ def test_commit_without_git_comes_from_the_environment(tmp_path, monkeypatch):
 def _run(tmp_path, *pytest_args):
     env = {**os.environ, "KKB_GPU_LOG_DIR": str(tmp_path), "KKB_COMMIT": "feedbeef", "PYTHON": sys.executable,
            "PYTHONPATH": str(REPO)}
-    env.pop("OUT", None)
+    env.pop("KKB_COPY_RESULTS_TO", None)
     out = subprocess.run(["bash", str(SCRIPT), "probe", *pytest_args], cwd=REPO, env=env, capture_output=True,
                          text=True, timeout=300, check=False)
     logs = sorted(tmp_path.glob("gpu-tests-probe-*.log"))
