@@ -62,13 +62,13 @@ TARGETS: dict[str, list[str]] = {
     "kb_server/prompt.py": ["tests/kb_server/test_prompt.py", "tests/kb_server/test_api.py", "-k", "prompt"],
 }
 # file -> the only functions whose mutants run (deps.py: the auth guards, not the store plumbing; prompt.py: the
-# passages' order across queries and a passage's cut to its cap; not the budget's split (_fit, 287 mutants), the
-# choice of whole or cut passages (_fit_passages, 70), the kernel section's fit (_kernels_section, 25) and its
-# excerpts' assembly (_kernels_within, 129) or the rendering of sections, which one run on 2 busy cores could not
-# also cover)
+# passages' order across queries, a passage's cut to its cap, the choice of whole or cut passages, the kernel
+# section's fit and its excerpts' assembly; not the budget's split (_fit, 287 mutants) or the rendering of
+# sections, which one run on 2 busy cores could not also cover)
 FUNCTIONS = {"kb_server/api/deps.py": ("_token_ok", "_unauthorized", "_bound_to_loopback", "require_read",
                                        "require_write"),
-             "kb_server/prompt.py": ("_ranked_hits", "_passage_block")}
+             "kb_server/prompt.py": ("_ranked_hits", "_passage_block", "_fit_passages", "_kernels_section",
+                                     "_kernels_within")}
 RULE_TUPLES = ("FORBIDDEN_IMPORTS", "FORBIDDEN_ATTRS", "FORBIDDEN_CALLS", "FORBIDDEN_NAMES", "PATCH_ROOTS")
 EXPLAINED = ROOT / "benchmarks" / "mutation_explained.yaml"
 MUTMUT_CFG = """[mutmut]

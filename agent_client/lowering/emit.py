@@ -17,6 +17,7 @@ import textwrap
 
 import torch
 
+from agent_client.lowering.errors import LoweringError
 from agent_client.lowering.prelude import PRELUDE
 from agent_client.lowering.schedule import Plan
 from harness.pysource import parse_python
@@ -43,7 +44,62 @@ def spec_body(spec_source: str) -> str:
             drop.append((start, node.end_lineno))
     for start, end in sorted(drop, reverse=True):
         del lines[start - 1:end]
-    return "".join(lines).rstrip() + "\n"
+    return _without_numpy("".join(lines).rstrip() + "\n")
+
+
+# numpy on Python scalars, as specs use it for constants (np.log(1 / 0.07), np.sqrt(d)), with the same values
+# from math: a Triton candidate may not import numpy (it could compute the outputs on the host)
+_SCALAR_NUMPY = {
+    "pi": "math.pi", "e": "math.e", "inf": "math.inf", "nan": "math.nan", "log": "math.log",
+    "log2": "math.log2", "log10": "math.log10", "log1p": "math.log1p", "exp": "math.exp", "expm1": "math.expm1",
+    "sqrt": "math.sqrt", "floor": "math.floor", "ceil": "math.ceil", "prod": "math.prod", "sin": "math.sin",
+    "cos": "math.cos", "tan": "math.tan", "tanh": "math.tanh", "arctan": "math.atan", "power": "pow",
+    "abs": "abs",
+}
+
+
+def _without_numpy(body: str) -> str:
+    """`body` with `import numpy as np` replaced by a stand-in holding the scalar functions it uses; a use
+    the stand-in cannot serve (an array, np.random) is a LoweringError naming it."""
+    tree = parse_python(body)
+    aliases, imports = set(), []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "numpy":
+            raise LoweringError(f"line {node.lineno}: the spec imports from numpy, which a candidate may not "
+                                "import; write the constant with math or torch")
+        if isinstance(node, ast.Import) and any(a.name.split(".")[0] == "numpy" for a in node.names):
+            if len(node.names) > 1 or node.names[0].name != "numpy" or node.col_offset:
+                raise LoweringError(f"line {node.lineno}: this numpy import cannot be kept in a candidate "
+                                    "(a candidate may not import numpy)")
+            aliases.add(node.names[0].asname or "numpy")
+            imports.append(node)
+    if not imports:
+        return body
+    attrs: dict[str, int] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases:
+            attrs.setdefault(node.attr, node.lineno)
+    bare = [n for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id in aliases
+            and not any(isinstance(p, ast.Attribute) and p.value is n for p in ast.walk(tree))]
+    missing = sorted(a for a in attrs if a not in _SCALAR_NUMPY)
+    if bare or missing:
+        what = f"numpy.{missing[0]} (line {attrs[missing[0]]})" if missing else f"numpy itself (line {bare[0].lineno})"
+        raise LoweringError(f"the spec's module uses {what}; a candidate may not import numpy, and only numpy's "
+                            "scalar functions are replaced by math's")
+    lines = body.splitlines(keepends=True)
+    for node in sorted(imports, key=lambda n: n.lineno, reverse=True):
+        alias = node.names[0].asname or "numpy"
+        members = "".join(f"    {a} = {_member(_SCALAR_NUMPY[a])}\n" for a in sorted(attrs)) or "    pass\n"
+        stand_in = (f"import math\n\n\nclass {alias}:  # numpy's scalar functions this module uses, from math\n"
+                    f"{members}\n\n")
+        lines[node.lineno - 1:node.end_lineno] = [stand_in]
+    return "".join(lines)
+
+
+def _member(expr: str) -> str:
+    """A class attribute holding `expr`: functions become static methods so `np.log(x)` calls them as is."""
+    constant = expr.startswith("math.") and expr.split(".")[1] in ("pi", "e", "inf", "nan")
+    return expr if constant else f"staticmethod({expr})"
 
 
 def _attr_path(path: str) -> str:
