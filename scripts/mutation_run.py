@@ -100,7 +100,7 @@ def copy_tree(workdir: Path) -> None:
             shutil.copy2(src, dst)
 
 
-def generate(workdir: Path, files: list[str]) -> dict[str, list[str]]:
+def generate(workdir: Path, files: list[str], only: tuple[str, ...] = ()) -> dict[str, list[str]]:
     """mutmut's mutants of `files` under workdir/mutants; file -> mutant names."""
     (workdir / "setup.cfg").write_text(MUTMUT_CFG.format(only="\n".join(f"    {f}" for f in files)))
     os.chdir(workdir)  # mutmut reads its settings from the working directory
@@ -118,8 +118,8 @@ def generate(workdir: Path, files: list[str]) -> dict[str, list[str]]:
     out = {}
     for f in files:
         names = list(json.loads((workdir / "mutants" / f"{f}.meta").read_text())["exit_code_by_key"])
-        if f in FUNCTIONS:
-            names = [n for n in names if function_of(n) in FUNCTIONS[f]]
+        if only or f in FUNCTIONS:
+            names = [n for n in names if function_of(n) in (only or FUNCTIONS[f])]
         out[f] = names
     return out
 
@@ -279,6 +279,8 @@ def main() -> int:
                         help="take an earlier run's records of unchanged mutants; their survivors run again")
     parser.add_argument("--no-new", action="store_true",
                         help="run no mutant without a record in --workdir (the results file counts them not run)")
+    parser.add_argument("--functions", nargs="+", default=[], metavar="NAME",
+                        help="only these functions' mutants (instead of FUNCTIONS' choice for the files)")
     parser.add_argument("--limit", type=int, default=0, help="at most this many mutants per file (0: all)")
     args = parser.parse_args()
     try:
@@ -298,7 +300,7 @@ def main() -> int:
         for target in (workdir / "tests", workdir / "mutants" / "tests"):
             shutil.copytree(ROOT / "tests", target, dirs_exist_ok=True,
                             ignore=shutil.ignore_patterns("__pycache__"))
-    mutants_by_file = generate(workdir, args.files)
+    mutants_by_file = generate(workdir, args.files, tuple(args.functions))
     if "harness/static_checks.py" in args.files:
         mutants_by_file["harness/static_checks.py"] += rule_mutants(workdir / "mutants")
     done: dict = {}
@@ -364,7 +366,7 @@ def main() -> int:
             if status == "survived":
                 shutil.copy(logs / "last.log", logs / f"survived-{i}.log")
             print(f"  [{i + 1}/{len(names)}] {status:<9} {seconds:6.1f} s  {name}", flush=True)
-        report["files"][file] = {"tests": targets, "functions": list(FUNCTIONS.get(file, ["all"])),
+        report["files"][file] = {"tests": targets, "functions": args.functions or list(FUNCTIONS.get(file, ["all"])),
                                  "clean_run_s": clean_s and round(clean_s, 1), "mutants": len(names)}
     os.chdir(workdir)
     for file, entry in report["files"].items():

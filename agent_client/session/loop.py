@@ -22,7 +22,12 @@ from typing import Any
 
 from agent_client.proposals import ProposalRequest, Provider
 from agent_client.session.records import (
-    Node, SessionConfig, conclusion, fitness, speedup_text, stand_in_verdict,
+    Node,
+    SessionConfig,
+    conclusion,
+    fitness,
+    speedup_text,
+    stand_in_verdict,
 )
 from agent_client.session.store import SessionStore
 from agent_client.session.writeback import tunables_of, write_back

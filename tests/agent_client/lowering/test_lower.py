@@ -105,6 +105,14 @@ def test_a_stochastic_reference_is_declined(tmp_path):
         lower_spec(spec, target="cpu")
 
 
+def test_an_op_without_a_lowering_is_named(tmp_path):
+    spec = _spec(tmp_path, "    def __init__(self):\n        super(Model, self).__init__()\n\n"
+                 "    def forward(self, x):\n        return torch.fft.irfft(torch.fft.rfft(x, dim=-1) * 2, n=16, dim=-1)",
+                 "[torch.randn(4, 16)]")
+    with pytest.raises(LoweringError, match="no lowering for aten._fft_r2c"):
+        lower_spec(spec, target="cpu")
+
+
 def test_candidate_keeps_the_spec_module_and_dispatches_on_shapes():
     source = lower_spec(PUBLISHED / "2_Conv2d_ReLU_BiasAdd.py", target="cpu").source
     assert "super(Model, self).__init__()" in source and "class ModelNew(Model):" in source

@@ -1,0 +1,24 @@
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Softplus(beta=2.0, threshold=10.0)
+        self.b = nn.CELU(alpha=0.5)
+        self.c = nn.Softsign()
+        self.d = nn.Tanhshrink()
+        self.e = nn.Threshold(0.1, -1.0)
+        self.f = nn.Hardtanh(-2.0, 2.0)
+
+    def forward(self, x):
+        return self.f(self.e(self.d(self.c(self.b(self.a(x)))) * 4))
+
+
+def get_inputs():
+    return [torch.randn(64, 1024)]
+
+
+def get_init_inputs():
+    return []
