@@ -280,8 +280,15 @@ def _trace_message(exc: BaseException, path: Path) -> str:
     data_dependent = any(w in type(exc).__name__ + str(exc) for w in
                          ("DataDependent", "data-dependent", "data dependent", "GuardOnDataDependent",
                           "item()", "Boolean value of Tensor"))
-    why = ("its control flow depends on tensor values (a branch, loop or .item() on data), which a trace "
-           "over shapes alone cannot follow" if data_dependent else "tracing it on fake tensors failed")
+    dynamic_shape = "DynamicOutputShape" in type(exc).__name__
+    if data_dependent:
+        why = ("its control flow depends on tensor values (a branch, loop or .item() on data), which a trace "
+               "over shapes alone cannot follow")
+    elif dynamic_shape:
+        why = ("an output's shape depends on tensor values (nonzero, indexing by a boolean mask, unique), which "
+               "a kernel of fixed shapes cannot produce; torch.where or a masked sum keeps the shape")
+    else:
+        why = "tracing it on fake tensors failed"
     return f"spec {path}: {_where(exc, path)}{why}: {text}"
 
 

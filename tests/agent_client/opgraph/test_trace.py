@@ -63,6 +63,19 @@ def test_data_dependent_control_flow_names_the_line(tmp_path):
     assert "branchy.py" in message and "line 6" in message and "tensor values" in message
 
 
+def test_an_output_shaped_by_values_is_named_with_its_line(tmp_path):
+    spec = tmp_path / "masked.py"
+    spec.write_text(
+        "import torch\n\nclass Model(torch.nn.Module):\n    def forward(self, x):\n"
+        "        kept = x[x > 0]\n        return kept.sum()\n\n"
+        "def get_inputs():\n    return [torch.randn(4)]\n\n"
+        "def get_init_inputs():\n    return []\n")
+    with pytest.raises(TraceError) as info:
+        trace_spec(spec)
+    message = str(info.value)
+    assert "masked.py" in message and "line 5" in message and "shape depends on tensor values" in message
+
+
 def test_a_spec_missing_its_functions_is_named(tmp_path):
     spec = tmp_path / "half.py"
     spec.write_text("import torch\nclass Model(torch.nn.Module):\n    pass\n")
