@@ -109,6 +109,29 @@ def test_every_budget_carries_facts_passages_and_a_kernel(store, budget):
     assert "_softmax_kernel" in _kernel_text(bundle)
 
 
+def _text(bundle, name: str) -> str:
+    return next(s for s in bundle.sections if s.name == name).text
+
+
+def test_rules_and_task_follow_the_backend(store):
+    triton, cuda = (build_prompt(store, kbdata.SPEC, "h100", b, token_budget=6000) for b in ("triton", "cuda"))
+    assert "triton.language" in _text(triton, "rules") and "load_inline" not in _text(triton, "rules")
+    assert "load_inline" in _text(cuda, "rules") and "triton.language" not in _text(cuda, "rules")
+    assert "Write a triton implementation for NVIDIA H100" in _text(triton, "task")
+    assert "Write a cuda implementation for NVIDIA H100" in _text(cuda, "task")
+    assert "Ops found in the reference: softmax." in _text(triton, "task")
+
+
+def test_the_facts_are_as_full_as_the_budget_allows(store):
+    roomy = _text(build_prompt(store, kbdata.SPEC, "h100", "triton", token_budget=20_000), "hardware_facts")
+    tight = _text(build_prompt(store, kbdata.SPEC, "h100", "triton", token_budget=1200), "hardware_facts")
+    # the full rendering: each fact's note, the facts under `extra`, a measurement's method
+    assert "228 KiB (configurable shared memory per SM)" in roomy and "extra.nvlink bandwidth: 900 GB/s" in roomy
+    assert "measured 2026-11-01: device-to-device copy, 1 GiB" in roomy
+    # the shortest: the main fields and peak rates only
+    assert "shared memory per unit: 228 KiB [1]" in tight and "extra." not in tight and "(dense)" not in tight
+
+
 def test_a_larger_budget_never_carries_less(store):
     small, large = (build_prompt(store, kbdata.SPEC, "h100", "triton", token_budget=b) for b in (1200, 20_000))
     assert _passages(small) == _passages(large)[: len(_passages(small))]  # the best-ranked first
