@@ -224,6 +224,18 @@ def _clamp(ctx, node, args):
     return x, t
 
 
+def _pow_constant(ctx, x: str, e: float, t) -> str:
+    """x ** e for a constant e: its sign rules decided here (an odd integer keeps x's sign, a fraction of a
+    negative is nan), so the kernel holds no tests on the exponent."""
+    v = ctx.bind(x, t)
+    r = ctx.bind(f"tl.exp2({_lit(e)} * tl.log2(tl.abs({v})))", t)
+    if e.is_integer() and int(e) % 2:
+        return f"tl.where({v} < 0, -{r}, {r})"
+    if not e.is_integer():
+        return f"tl.where({v} < 0, float('nan'), {r})"
+    return r
+
+
 def _pow(ctx, node, args):
     t = _out(node)
     base, exp = args[0], args[1]
@@ -236,7 +248,7 @@ def _pow(ctx, node, args):
             return "(" + simple[exp].format(x=v) + ")", t
         if exp == 0:
             return code(ctx, 1.0, t), t
-        return f"_kkb_pow({x}, {_lit(float(exp))})", t
+        return _pow_constant(ctx, x, float(exp), t), t
     return f"_kkb_pow({code(ctx, base, t)}, {code(ctx, exp, t)})", t
 
 
