@@ -23,6 +23,8 @@ from agent_client.lowering.index import Index, address, contiguous_strides, deli
 from agent_client.lowering.windows import WindowsAndGathers
 from agent_client.opgraph.graph import TensorMeta
 
+_NUMBER = re.compile(r"-?\d+(\.\d*)?([eE][-+]?\d+)?")
+
 aten, prims = torch.ops.aten, torch.ops.prims
 _UNROLL_MAX = 27  # pooling windows up to this many positions are unrolled, larger ones looped
 
@@ -80,6 +82,12 @@ class KernelWriter(WindowsAndGathers):
     def cast(self, code: str, src: str, dst: str) -> str:
         if src == dst:
             return code
+        literal = {"True": "1", "False": "0"}.get(code, code)
+        if _NUMBER.fullmatch(literal):  # a constant (a full tensor of one value) is written in the new type
+            value = float(literal)
+            if dst == "i1":
+                return "True" if value else "False"
+            return ops._lit(value) if dst in ("f32", "f64") else str(int(value))
         if dst == "i1":
             return f"({code} != 0)"
         return f"{code}.to({ops.TL_TYPE[dst]})"

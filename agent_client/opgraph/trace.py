@@ -108,12 +108,39 @@ def _im2col(x, kernel_size, dilation, padding, stride):
     return patches if batched else patches.squeeze(0)
 
 
+def _embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sparse=False,
+                   per_sample_weights=None, include_last_offset=False, padding_idx=-1):
+    # sums and means of bags as an index_add over each index's bag number, counted from the offsets (an
+    # offset may repeat: an empty bag); max bags are left to the op, which the lowering then names
+    if mode not in (0, 1):
+        return NotImplemented
+    n = indices.shape[0]
+    bags = offsets.shape[0] - 1 if include_last_offset else offsets.shape[0]
+    starts = offsets[1:bags]
+    marks = torch.zeros(n + 1, dtype=torch.long, device=indices.device).index_add(0, starts, torch.ones_like(starts))
+    bag = marks.cumsum(0)[:n]
+    rows = weight[indices]
+    keep = (indices != padding_idx) if padding_idx is not None and padding_idx >= 0 else torch.ones_like(indices,
+                                                                                                         dtype=torch.bool)
+    weights = keep.to(weight.dtype)
+    if per_sample_weights is not None:
+        weights = weights * per_sample_weights
+    out = torch.zeros(bags, weight.shape[1], dtype=weight.dtype, device=weight.device).index_add(
+        0, bag, rows * weights[:, None])
+    count = torch.zeros(bags, dtype=torch.long, device=indices.device).index_add(0, bag, keep.to(torch.long))
+    if mode == 1:
+        out = out / count.clamp(min=1).to(weight.dtype)[:, None]
+    return out, bag, count, torch.zeros_like(count)
+
+
 def decomposition_table() -> dict:
     table = dict(core_aten_decompositions())
     table.update(get_decompositions([op for op in _EXTRA if hasattr(op, "overloads")]))
     table[aten.logcumsumexp.default] = _logcumsumexp
     table[aten._trilinear.default] = _trilinear
     table[aten.im2col.default] = _im2col
+    table[aten._embedding_bag_forward_only.default] = _embedding_bag
+    table[aten._embedding_bag.default] = _embedding_bag
     table[aten.cummax.default] = lambda x, dim: _cumulative_extreme(x, dim, True)
     table[aten.cummin.default] = lambda x, dim: _cumulative_extreme(x, dim, False)
     return table
