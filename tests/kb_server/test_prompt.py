@@ -132,6 +132,24 @@ def test_the_facts_are_as_full_as_the_budget_allows(store):
     assert "shared memory per unit: 228 KiB [1]" in tight and "extra." not in tight and "(dense)" not in tight
 
 
+def test_the_budget_is_filled_to_the_token_and_never_passed(store):
+    # a kernel of many small functions: its excerpt grows a function at a time, so over consecutive budgets
+    # the prompt's slack runs from what one function costs down to the one token the kernel frame keeps back
+    from kb_server.prompt import _fit, load_template, resolve_accelerator
+    from kb_server.schemas import Hit
+    from kb_server.tokens import count_tokens
+
+    parts = "".join(f"\n\n@triton.jit\ndef _part{i}(x):\n    return x * {i}.5 + {i}\n" for i in range(60))
+    kernel = kbdata.kernels()[0].model_copy(update={"source": kbdata.SOFTMAX_TRITON + parts})
+    hits = [Hit(chunk=c, score=1.0 / (i + 1)) for i, c in enumerate(kbdata.chunks()) if "h100" in c.accelerator]
+    tpl, acc = load_template(), resolve_accelerator(store.accelerators(), "h100")
+    slack = []
+    for budget in range(2000, 2040):
+        sections = _fit(tpl, budget, acc, "triton", kbdata.SPEC, "softmax", "memory", hits, [kernel], True)
+        slack.append(budget - count_tokens(tpl["separator"].join(s.text for s in sections)))
+    assert min(slack) in (0, 1) and max(slack) > 5, slack
+
+
 def test_a_larger_budget_never_carries_less(store):
     small, large = (build_prompt(store, kbdata.SPEC, "h100", "triton", token_budget=b) for b in (1200, 20_000))
     assert _passages(small) == _passages(large)[: len(_passages(small))]  # the best-ranked first
