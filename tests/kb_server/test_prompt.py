@@ -179,8 +179,26 @@ def test_budget_too_small_names_the_field_and_the_need(store):
 def test_retrieval_off_keeps_facts_and_task_without_passages_or_kernels(store):
     bundle = build_prompt(store, kbdata.SPEC, "h100", "triton", token_budget=6000, retrieval=False)
     assert not bundle.retrieval and bundle.queries == []
+    assert [s.name for s in bundle.sections] == SECTIONS  # the same sections, in the same order
     assert _passages(bundle) == [] and "retrieval is off" in bundle.sections[1].text
+    assert "retrieval is off" in bundle.sections[2].text and bundle.sections[2].sources == []
+    assert bundle.tokens == estimate_tokens(bundle.text) <= 6000
     assert "_softmax_kernel" not in bundle.text and "228 KiB" in bundle.text and "ModelNew" in bundle.text
+
+
+@pytest.mark.parametrize("retrieval", [True, False])
+def test_the_stated_need_is_the_smallest_budget_that_builds(store, retrieval):
+    import re
+
+    with pytest.raises(PromptError) as info:
+        build_prompt(store, kbdata.SPEC, "h100", "triton", token_budget=300, retrieval=retrieval)
+    need = int(re.search(r"below the (\d+) tokens", str(info.value)).group(1))
+    tight = build_prompt(store, kbdata.SPEC, "h100", "triton", token_budget=need, retrieval=retrieval)
+    assert tight.tokens <= need and "extra." not in _text(tight, "hardware_facts")  # the shortest facts
+    with pytest.raises(PromptError, match=f"token_budget {need - 1} is below the {need} tokens"):
+        build_prompt(store, kbdata.SPEC, "h100", "triton", token_budget=need - 1, retrieval=retrieval)
+    roomy = build_prompt(store, kbdata.SPEC, "h100", "triton", token_budget=20_000, retrieval=retrieval)
+    assert "228 KiB (configurable shared memory per SM)" in _text(roomy, "hardware_facts")
 
 
 def test_queries_follow_the_family_the_bottleneck_and_the_callers_extra(store):
