@@ -150,6 +150,38 @@ def test_the_budget_is_filled_to_the_token_and_never_passed(store):
     assert min(slack) in (0, 1) and max(slack) > 5, slack
 
 
+def _kernel(kid: str, path: str, parts: int = 0):
+    body = "".join(f"\n\n@triton.jit\ndef _part{i}(x):\n    return x * {i}.5 + {i}\n" for i in range(parts))
+    return kbdata.kernels()[0].model_copy(update={"id": kid, "name": f"kernel {kid}", "path": path,
+                                                  "source": kbdata.SOFTMAX_TRITON + body})
+
+
+def test_a_cut_kernel_says_what_it_shows_and_where_it_is_from():
+    from kb_server.prompt import _kernels_section, load_template
+
+    tpl, long = load_template(), _kernel("long", "corpus/kernels/long/kernel.py", parts=60)
+    cut = _kernels_section(tpl, [long], "triton", 700)
+    assert cut.tokens <= 700 and cut.sources == ["corpus/kernels/long/kernel.py"]
+    assert "Part of corpus/kernels/long/kernel.py: TUNABLES and " in cut.text
+    assert " of its 61 kernel functions" in cut.text and "The whole file" not in cut.text
+    whole = _kernels_section(tpl, [long], "triton", 10**6)
+    assert "The whole file (corpus/kernels/long/kernel.py)." in whole.text and "Part of" not in whole.text
+
+
+def test_a_second_kernel_comes_only_with_room_for_it():
+    from kb_server.prompt import _kernels_section, load_template
+
+    tpl = load_template()
+    first, second = _kernel("a", "a/kernel.py"), _kernel("b", "b/kernel.py", parts=40)
+    alone = _kernels_section(tpl, [first], "triton", 10**6).tokens
+    floor = tpl["budget"]["second_kernel_min_tokens"]
+    short = _kernels_section(tpl, [first, second], "triton", alone + floor)
+    assert short.sources == ["a/kernel.py"]  # the room left, less the second block's frame, is under its minimum
+    roomy = _kernels_section(tpl, [first, second], "triton", alone + floor + 150)
+    assert roomy.sources == ["a/kernel.py", "b/kernel.py"] and roomy.tokens <= alone + floor + 150
+    assert "Part of b/kernel.py" in roomy.text
+
+
 def test_a_larger_budget_never_carries_less(store):
     small, large = (build_prompt(store, kbdata.SPEC, "h100", "triton", token_budget=b) for b in (1200, 20_000))
     assert _passages(small) == _passages(large)[: len(_passages(small))]  # the best-ranked first
