@@ -132,6 +132,16 @@ def test_the_facts_are_as_full_as_the_budget_allows(store):
     assert "shared memory per unit: 228 KiB [1]" in tight and "extra." not in tight and "(dense)" not in tight
 
 
+def test_the_facts_come_in_three_lengths_as_the_budget_grows(store):
+    seen = []
+    for budget in range(1171, 1400, 6):
+        facts = _text(build_prompt(store, kbdata.SPEC, "h100", "triton", token_budget=budget), "hardware_facts")
+        tier = ("extra.nvlink" in facts, "(dense)" in facts)  # (the facts under `extra`, each fact's note)
+        if not seen or seen[-1] != tier:
+            seen.append(tier)
+    assert seen == [(False, False), (True, False), (True, True)]
+
+
 def test_the_budget_is_filled_to_the_token_and_never_passed(store):
     # a kernel of many small functions: its excerpt grows a function at a time, so over consecutive budgets
     # the prompt's slack runs from what one function costs down to the one token the kernel frame keeps back
