@@ -178,6 +178,15 @@ def test_a_cut_kernel_says_what_it_shows_and_where_it_is_from():
     assert "The whole file (corpus/kernels/long/kernel.py)." in whole.text and "Part of" not in whole.text
 
 
+def test_a_kernel_of_another_backend_says_so_and_one_of_the_same_does_not():
+    from kb_server.prompt import _kernels_section, load_template
+
+    tpl, kernel = load_template(), _kernel("a", "a/kernel.py")
+    marker = "kernel in the library is near this spec"
+    assert marker in tpl["blocks"]["other_backend"] and marker not in _kernels_section(tpl, [kernel], "triton", 10**6).text
+    assert marker in _kernels_section(tpl, [kernel], "cuda", 10**6).text
+
+
 def test_a_second_kernel_comes_only_with_room_for_it():
     from kb_server.prompt import _kernels_section, load_template
 
