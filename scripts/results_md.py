@@ -283,17 +283,22 @@ def prompts_section() -> str:
 
 
 def mutation_section() -> str:
-    path = newest("mutation-*.json")
-    if path is None:
+    paths = sorted(glob.glob(str(RESULTS / "mutation-*.json")), key=lambda f: load(Path(f)).get("date", ""),
+                   reverse=True)
+    if not paths:
         return "## Mutation run\n\nNo `mutation-*.json` is committed yet."
-    d = load(path)
-    rows = [[f"`{name}`", e["mutants"], e["killed"], e["survived"],
-             sum(s["explanation"] != "unexplained" for s in e["survivors"])] for name, e in d["files"].items()]
+    rows = []
+    for f in map(Path, paths):
+        for name, e in load(f)["files"].items():
+            functions = ", ".join(f"`{x}`" for x in e.get("functions", ["all"]))
+            rows.append([link(f), f"`{name}`", functions, e["mutants"], e["killed"], e["survived"],
+                         sum(s["explanation"] != "unexplained" for s in e["survivors"]), e.get("not_run", 0)])
     return "\n".join([
-        "## Mutation run", "",
-        source(path, d) + " Mutants of the checks, the auth guards and the prompt builder (docs/TESTING.md says which "
-                          "functions), each run against the tests that guard its file.", "",
-        table(["file", "mutants", "killed", "survived", "survivors explained"], rows)])
+        "## Mutation runs", "",
+        ("Mutants of the checks, the auth guards and the prompt builder, each run against the tests that guard "
+         "its file (docs/TESTING.md says how); newest run first."), "",
+        table(["results", "file", "functions", "mutants", "killed", "survived", "survivors explained", "not run"],
+              rows)])
 
 
 SECTIONS = (knowledge_base, retrieval, server, harness_section, harness_cpu_section, tune_section, library_section,

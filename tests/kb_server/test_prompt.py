@@ -199,6 +199,7 @@ def test_a_second_kernel_comes_only_with_room_for_it():
     roomy = _kernels_section(tpl, [first, second], "triton", alone + floor + 150)
     assert roomy.sources == ["a/kernel.py", "b/kernel.py"] and roomy.tokens <= alone + floor + 150
     assert "Part of b/kernel.py" in roomy.text
+    assert "```\n\n### kernel b: " in roomy.text  # one blank line between the blocks
 
 
 def test_a_larger_budget_never_carries_less(store):
@@ -219,6 +220,23 @@ def test_a_tight_grant_cuts_the_first_passages_evenly_and_marks_the_cut():
     assert section.text.count("[...]") == 3
     roomy = _fit_passages(load_template(), hits, "softmax", "memory", grant=5000)
     assert len(roomy.sources) == 5 and "[...]" not in roomy.text
+
+
+def test_at_the_smallest_budget_long_passages_come_cut(store):
+    import re
+
+    from kb_server.prompt import _fit, load_template, resolve_accelerator
+    from kb_server.schemas import Hit
+
+    tpl, acc = load_template(), resolve_accelerator(store.accelerators(), "h100")
+    long = [c.model_copy(update={"text": " ".join([c.text] * 8)}) for c in kbdata.chunks()]
+    hits = [Hit(chunk=c, score=1.0 / (i + 1)) for i, c in enumerate(long)]
+    args = (acc, "triton", kbdata.SPEC, "softmax", "memory", hits, kbdata.kernels()[:1], True)
+    with pytest.raises(PromptError) as info:
+        _fit(tpl, 300, *args)
+    need = int(re.search(r"below the (\d+) tokens", str(info.value)).group(1))
+    passages = next(s for s in _fit(tpl, need, *args) if s.name == "passages")
+    assert len(passages.sources) == 3 and passages.text.count("[...]") == 3  # the minimum is three cut passages
 
 
 def test_budget_too_small_names_the_field_and_the_need(store):
