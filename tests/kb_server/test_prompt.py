@@ -106,6 +106,7 @@ def test_every_budget_carries_facts_passages_and_a_kernel(store, budget):
     assert [s.name for s in bundle.sections] == SECTIONS  # no section is dropped for another
     assert "shared memory per unit: 228 KiB" in bundle.sections[0].text
     assert len(_passages(bundle)) >= 3  # the store holds 4 passages for the h100 (and "any")
+    assert "Retrieved for the ops in this spec (softmax) and its expected bottleneck (memory)" in bundle.sections[1].text
     assert "_softmax_kernel" in _kernel_text(bundle)
 
 
