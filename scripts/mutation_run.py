@@ -1,7 +1,7 @@
 """Mutation run over the checks that guard kernelkb: the harness's static and runtime anti-cheat checks, the
 API's auth dependencies and the prompt builder. A mutant that no test kills is a gap in the tests.
 
-Usage: python scripts/mutation_run.py [--files harness/static_checks.py ...] [--workdir DIR]
+Usage: python scripts/mutation_run.py [--files harness/static_checks.py ...] [--functions NAME ...] [--workdir DIR]
        [--resume | --rerun-survivors] [--reuse OLD_WORKDIR]
        (mutmut 3.8, in the dev extra: pip install -e '.[dev]'; hours on 2 busy cores for all five files)
 
