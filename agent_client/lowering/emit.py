@@ -76,11 +76,12 @@ def _without_numpy(body: str) -> str:
     if not imports:
         return body
     attrs: dict[str, int] = {}
+    held = set()  # the alias's Name nodes that an attribute reads through
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases:
             attrs.setdefault(node.attr, node.lineno)
-    bare = [n for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id in aliases
-            and not any(isinstance(p, ast.Attribute) and p.value is n for p in ast.walk(tree))]
+            held.add(id(node.value))
+    bare = [n for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id in aliases and id(n) not in held]
     missing = sorted(a for a in attrs if a not in _SCALAR_NUMPY)
     if bare or missing:
         what = f"numpy.{missing[0]} (line {attrs[missing[0]]})" if missing else f"numpy itself (line {bare[0].lineno})"
