@@ -336,6 +336,15 @@ POINTWISE = {
     aten.sin: _unary("tl.sin({x})"), prims.sin: _unary("tl.sin({x})"),
     aten.cos: _unary("tl.cos({x})"), prims.cos: _unary("tl.cos({x})"),
     aten.tan: _lift("(tl.sin({x}) / tl.cos({x}))"),
+    aten.atan: _unary("_kkb_atan({x})"), prims.atan: _unary("_kkb_atan({x})"),
+    aten.atan2: _binary("_kkb_atan2({a}, {b})"), prims.atan2: _binary("_kkb_atan2({a}, {b})"),
+    aten.asin: _lift("_kkb_atan2({x}, tl.sqrt(1.0 - {x} * {x}))"),
+    aten.acos: _lift("_kkb_atan2(tl.sqrt(1.0 - {x} * {x}), {x})"),
+    aten.sinh: _lift("(0.5 * (_kkb_expm1({x}) - _kkb_expm1(-{x})))"),
+    aten.cosh: _lift("(0.5 * (tl.exp({x}) + tl.exp(-{x})))"),
+    aten.asinh: _lift("tl.where({x} < 0, -1.0, 1.0) * _kkb_log1p(tl.abs({x}) + {x} * {x} / (1.0 + tl.sqrt({x} * {x} + 1.0)))"),
+    aten.acosh: _lift("tl.log({x} + tl.sqrt({x} * {x} - 1.0))"),
+    aten.atanh: _lift("(0.5 * (_kkb_log1p({x}) - _kkb_log1p(-{x})))"),
     aten.tanh: _unary("_kkb_tanh({x})"), prims.tanh: _unary("_kkb_tanh({x})"),
     aten.sigmoid: _unary("tl.sigmoid({x})"),
     aten.erf: _unary("tl.erf({x})"), prims.erf: _unary("tl.erf({x})"),
@@ -373,6 +382,5 @@ POINTWISE = {
     prims.copy_to: lambda c, n, a: _identity(c, n, [a[1]]),  # copy_to(dst, src) whose value is read: the source
     aten.arange: None,  # handled by the writer (a function of the index)
     prims.iota: None,
-    aten.nan_to_num: lambda c, n, a: _identity(c, n, a),
     aten.positive: _identity,
 }

@@ -55,6 +55,29 @@ def _kkb_pow(x, y):
     return tl.where(x == 0, tl.where(y > 0, 0.0, tl.where(y == 0, 1.0, float("inf"))), r)
 
 
+
+@triton.jit
+def _kkb_atan(x):
+    # Cephes atanf: reduced to |x| <= tan(pi/8) through pi/2 - atan(1/x) and pi/4 + atan((x-1)/(x+1)),
+    # then its degree-9 odd polynomial (coefficients from Cephes, fp32 error about 1e-7)
+    a = tl.abs(x)
+    big = a > 2.414213562373095
+    mid = (a > 0.4142135623730950) & (a <= 2.414213562373095)
+    r = tl.where(big, -1.0 / tl.where(big, a, 1.0), tl.where(mid, (a - 1.0) / (a + 1.0), a))
+    base = tl.where(big, 1.5707963267948966, tl.where(mid, 0.7853981633974483, 0.0))
+    z = r * r
+    p = (((8.05374449538e-2 * z - 1.38776856032e-1) * z + 1.99777106478e-1) * z - 3.33329491539e-1) * z * r + r
+    y = base + p
+    return tl.where(x < 0, -y, y)
+
+
+@triton.jit
+def _kkb_atan2(y, x):
+    a = _kkb_atan(y / tl.where(x == 0, 1.0, x))
+    a = tl.where(x < 0, tl.where(y < 0, a - 3.141592653589793, a + 3.141592653589793), a)
+    on_axis = tl.where(y > 0, 1.5707963267948966, tl.where(y < 0, -1.5707963267948966, 0.0))
+    return tl.where(x == 0, on_axis, a)
+
 @triton.jit
 def _kkb_remainder(a, b):
     return a - b * tl.floor(a / b)

@@ -62,10 +62,14 @@ def scatter_kernels(name: str, node, buffers: dict, target: str) -> list[Kernel]
         indices, values = list(node.args[1]), node.args[2]
         accumulate = bool(node.args[3] if len(node.args) > 3 else node.kwargs.get("accumulate", False))
         present = [k for k, t in enumerate(indices) if t is not None]
-        if present != list(range(len(present))):
-            raise LoweringError(f"{node.name}: index_put with indices not leading the dims is not lowered")
         b_shape = tuple(torch_broadcast([shape(indices[k]) for k in present]))
-        src_shape = b_shape + out_shape[len(present):]
+        # PyTorch's rule: indices on adjacent dims put their broadcast shape where those dims were;
+        # indices apart put it first. The other dims keep their order.
+        rest = [d for d in range(len(out_shape)) if d not in present]
+        first = present[0] if present == list(range(present[0], present[-1] + 1)) else 0
+        before = [d for d in rest if d < first]
+        src_shape = tuple(out_shape[d] for d in before) + b_shape + tuple(
+            out_shape[d] for d in rest if d not in before)
     else:
         dim = node.args[1] % len(out_shape)
         index = node.args[2]
@@ -80,13 +84,15 @@ def scatter_kernels(name: str, node, buffers: dict, target: str) -> list[Kernel]
     w.mask = "xmask"
     sidx = delinearize(Index.var("xi", n), src_shape)
     if p is ops.aten.index_put:
-        lead = [w.arg_idx(indices[k], b_shape, sidx[:len(b_shape)]) for k in present]
-        target_idx = []
-        for k, at in zip(present, lead):
-            v, c = evaluate(w, indices[k], at, node)
+        at_b = sidx[len(before):len(before) + len(b_shape)]
+        others = sidx[:len(before)] + sidx[len(before) + len(b_shape):]
+        target_idx = [None] * len(out_shape)
+        for d, i in zip(before + [d for d in rest if d not in before], others):
+            target_idx[d] = i
+        for k in present:
+            v, c = evaluate(w, indices[k], w.arg_idx(indices[k], b_shape, at_b), node)
             v = w.bind(w.cast(v, c, "i64"))
-            target_idx.append(Index.opaque(w.bind(f"tl.where({v} < 0, {v} + {out_shape[k]}, {v})")))
-        target_idx += sidx[len(b_shape):]
+            target_idx[k] = Index.opaque(w.bind(f"tl.where({v} < 0, {v} + {out_shape[k]}, {v})"))
     else:
         v, c = evaluate(w, index, sidx, node)
         v = w.bind(w.cast(v, c, "i64"))

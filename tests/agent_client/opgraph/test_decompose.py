@@ -1,0 +1,67 @@
+"""Our decompositions against the ATen ops they replace, on real CPU tensors (edge values included)."""
+
+import pytest
+import torch
+
+from agent_client.opgraph import decompose
+from agent_client.opgraph.decompose import decomposition_table
+
+aten = torch.ops.aten
+
+
+def test_bucketize_counts_edges_as_aten_does_on_and_between_edges():
+    edges = torch.tensor([-1.0, 0.0, 0.5, 2.0])
+    x = torch.tensor([[-3.0, -1.0, 0.0, 0.25], [0.5, 1.0, 2.0, 9.0]])
+    for right in (False, True):
+        for out_int32 in (False, True):
+            got = decompose._bucketize(x, edges, right=right, out_int32=out_int32)
+            want = torch.bucketize(x, edges, right=right, out_int32=out_int32)
+            assert got.dtype == want.dtype
+            assert torch.equal(got, want), (right, out_int32)
+
+
+def test_searchsorted_rows_and_side():
+    seq = torch.sort(torch.randn(3, 6), dim=-1).values
+    x = torch.cat([seq[:, :2], torch.randn(3, 3)], dim=1)  # values equal to entries: left and right differ
+    for side in ("left", "right"):
+        assert torch.equal(decompose._searchsorted(seq, x, side=side), torch.searchsorted(seq, x, side=side))
+    flat = seq[0]
+    assert torch.equal(decompose._searchsorted(flat, x, right=True), torch.searchsorted(flat, x, right=True))
+    assert decompose._searchsorted(flat, x, sorter=torch.arange(6)) is NotImplemented
+
+
+@pytest.mark.parametrize("p", [0.0, 1.0, 2.0, 3.0, float("inf")])
+def test_cdist_and_pdist_match_for_every_norm(p):
+    a, b = torch.randn(2, 5, 4), torch.randn(2, 3, 4)
+    b[0, 0] = a[0, 0]  # a zero distance: p=0 counts differing coordinates
+    torch.testing.assert_close(decompose._cdist(a, b, p), torch.cdist(a, b, p=p))
+    torch.testing.assert_close(decompose._pdist(a[0], p), torch.pdist(a[0], p=p))
+
+
+def test_median_and_kthvalue_values_and_indices():
+    x = torch.randn(4, 7)
+    for dim in (0, 1, -1):
+        for keepdim in (False, True):
+            got, want = decompose._median_dim(x, dim, keepdim), torch.median(x, dim=dim, keepdim=keepdim)
+            assert torch.equal(got[0], want.values) and torch.equal(got[1], want.indices)
+            got, want = decompose._kthvalue(x, 2, dim, keepdim), torch.kthvalue(x, 2, dim=dim, keepdim=keepdim)
+            assert torch.equal(got[0], want.values) and torch.equal(got[1], want.indices)
+    y = torch.randn(6, 4)
+    assert torch.equal(decompose._median_all(y), y.median())  # an even count: the lower of the middle two
+
+
+def test_rrelu_outside_training_is_the_middle_slope_and_training_is_left_to_aten():
+    x = torch.randn(64)
+    out, _ = decompose._rrelu_eval(x, torch.zeros(64), 0.1, 0.3, False)
+    torch.testing.assert_close(out, torch.nn.functional.rrelu(x, 0.1, 0.3, training=False))
+    assert decompose._rrelu_eval(x, torch.zeros(64), 0.1, 0.3, True) is NotImplemented
+
+
+def test_hypot_and_the_table_names_our_forms():
+    a, b = torch.randn(32), torch.randn(32)
+    torch.testing.assert_close(decompose._hypot(a, b), torch.hypot(a, b))
+    table = decomposition_table()
+    for op in (aten.bucketize.Tensor, aten.searchsorted.Tensor, aten._cdist_forward.default,
+               aten._pdist_forward.default, aten.median.dim, aten.kthvalue.default, aten.hypot.default,
+               aten.grid_sampler_2d.default, aten.upsample_bicubic2d.default):
+        assert op in table, op
