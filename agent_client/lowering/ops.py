@@ -267,7 +267,7 @@ def _convert(ctx, node, args):
 
 
 def _full(ctx, node, args):
-    value = args[1] if node.target is not aten.scalar_tensor.default else args[0]
+    value = args[0] if node.target in (aten.scalar_tensor.default, prims.scalar_tensor.default) else args[1]
     if packet(node) in (aten.zeros, aten.zeros_like, aten.new_zeros):
         value = 0
     if packet(node) in (aten.ones, aten.ones_like, aten.new_ones):
@@ -367,11 +367,14 @@ POINTWISE = {
     aten.bitwise_and: _logical("&"), aten.bitwise_or: _logical("|"), aten.bitwise_xor: _logical("^"),
     aten.logical_not: lambda c, n, a: (f"({code(c, a[0], 'i1')} == 0)", "i1"),
     aten.bitwise_not: lambda c, n, a: (f"({code(c, a[0], 'i1')} == 0)", "i1"),
+    # the sign bit, so -0.0 counts as negative (copysign's decomposition reads it)
+    aten.signbit: lambda c, n, a: (f"({code(c, a[0], 'f32')}.to(tl.int32, bitcast=True) < 0)", "i1"),
+    prims.signbit: lambda c, n, a: (f"({code(c, a[0], 'f32')}.to(tl.int32, bitcast=True) < 0)", "i1"),
     aten.isnan: lambda c, n, a: (f"({code(c, a[0], 'f32')} != {code(c, a[0], 'f32')})", "i1"),
     aten.isinf: lambda c, n, a: (f"(tl.abs({code(c, a[0], 'f32')}) == float(\"inf\"))", "i1"),
     aten.isfinite: lambda c, n, a: (f"(tl.abs({code(c, a[0], 'f32')}) < float(\"inf\"))", "i1"),
     aten._to_copy: _convert, prims.convert_element_type: _convert,
-    aten.full: _full, aten.full_like: _full, aten.scalar_tensor: _full, aten.zeros: _full,
+    aten.full: _full, aten.full_like: _full, aten.scalar_tensor: _full, prims.scalar_tensor: _full, aten.zeros: _full,
     aten.zeros_like: _full, aten.ones: _full, aten.ones_like: _full, aten.new_zeros: _full,
     aten.new_ones: _full, aten.new_full: _full,
     aten.empty: _uninitialised, aten.empty_like: _uninitialised, aten.empty_permuted: _uninitialised,

@@ -38,6 +38,7 @@ _EXTRA = [
     aten.prod, aten.aminmax, aten.cummax, aten.cummin, aten.logcumsumexp,
     aten.rsub, aten.square, aten.xlogy, aten.special_xlog1py, aten.exp2, aten.log10, aten.frac, aten.clamp_min_,
     aten.clamp_max_, aten.clamp_, aten.upsample_bicubic2d, aten.upsample_trilinear3d, aten.grid_sampler_2d,
+    aten.copysign,
 ]
 
 
@@ -183,6 +184,13 @@ def _hypot(a, b):
     return torch.sqrt(a * a + b * b)
 
 
+def _triangle_indices(lower: bool, row, col, offset=0, *, dtype=None, device=None, **_):
+    # positions known from the sizes alone: a constant of the graph
+    pairs = [(i, j) for i in range(row) for j in range(col) if (j - i <= offset if lower else j - i >= offset)]
+    return torch.tensor([[i for i, _ in pairs], [j for _, j in pairs]], dtype=dtype or torch.long,
+                        device=device).reshape(2, len(pairs))
+
+
 def _rrelu_eval(x, noise, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None):
     # outside training rrelu is a leaky relu with the middle slope; in training it is random
     if training:
@@ -209,4 +217,6 @@ def decomposition_table() -> dict:
     table[aten.kthvalue.default] = _kthvalue
     table[aten.rrelu_with_noise_functional.default] = _rrelu_eval
     table[aten.hypot.default] = _hypot
+    table[aten.tril_indices.default] = lambda *a, **k: _triangle_indices(True, *a, **k)
+    table[aten.triu_indices.default] = lambda *a, **k: _triangle_indices(False, *a, **k)
     return table

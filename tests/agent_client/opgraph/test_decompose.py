@@ -65,3 +65,10 @@ def test_hypot_and_the_table_names_our_forms():
                aten._pdist_forward.default, aten.median.dim, aten.kthvalue.default, aten.hypot.default,
                aten.grid_sampler_2d.default, aten.upsample_bicubic2d.default):
         assert op in table, op
+
+
+@pytest.mark.parametrize("lower", [True, False])
+@pytest.mark.parametrize(("rows", "cols", "offset"), [(4, 4, 0), (5, 3, -1), (3, 6, 2), (0, 3, 0), (4, 2, 5)])
+def test_triangle_indices_match(lower, rows, cols, offset):
+    want = torch.tril_indices(rows, cols, offset) if lower else torch.triu_indices(rows, cols, offset)
+    assert torch.equal(decompose._triangle_indices(lower, rows, cols, offset), want)
