@@ -21,6 +21,8 @@ from typing import Any
 import torch
 from torch.overrides import TorchFunctionMode
 
+from harness.redirect import tensors_on
+
 # Calls that only read metadata or change layout: kept out of the signature.
 _IGNORED = {
     "size", "dim", "shape", "__get__", "numel", "stride", "is_contiguous", "contiguous", "view", "reshape",
@@ -96,23 +98,6 @@ class OpSignature:
         """Words for retrieving library kernels and passages about this signature."""
         names = " ".join(dict.fromkeys(op.name for op in self.ops))
         return f"{self.family or 'kernel'} {names}"
-
-
-class _OnMeta(TorchFunctionMode):
-    """Keeps a spec's tensors on the meta device even where it names one (device=DEVICE, .cuda())."""
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        kwargs = dict(kwargs or {})
-        name = getattr(func, "__name__", "")
-        if "device" in kwargs:
-            kwargs["device"] = "meta"
-        if name in {"cuda", "cpu"}:
-            return args[0]
-        if name == "to":  # keep a dtype change, drop a device change
-            args = tuple(a for a in args if not isinstance(a, (str, torch.device)))
-            if len(args) == 1 and not kwargs.get("dtype"):
-                return args[0]
-        return func(*args, **kwargs)
 
 
 class _Recorder(TorchFunctionMode):
@@ -203,14 +188,14 @@ def load_spec_module(path: Path):
 def trace_signature(spec_path: Path) -> OpSignature:
     """Run the spec's Model on the meta device and return its normalised op signature."""
     module = load_spec_module(spec_path)
-    with torch.device("meta"), _OnMeta():
+    with torch.device("meta"), tensors_on("meta"):
         init = list(module.get_init_inputs())
         model = module.Model(*init)
         inputs = list(module.get_inputs())
     named = {id(p): n for n, p in model.named_parameters()}
     named.update({id(b): n for n, b in model.named_buffers()})
     rec = _Recorder([t for t in inputs if isinstance(t, torch.Tensor)], named)
-    with torch.no_grad(), rec:
+    with torch.no_grad(), tensors_on("meta"), rec:
         model(*inputs)
     ops = tuple(rec.ops)
     return OpSignature(

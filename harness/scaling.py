@@ -130,9 +130,11 @@ def _measure(source: str, name: str) -> tuple[int, int]:
     import torch
     from torch.utils.flop_counter import FlopCounterMode
 
+    from harness.redirect import tensors_on
+
     namespace: dict = {"__name__": f"_kkb_scaled_{abs(hash(name))}"}
     exec(compile(source, name, "exec"), namespace)  # noqa: S102 - the spec is trusted reference code
-    with torch.device("meta"):
+    with torch.device("meta"), tensors_on("meta"):
         model = namespace["Model"](*namespace["get_init_inputs"]())
         inputs = list(namespace["get_inputs"]())
         counter = FlopCounterMode(display=False)

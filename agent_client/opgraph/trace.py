@@ -28,6 +28,7 @@ from torch.fx.experimental.proxy_tensor import make_fx
 
 from agent_client.opgraph.decompose import decomposition_table
 from agent_client.opgraph.graph import GraphInput, OpGraph, TensorMeta
+from harness.redirect import tensors_on
 
 aten = torch.ops.aten
 
@@ -75,16 +76,18 @@ def _where(exc: BaseException, path: Path) -> str:
 
 
 def _build(module, path: Path, init_kwargs: dict, input_kwargs: dict, dtype: str | None):
-    init = list(module.get_init_inputs(**init_kwargs))
+    with tensors_on("cpu"):
+        init = list(module.get_init_inputs(**init_kwargs))
     try:
-        with torch.device("meta"), warnings.catch_warnings():
+        with torch.device("meta"), tensors_on("meta"), warnings.catch_warnings():
             warnings.simplefilter("ignore")
             torch.manual_seed(0)
             model = module.Model(*init)
     except Exception:  # noqa: BLE001 - an __init__ that needs real values (an .item(), a QR): build it on the CPU
         torch.manual_seed(0)
-        model = module.Model(*init).to("meta")
-    with torch.device("meta"):
+        with tensors_on("cpu"):
+            model = module.Model(*init).to("meta")
+    with torch.device("meta"), tensors_on("meta"):
         torch.manual_seed(0)
         inputs = list(module.get_inputs(**input_kwargs))
     if dtype:
@@ -145,7 +148,8 @@ def trace_spec(path: Path | str, input_kwargs: dict | None = None, init_kwargs: 
         args = list(inputs)
         for i, t in zip(positions, tensors):
             args[i] = t
-        out = torch.func.functional_call(model, state_values, tuple(args), tie_weights=False)
+        with tensors_on("cpu"):  # where the fake tensors say they live, whatever device the spec names
+            out = torch.func.functional_call(model, state_values, tuple(args), tie_weights=False)
         returned["tuple"] = isinstance(out, (tuple, list))
         return out
 

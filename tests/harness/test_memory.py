@@ -59,6 +59,16 @@ def test_published_softmax_estimated_without_allocating(tmp_path):
     assert 40 * 1024**3 < fp.evaluation_bytes < 80 * 1024**3  # fits an H200 (one evaluation at a time)
 
 
+
+def test_a_spec_written_for_a_gpu_is_estimated_too(tmp_path):
+    # .cuda() and device="cuda" land on the meta device: the estimate needs no GPU and copies nothing to one
+    path = tmp_path / "gpu_written.py"
+    path.write_text(BIG_SOFTMAX.replace("torch.rand(batch_size, dim)", "torch.rand(batch_size, dim).cuda()")
+                    .replace("torch.softmax(x, dim=1)", "torch.softmax(x, dim=1) * torch.ones(1, device='cuda')"))
+    assert ".cuda()" in path.read_text() and "device='cuda'" in path.read_text()
+    fp = estimate_footprint(load_spec(path), EvalConfig(), "cuda:0")
+    assert fp.method == "meta" and fp.input_bytes == 4096 * 393216 * 4
+
 def test_spec_too_large_for_the_device_is_refused_before_running(tmp_path):
     path = tmp_path / "23_Softmax.py"
     path.write_text(BIG_SOFTMAX)

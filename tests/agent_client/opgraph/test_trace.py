@@ -81,3 +81,24 @@ def test_a_spec_missing_its_functions_is_named(tmp_path):
     spec.write_text("import torch\nclass Model(torch.nn.Module):\n    pass\n")
     with pytest.raises(TraceError, match="get_inputs"):
         trace_spec(spec)
+
+
+def test_a_spec_written_for_a_gpu_traces_without_one(tmp_path):
+    # .cuda() in get_inputs, a buffer moved in __init__, a module moved with .to, device="cuda" in forward:
+    # the trace reads shapes alone, so it needs no GPU (and on a GPU a meta tensor cannot be copied to it)
+    spec = tmp_path / "gpu_written.py"
+    spec.write_text(
+        "import torch\nimport torch.nn as nn\n\n"
+        "class Model(nn.Module):\n"
+        "    def __init__(self, d):\n"
+        "        super(Model, self).__init__()\n"
+        "        self.register_buffer('mask', torch.tril(torch.ones(d, d)).cuda())\n"
+        "        self.proj = nn.Linear(d, d).to('cuda')\n"
+        "    def forward(self, x):\n"
+        "        scale = torch.full((x.shape[-1],), 0.5, device='cuda')\n"
+        "        return self.proj(x @ self.mask) * scale\n\n"
+        "def get_inputs():\n    return [torch.randn(4, 8).cuda()]\n\n"
+        "def get_init_inputs():\n    return [8]\n")
+    graph = trace_spec(spec)
+    assert {"mask", "proj.weight", "proj.bias"} <= {str(i.ref) for i in graph.inputs.values()}
+    assert graph.n_outputs == 1
