@@ -21,7 +21,7 @@ from typing import Any
 import torch
 from torch.overrides import TorchFunctionMode
 
-from harness.redirect import tensors_on
+from harness.redirect import model_on_meta, tensors_on
 
 # Calls that only read metadata or change layout: kept out of the signature.
 _IGNORED = {
@@ -190,7 +190,8 @@ def trace_signature(spec_path: Path) -> OpSignature:
     module = load_spec_module(spec_path)
     with torch.device("meta"), tensors_on("meta"):
         init = list(module.get_init_inputs())
-        model = module.Model(*init)
+    model = model_on_meta(lambda: module.Model(*init))
+    with torch.device("meta"), tensors_on("meta"):
         inputs = list(module.get_inputs())
     named = {id(p): n for n, p in model.named_parameters()}
     named.update({id(b): n for n, b in model.named_buffers()})

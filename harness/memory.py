@@ -62,14 +62,16 @@ def _meta_sizes(spec: Spec) -> tuple[int, int, int]:
     """(input, output, parameter) bytes of the largest variant, from a forward on the meta device."""
     import torch
 
-    from harness.redirect import tensors_on
+    from harness.redirect import model_on_meta, tensors_on
     from harness.spec import make_init_inputs
 
     dtype = getattr(torch, spec.dtype) if spec.dtype else None
     sizes = (0, 0, 0)
     for variant in spec.variants:
+        with torch.device("meta"), tensors_on("meta"):
+            init = make_init_inputs(spec, variant)
+        model = model_on_meta(lambda init=init: spec.module.Model(*init))
         with torch.device("meta"), tensors_on("meta"), torch.no_grad():
-            model = spec.module.Model(*make_init_inputs(spec, variant))
             inputs = list(spec.module.get_inputs(**variant.kwargs))
             if dtype is not None:
                 if isinstance(model, torch.nn.Module):

@@ -45,3 +45,16 @@ def tensors_on(device: str | torch.device):
     """Within the block, a tensor asked for on any device is made on `device` instead."""
     with _TensorsOn(torch.device(device)):
         yield
+
+
+def model_on_meta(build):
+    """build()'s model with its tensors on the meta device. An __init__ that needs real values (an
+    `.item()` over a linspace of drop rates, a QR for an orthogonal init) cannot run there: it runs on the
+    CPU and the model moves to meta."""
+    try:
+        with torch.device("meta"), tensors_on("meta"):
+            return build()
+    except Exception:  # noqa: BLE001 - the reason shows if the CPU build fails too
+        with tensors_on("cpu"):
+            model = build()
+        return model.to("meta") if isinstance(model, torch.nn.Module) else model

@@ -130,12 +130,12 @@ def _measure(source: str, name: str) -> tuple[int, int]:
     import torch
     from torch.utils.flop_counter import FlopCounterMode
 
-    from harness.redirect import tensors_on
+    from harness.redirect import model_on_meta, tensors_on
 
     namespace: dict = {"__name__": f"_kkb_scaled_{abs(hash(name))}"}
     exec(compile(source, name, "exec"), namespace)  # noqa: S102 - the spec is trusted reference code
+    model = model_on_meta(lambda: namespace["Model"](*namespace["get_init_inputs"]()))
     with torch.device("meta"), tensors_on("meta"):
-        model = namespace["Model"](*namespace["get_init_inputs"]())
         inputs = list(namespace["get_inputs"]())
         counter = FlopCounterMode(display=False)
         with torch.no_grad(), counter:

@@ -28,7 +28,7 @@ from torch.fx.experimental.proxy_tensor import make_fx
 
 from agent_client.opgraph.decompose import decomposition_table
 from agent_client.opgraph.graph import GraphInput, OpGraph, TensorMeta
-from harness.redirect import tensors_on
+from harness.redirect import model_on_meta, tensors_on
 
 aten = torch.ops.aten
 
@@ -78,15 +78,13 @@ def _where(exc: BaseException, path: Path) -> str:
 def _build(module, path: Path, init_kwargs: dict, input_kwargs: dict, dtype: str | None):
     with tensors_on("cpu"):
         init = list(module.get_init_inputs(**init_kwargs))
-    try:
-        with torch.device("meta"), tensors_on("meta"), warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            torch.manual_seed(0)
-            model = module.Model(*init)
-    except Exception:  # noqa: BLE001 - an __init__ that needs real values (an .item(), a QR): build it on the CPU
+    def build():
         torch.manual_seed(0)
-        with tensors_on("cpu"):
-            model = module.Model(*init).to("meta")
+        return module.Model(*init)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = model_on_meta(build)
     with torch.device("meta"), tensors_on("meta"):
         torch.manual_seed(0)
         inputs = list(module.get_inputs(**input_kwargs))

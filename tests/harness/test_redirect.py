@@ -4,7 +4,7 @@ import pytest
 import torch
 from torch import nn
 
-from harness.redirect import tensors_on
+from harness.redirect import model_on_meta, tensors_on
 
 
 def test_every_way_a_spec_names_a_gpu_lands_on_meta():
@@ -40,3 +40,18 @@ def test_a_real_cpu_block_computes_real_values():
     with tensors_on("cpu"):
         x = torch.arange(4.0).cuda() * torch.ones(4, device="cuda")
     assert x.device.type == "cpu" and x.tolist() == [0.0, 1.0, 2.0, 3.0]
+
+
+class _DropRates(nn.Module):
+    # Swin's constructor: drop rates read as floats from a linspace, which the meta device cannot give
+    def __init__(self):
+        super().__init__()
+        self.rates = [x.item() for x in torch.linspace(0, 0.2, 4)]
+        self.proj = nn.Linear(4, 4).cuda()
+
+
+def test_model_on_meta_builds_on_the_cpu_where_init_needs_values():
+    model = model_on_meta(_DropRates)
+    assert model.rates[-1] == pytest.approx(0.2)
+    assert all(p.is_meta for p in model.parameters())
+    assert all(p.is_meta for p in model_on_meta(lambda: nn.Linear(3, 3).to("cuda")).parameters())

@@ -57,3 +57,11 @@ def test_a_spec_that_never_builds_is_named():
     broken = SOFTMAX.replace("return torch.softmax(x, dim=1)", "return torch.softmax(x, dim=1) @ x[:3]")
     with pytest.raises(ScalingError, match="broken.py: the spec does not build"):
         scale_spec_source(broken, name="broken.py")
+
+
+def test_a_constructor_that_reads_values_still_scales():
+    swin_like = SOFTMAX.replace(
+        "        super(Model, self).__init__()\n",
+        "        super(Model, self).__init__()\n        self.rates = [x.item() for x in torch.linspace(0, 0.1, 4)]\n")
+    scaled = scale_spec_source(swin_like, max_input_elements=1 << 16)
+    assert scaled.factor < 1 and scaled.input_elements <= 1 << 16
