@@ -25,6 +25,13 @@ from agent_client.opgraph.graph import TensorMeta
 
 _NUMBER = re.compile(r"-?\d+(\.\d*)?([eE][-+]?\d+)?")
 
+
+def tile_shaped(code: str, like: str) -> str:
+    """A constant value (a copy of a full tensor, a write of one value) given the shape of `like`, a tile
+    expression, so that it can be cast and stored; any other value as it is."""
+    literal = {"True": "1", "False": "0"}.get(code, code)
+    return f"(tl.zeros_like({like}) + {literal})" if _NUMBER.fullmatch(literal) else code
+
 aten, prims = torch.ops.aten, torch.ops.prims
 _UNROLL_MAX = 27  # pooling windows up to this many positions are unrolled, larger ones looped
 
@@ -134,6 +141,7 @@ class KernelWriter(WindowsAndGathers):
         missing = [v for v in _tile_vars(mask) if not re.search(rf"\b{v}\b", off)]
         if missing:  # the pointer must have the value's (the tile's) shape
             off += " + 0 * (" + " + ".join(missing) + ")"
+        code = tile_shaped(code, off)
         value = code if buf.meta.dtype != "bool" else f"({code} != 0)"
         if buf.meta.dtype == "bfloat16":
             value = self.round_to(value, "bfloat16")

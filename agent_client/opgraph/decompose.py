@@ -191,6 +191,15 @@ def _triangle_indices(lower: bool, row, col, offset=0, *, dtype=None, device=Non
                         device=device).reshape(2, len(pairs))
 
 
+def _embedding_renorm(weight, indices, max_norm, norm_type):
+    # nn.Embedding(max_norm=...): each looked-up row whose norm exceeds max_norm is scaled to it (with
+    # PyTorch's 1e-7 in the divisor); a functional copy of the weight that the trace writes back
+    norms = torch.linalg.vector_norm(weight, norm_type, dim=1, keepdim=True)
+    used = torch.zeros(weight.shape[0], 1, dtype=torch.bool, device=weight.device).index_put(
+        (indices.reshape(-1),), torch.ones((), dtype=torch.bool, device=weight.device))
+    return torch.where(used & (norms > max_norm), weight * (max_norm / (norms + 1e-7)), weight)
+
+
 def _rrelu_eval(x, noise, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None):
     # outside training rrelu is a leaky relu with the middle slope; in training it is random
     if training:
@@ -217,6 +226,7 @@ def decomposition_table() -> dict:
     table[aten.kthvalue.default] = _kthvalue
     table[aten.rrelu_with_noise_functional.default] = _rrelu_eval
     table[aten.hypot.default] = _hypot
+    table[aten.embedding_renorm.default] = _embedding_renorm
     table[aten.tril_indices.default] = lambda *a, **k: _triangle_indices(True, *a, **k)
     table[aten.triu_indices.default] = lambda *a, **k: _triangle_indices(False, *a, **k)
     return table

@@ -18,7 +18,7 @@ from agent_client.lowering.kernels.common import (
     pow2,
 )
 from agent_client.lowering.kernels.pointwise import pointwise_kernel  # noqa: F401
-from agent_client.lowering.writer import KernelWriter, LoweringError, shape
+from agent_client.lowering.writer import KernelWriter, LoweringError, shape, tile_shaped
 
 
 # ---- scatters ------------------------------------------------------------------------------------------
@@ -102,7 +102,7 @@ def scatter_kernels(name: str, node, buffers: dict, target: str) -> list[Kernel]
         val, vc = evaluate(w, values, w.arg_idx(values, src_shape, sidx), node)
     else:
         val, vc = ops.code(w, values, "f32"), "f32"
-    val = w.bind(w.cast(val, vc, ops.ctype_of(node.meta["val"].dtype)))
+    val = w.bind(tile_shaped(w.cast(val, vc, ops.ctype_of(node.meta["val"].dtype)), "xi"))
     ptr = w.arg(out)
     off = address(target_idx, out.meta.stride).render()
     if accumulate:

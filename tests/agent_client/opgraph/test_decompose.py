@@ -72,3 +72,15 @@ def test_hypot_and_the_table_names_our_forms():
 def test_triangle_indices_match(lower, rows, cols, offset):
     want = torch.tril_indices(rows, cols, offset) if lower else torch.triu_indices(rows, cols, offset)
     assert torch.equal(decompose._triangle_indices(lower, rows, cols, offset), want)
+
+
+def test_embedding_renorm_scales_only_looked_up_rows_over_the_norm():
+    weight = torch.randn(20, 6) * 2
+    weight[3] = 0.01  # under max_norm: unchanged even when looked up
+    indices = torch.tensor([[3, 5, 5], [7, 0, 3]])
+    want = weight.clone()
+    torch.embedding_renorm_(want, indices, 1.0, 2.0)
+    got = decompose._embedding_renorm(weight, indices, 1.0, 2.0)
+    torch.testing.assert_close(got, want)
+    untouched = [r for r in range(20) if r not in indices.tolist()[0] + indices.tolist()[1]]
+    assert torch.equal(got[untouched], weight[untouched])
