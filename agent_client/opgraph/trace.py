@@ -57,11 +57,39 @@ def load_module(path: Path, source: str | None = None):
                          f"{exc}") from exc
     finally:
         sys.modules.pop(name, None)
+    _without_compile(module)
     missing = [n for n in ("Model", "get_inputs", "get_init_inputs") if not hasattr(module, n)]
     if missing:
         raise TraceError(f"spec {path}: missing {missing} (KernelBench format: Model, get_inputs, "
                          "get_init_inputs)")
     return module
+
+
+
+def _eager(value):
+    """The function under a torch.compile wrapper, or the value itself."""
+    return getattr(value, "_torchdynamo_orig_callable", value)
+
+
+def _without_compile(module) -> None:
+    # Helpers and methods decorated with @torch.compile run as written: the trace records their ops (FX
+    # cannot trace through dynamo), and the lowering fuses them as it would anyway
+    for name, value in list(vars(module).items()):
+        setattr(module, name, _eager(value))
+        if isinstance(value, type) and value.__module__ == module.__name__:
+            for attr, member in list(vars(value).items()):
+                if _eager(member) is not member:
+                    setattr(value, attr, _eager(member))
+
+
+def _compiled_submodules_eager(model: torch.nn.Module) -> torch.nn.Module:
+    """Submodules wrapped by torch.compile in __init__ (OptimizedModule) call the module inside directly; the
+    wrapper stays, so parameters keep the names the spec's own model gives them (`a._orig_mod.0.weight`)."""
+    for module in model.modules():
+        inner = getattr(module, "_orig_mod", None)
+        if isinstance(inner, torch.nn.Module):
+            module.forward = inner.__call__
+    return model
 
 
 def _where(exc: BaseException, path: Path) -> str:
@@ -85,6 +113,8 @@ def _build(module, path: Path, init_kwargs: dict, input_kwargs: dict, dtype: str
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model = model_on_meta(build)
+    if isinstance(model, torch.nn.Module):
+        model = _compiled_submodules_eager(model)
     with torch.device("meta"), tensors_on("meta"):
         torch.manual_seed(0)
         inputs = list(module.get_inputs(**input_kwargs))

@@ -102,3 +102,28 @@ def test_a_spec_written_for_a_gpu_traces_without_one(tmp_path):
     graph = trace_spec(spec)
     assert {"mask", "proj.weight", "proj.bias"} <= {str(i.ref) for i in graph.inputs.values()}
     assert graph.n_outputs == 1
+
+
+def test_torch_compile_in_a_spec_is_traced_as_written(tmp_path):
+    # a compiled helper, a compiled method and a submodule compiled in __init__: FX cannot trace through
+    # dynamo, so the trace runs what they wrap; parameters keep the names the spec's model gives them
+    spec = tmp_path / "compiled.py"
+    spec.write_text(
+        "import torch\nimport torch.nn as nn\n\n"
+        "@torch.compile\ndef swish(a):\n    return a * torch.sigmoid(a)\n\n"
+        "class Block(nn.Module):\n"
+        "    def __init__(self, d):\n        super().__init__()\n        self.fc = nn.Linear(d, d)\n"
+        "    @torch.compile(mode='max-autotune')\n"
+        "    def forward(self, x):\n        return torch.tanh(self.fc(x))\n\n"
+        "class Model(nn.Module):\n"
+        "    def __init__(self, d):\n        super().__init__()\n"
+        "        self.a = torch.compile(nn.Sequential(nn.Linear(d, d), nn.ReLU()))\n"
+        "        self.b = Block(d)\n"
+        "    def forward(self, x):\n        return swish(self.b(self.a(x)))\n\n"
+        "def get_inputs():\n    return [torch.randn(4, 8)]\n\n"
+        "def get_init_inputs():\n    return [8]\n")
+    graph = trace_spec(spec)
+    names = {str(i.ref) for i in graph.inputs.values()}
+    assert {"a._orig_mod.0.weight", "b.fc.weight"} <= names
+    targets = {str(n.target) for n in graph.gm.graph.nodes if n.op == "call_function"}
+    assert any("sigmoid" in t for t in targets) and any("tanh" in t for t in targets)
