@@ -152,10 +152,17 @@ def _cdist(x1, x2, p, compute_mode=None):
 
 
 def _pdist(x, p=2.0):
-    # the upper triangle of cdist(x, x), row by row: a gather at fixed flat positions
+    # the upper triangle of cdist(x, x), row by row: a gather at positions computed from the output's index
+    # (no constant of n(n-1)/2 positions). Row i starts at s(i) = i(2n - i - 1)/2; i comes from the
+    # quadratic's root in fp64, then is corrected by one either way where rounding moved it.
     n = x.shape[0]
-    flat = [i * n + j for i in range(n) for j in range(i + 1, n)]
-    return _cdist(x, x, p).reshape(-1)[torch.tensor(flat, dtype=torch.long, device=x.device)]
+    k = torch.arange(n * (n - 1) // 2, device=x.device)
+    b = 2 * n - 1
+    i = ((b - torch.sqrt((b * b - 8 * k).to(torch.float64))) / 2).floor().to(torch.long)
+    start = lambda r: r * (b - r) // 2
+    i = torch.where(start(i + 1) <= k, i + 1, torch.where(start(i) > k, i - 1, i))
+    j = k - start(i) + i + 1
+    return _cdist(x, x, p).reshape(-1)[i * n + j]
 
 
 def _order_statistic(x, k: int, dim: int, keepdim: bool):
@@ -185,10 +192,18 @@ def _hypot(a, b):
 
 
 def _triangle_indices(lower: bool, row, col, offset=0, *, dtype=None, device=None, **_):
-    # positions known from the sizes alone: a constant of the graph
-    pairs = [(i, j) for i in range(row) for j in range(col) if (j - i <= offset if lower else j - i >= offset)]
-    return torch.tensor([[i for i, _ in pairs], [j for _, j in pairs]], dtype=dtype or torch.long,
-                        device=device).reshape(2, len(pairs))
+    # computed from the index, as DLRM's interaction layer uses them: each row's count of kept columns, their
+    # running sum, then for each position k its row (how many rows end at or before k) and its column
+    counts = torch.arange(row, device=device) + offset
+    counts = (counts + 1).clamp(0, col) if lower else (col - counts.clamp(min=0)).clamp(0, col)
+    ends = torch.cumsum(counts, 0)
+    total = sum(min(max(r + offset + 1, 0), col) if lower else min(max(col - max(r + offset, 0), 0), col)
+                for r in range(row))
+    k = torch.arange(total, device=device)
+    i = (ends <= k.unsqueeze(-1)).sum(-1)
+    first = torch.zeros_like(i) if lower else (i + offset).clamp(min=0)
+    j = first + k - (ends[i] - counts[i])
+    return torch.stack([i, j]).to(dtype or torch.long)
 
 
 def _embedding_renorm(weight, indices, max_norm, norm_type):

@@ -68,7 +68,8 @@ def test_hypot_and_the_table_names_our_forms():
 
 
 @pytest.mark.parametrize("lower", [True, False])
-@pytest.mark.parametrize(("rows", "cols", "offset"), [(4, 4, 0), (5, 3, -1), (3, 6, 2), (0, 3, 0), (4, 2, 5)])
+@pytest.mark.parametrize(("rows", "cols", "offset"),
+                         [(4, 4, 0), (5, 3, -1), (3, 6, 2), (0, 3, 0), (4, 2, 5), (27, 27, -1), (6, 9, -3), (9, 4, 1)])
 def test_triangle_indices_match(lower, rows, cols, offset):
     want = torch.tril_indices(rows, cols, offset) if lower else torch.triu_indices(rows, cols, offset)
     assert torch.equal(decompose._triangle_indices(lower, rows, cols, offset), want)
@@ -84,3 +85,10 @@ def test_embedding_renorm_scales_only_looked_up_rows_over_the_norm():
     torch.testing.assert_close(got, want)
     untouched = [r for r in range(20) if r not in indices.tolist()[0] + indices.tolist()[1]]
     assert torch.equal(got[untouched], weight[untouched])
+
+
+
+@pytest.mark.parametrize("n", [2, 3, 17, 300])
+def test_pdist_positions_from_the_index_at_every_size(n):
+    x = torch.randn(n, 3, dtype=torch.float64)
+    torch.testing.assert_close(decompose._pdist(x, 2.0), torch.pdist(x))
