@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 
 import torch
+from torch.utils._pytree import tree_map
 
 from harness import guard
 from harness.backends.base import Backend
@@ -39,8 +40,8 @@ def _bf16_rounding_error(spec: Spec, variant: Variant, inputs: list, ref_out, de
         for p in list(model.parameters()) + list(model.buffers()):
             if p.is_floating_point():
                 p.copy_(p.to(torch.bfloat16).to(p.dtype))
-    rounded = [x.to(torch.bfloat16).to(x.dtype) if isinstance(x, torch.Tensor) and x.is_floating_point()
-               else x for x in inputs]
+    rounded = tree_map(lambda x: x.to(torch.bfloat16).to(x.dtype)
+                       if isinstance(x, torch.Tensor) and x.is_floating_point() else x, list(inputs))
     return relative_error(model(*rounded), ref_out)
 
 

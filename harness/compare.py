@@ -53,7 +53,18 @@ def _compare_chunk(o: torch.Tensor, r: torch.Tensor, atol: float, rtol: float) -
 def _flatten(output) -> list:
     if isinstance(output, (list, tuple)):
         return [t for item in output for t in _flatten(item)]
+    if isinstance(output, dict):
+        return [t for item in output.values() for t in _flatten(item)]
     return [output]
+
+
+def _keys(output) -> list:
+    """The keys of every dict in the output, in order: a result must name its values as the reference does."""
+    if isinstance(output, (list, tuple)):
+        return [k for item in output for k in _keys(item)]
+    if isinstance(output, dict):
+        return [list(output)] + [k for item in output.values() for k in _keys(item)]
+    return []
 
 
 def _index(flat_idx: int, shape: tuple[int, ...]) -> list[int]:
@@ -110,7 +121,9 @@ def compare_tensor(out: torch.Tensor, ref: torch.Tensor, atol: float, rtol: floa
 
 
 def compare_outputs(out, ref, atol: float, rtol: float, label: str = "output") -> tuple[list[str], dict]:
-    """Compare nested outputs (tensor or tuple/list of tensors) element by element."""
+    """Compare nested outputs (a tensor, or tuples, lists and dicts of them) element by element."""
+    if _keys(out) != _keys(ref):
+        return [f"{label}: the keys {_keys(out)} differ from the reference's {_keys(ref)}"], {}
     outs, refs = _flatten(out), _flatten(ref)
     if len(outs) != len(refs):
         return [f"{label}: {len(outs)} output tensors but the reference returns {len(refs)}"], {}

@@ -13,6 +13,7 @@ from typing import ClassVar
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves, tree_map
 
 
 class OpRecorder(TorchDispatchMode):
@@ -38,7 +39,8 @@ def tensors_of(value) -> list[torch.Tensor]:
 
 
 def clone_inputs(inputs: list) -> list:
-    return [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+    """The inputs with every tensor cloned, nested ones (a list of feature maps, a dict) too."""
+    return tree_map(lambda x: x.clone() if isinstance(x, torch.Tensor) else x, list(inputs))
 
 
 def forbidden_op_reasons(ops: Counter, allowed: frozenset[str] | None, backend: str) -> list[str]:
@@ -52,8 +54,8 @@ def forbidden_op_reasons(ops: Counter, allowed: frozenset[str] | None, backend: 
 
 
 def snapshot_bytes(inputs: list) -> list[torch.Tensor | None]:
-    """Bitwise copies of the tensor inputs, to detect mutation."""
-    return [x.detach().clone() if isinstance(x, torch.Tensor) else None for x in inputs]
+    """Bitwise copies of the inputs' leaves (tensors; None for other values), to detect mutation."""
+    return [x.detach().clone() if isinstance(x, torch.Tensor) else None for x in tree_leaves(list(inputs))]
 
 
 def _same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
@@ -67,7 +69,7 @@ def _same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
 
 def mutation_reasons(saved: list, inputs: list) -> list[str]:
     out = []
-    for i, (before, x) in enumerate(zip(saved, inputs)):
+    for i, (before, x) in enumerate(zip(saved, tree_leaves(list(inputs)))):
         if before is not None and isinstance(x, torch.Tensor) and not _same_bits(before, x):
             out.append(f"input {i} was modified by the forward (inputs must stay unchanged)")
     return out
@@ -80,7 +82,8 @@ def _span(t: torch.Tensor) -> tuple[int, int]:
 
 def aliasing_reasons(output, inputs: list) -> list[str]:
     out = []
-    in_spans = [(i, _span(x)) for i, x in enumerate(inputs) if isinstance(x, torch.Tensor) and x.numel()]
+    in_spans = [(i, _span(x)) for i, x in enumerate(tree_leaves(list(inputs)))
+                if isinstance(x, torch.Tensor) and x.numel()]
     for j, o in enumerate(tensors_of(output)):
         if not o.numel():
             continue

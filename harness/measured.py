@@ -57,7 +57,9 @@ def _build(spec: Spec, variant: Variant, device: str):
     """(inputs, module) of a variant, made by the spec's own code on `device` ("meta" or "cpu")."""
     import torch
 
-    with torch.device(device):
+    from harness.redirect import tensors_on
+
+    with torch.device(device), tensors_on(device):
         torch.manual_seed(0)
         inputs = list(spec.module.get_inputs(**variant.kwargs))
         module = spec.module.Model(*make_init_inputs(spec, variant))

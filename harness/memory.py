@@ -61,6 +61,7 @@ def _bytes(values) -> int:
 def _meta_sizes(spec: Spec) -> tuple[int, int, int]:
     """(input, output, parameter) bytes of the largest variant, from a forward on the meta device."""
     import torch
+    from torch.utils._pytree import tree_map
 
     from harness.redirect import model_on_meta, tensors_on
     from harness.spec import make_init_inputs
@@ -76,8 +77,8 @@ def _meta_sizes(spec: Spec) -> tuple[int, int, int]:
             if dtype is not None:
                 if isinstance(model, torch.nn.Module):
                     model = model.to(dtype)
-                inputs = [x.to(dtype) if isinstance(x, torch.Tensor) and x.is_floating_point() else x
-                          for x in inputs]
+                inputs = tree_map(lambda x: x.to(dtype) if isinstance(x, torch.Tensor) and x.is_floating_point()
+                                  else x, inputs)
             out = model(*inputs)
         params = 0
         if isinstance(model, torch.nn.Module):

@@ -185,14 +185,18 @@ def make_inputs(spec: Spec, variant: Variant, seed: int, device: str, on_device:
             inputs = list(spec.module.get_inputs(**variant.kwargs))
     else:
         inputs = list(spec.module.get_inputs(**variant.kwargs))
+    from torch.utils._pytree import tree_map
+
     dtype = getattr(torch, spec.dtype) if spec.dtype else None
-    out = []
-    for x in inputs:
+
+    def place(x):
         if isinstance(x, torch.Tensor):
             if dtype is not None and x.is_floating_point():
                 x = x.to(dtype)
             x = x.to(device)
-        out.append(x)
+        return x
+
+    out = tree_map(place, inputs)  # nested arguments (a list of feature maps, a dict) move too
     torch.manual_seed(int.from_bytes(os.urandom(7), "little"))  # the candidate cannot read the input seed
     return out
 

@@ -163,6 +163,7 @@ def candidate_source(spec_source: str, plans: list[tuple[tuple, Plan, object]], 
         functions.append(_plan_function(pid, plan, graph))
         keys.append(f"    {key!r}: _plan{pid},")
     header = textwrap.indent(note.strip(), "# ") + "\n"
+    first = plans[0][2]  # variants share the structure of their arguments and results
     return (
         f"{header}import torch\nimport triton\nimport triton.language as tl\n\n"
         "# ---- the reference module, as written (ModelNew builds the same parameters) ----\n"
@@ -170,12 +171,18 @@ def candidate_source(spec_source: str, plans: list[tuple[tuple, Plan, object]], 
         "# ---- generated kernels ----\n"
         f"TUNABLES = {tunables!r}\n"
         f"{PRELUDE}\n\n" + "\n\n".join(kernels) + "\n\n" + "\n\n".join(functions) + "\n\n"
-        "_PLANS = {\n" + "\n".join(keys) + "\n}\n\n\n"
+        "_PLANS = {\n" + "\n".join(keys) + "\n}\n"
+        + (f"_OUTPUT_SPEC = torch.utils._pytree.treespec_loads({first.output_spec!r})\n" if first.output_spec else "")
+        + "\n\n"
         "class ModelNew(Model):\n"
         "    def forward(self, *args):\n"
-        "        key = tuple(tuple(a.shape) for a in args if isinstance(a, torch.Tensor))\n"
+        + ("        args = tuple(torch.utils._pytree.tree_leaves(list(args)))  # nested arguments\n"
+           if first.input_spec else "")
+        + "        key = tuple(tuple(a.shape) for a in args if isinstance(a, torch.Tensor))\n"
         "        plan = _PLANS.get(key)\n"
         "        if plan is None:\n"
         "            raise RuntimeError(f'ModelNew was generated for input shapes {list(_PLANS)}, not {key}')\n"
-        "        return plan(self, *args)\n"
+        + ("        return plan(self, *args)\n" if not first.output_spec else
+           "        out = plan(self, *args)\n"
+           "        return torch.utils._pytree.tree_unflatten(list(out), _OUTPUT_SPEC)\n")
     )

@@ -54,7 +54,9 @@ class OpGraph:
     output_tuple: bool  # the forward returns a tuple/list (else one tensor)
     mutation_targets: list[str] = field(default_factory=list)  # attribute paths of buffers updated
     scalar_inputs: dict[int, object] = field(default_factory=dict)  # non-tensor forward args, baked in
-    n_forward_inputs: int = 0
+    n_forward_inputs: int = 0  # forward arguments, nested ones counted by their leaves
+    input_spec: str | None = None  # pytree spec (treespec_dumps) of nested forward arguments, else None
+    output_spec: str | None = None  # pytree spec of a dict or nested result (the graph returns its leaves)
 
     def _results(self) -> list:
         out = next(n for n in self.gm.graph.nodes if n.op == "output")

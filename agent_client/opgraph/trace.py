@@ -25,6 +25,7 @@ from pathlib import Path
 import torch
 from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 from torch.fx.experimental.proxy_tensor import make_fx
+from torch.utils._pytree import tree_flatten, tree_unflatten, treespec_dumps
 
 from agent_client.opgraph.decompose import decomposition_table
 from agent_client.opgraph.graph import GraphInput, OpGraph, TensorMeta
@@ -166,7 +167,10 @@ def trace_spec(path: Path | str, input_kwargs: dict | None = None, init_kwargs: 
     # from Python values on its input's device (torch.tensor(0.5, device=x.device)) is then a real constant
     mode = FakeTensorMode(allow_non_fake_inputs=True)
     state = {k: _fake(mode, v) for k, v in state.items()}
-    inputs = [_fake(mode, x) if isinstance(x, torch.Tensor) else x for x in inputs]
+    # nested arguments (a list of feature maps) are flattened: positions count their leaves
+    leaves, in_spec = tree_flatten(list(inputs))
+    nested_inputs = len(leaves) != len(inputs) or any(isinstance(x, (list, tuple, dict)) for x in inputs)
+    inputs = [_fake(mode, x) if isinstance(x, torch.Tensor) else x for x in leaves]
     positions = [i for i, x in enumerate(inputs) if isinstance(x, torch.Tensor)]
     scalars = {i: x for i, x in enumerate(inputs) if not isinstance(x, torch.Tensor)}
 
@@ -176,9 +180,15 @@ def trace_spec(path: Path | str, input_kwargs: dict | None = None, init_kwargs: 
         args = list(inputs)
         for i, t in zip(positions, tensors):
             args[i] = t
+        args = tree_unflatten(args, in_spec)
         with tensors_on("cpu"):  # where the fake tensors say they live, whatever device the spec names
             out = torch.func.functional_call(model, state_values, tuple(args), tie_weights=False)
         returned["tuple"] = isinstance(out, (tuple, list))
+        flat, out_spec = tree_flatten(out)
+        if not isinstance(out, torch.Tensor) and not (returned["tuple"] and len(flat) == len(out)):
+            # a dict or nested results: the graph returns the leaves, the candidate rebuilds the structure
+            returned["tuple"], returned["spec"] = True, treespec_dumps(out_spec)
+            return tuple(flat)
         return out
 
     if _TABLE is None:
@@ -204,6 +214,8 @@ def trace_spec(path: Path | str, input_kwargs: dict | None = None, init_kwargs: 
             pass
     graph = _to_graph(gm, state, kinds, positions, scalars, len(inputs))
     graph.output_tuple = returned.get("tuple", graph.output_tuple)
+    graph.output_spec = returned.get("spec")
+    graph.input_spec = treespec_dumps(in_spec) if nested_inputs else None
     return graph
 
 

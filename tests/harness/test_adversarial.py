@@ -13,9 +13,9 @@ import pytest
 from harness import EvalConfig, Status, WorkerPool, evaluate
 from tests.harness.harness_helpers import SPECS, candidate
 
-SOFTMAX, NEAR_ZERO, LOOSE, LINEAR, SOFTMAX_BF16, GATHER, RELU = (SPECS / f"{n}.py" for n in (
+SOFTMAX, NEAR_ZERO, LOOSE, LINEAR, SOFTMAX_BF16, GATHER, RELU, NESTED = (SPECS / f"{n}.py" for n in (
     "tiny_softmax", "near_zero", "fp32_loose", "scaled_linear", "tiny_softmax_bf16", "gather_loose",
-    "relu_nonneg"))
+    "relu_nonneg", "nested_relu"))
 # (candidate, spec, accepted statuses, a word the reasons must contain)
 CASES = [
     ("calls_reference", SOFTMAX, {Status.rejected}, "triton backend: the forward ran PyTorch compute ops"),
@@ -35,6 +35,10 @@ CASES = [
     ("aliases_input", SOFTMAX, {Status.rejected}, "input 0"),
     ("returns_input", RELU, {Status.rejected}, "output 0 shares memory with input 0"),  # values all right
     ("mutates_input", SOFTMAX, {Status.rejected}, "modified"),
+    # tensors inside a list argument are guarded as top-level ones are
+    ("mutates_nested_input", NESTED, {Status.rejected}, "input 1 was modified"),
+    ("returns_nested_input", NESTED, {Status.rejected}, "output 1 shares memory with input 1"),
+    ("honest_nested", NESTED, {Status.passed}, ""),
     ("side_thread", SOFTMAX, {Status.rejected}, "thread"),
     ("monkeypatch_event", SOFTMAX, {Status.rejected}, "monkey-patching"),
     ("lazy_subclass", SOFTMAX, {Status.rejected}, "subclass"),

@@ -59,6 +59,19 @@ def test_tuple_outputs():
     assert compare_outputs((torch.ones(2),), ref, 1e-4, 1e-4)[0]
 
 
+
+def test_dict_outputs_compare_by_key_and_value():
+    a, b = torch.randn(4), torch.randn(3)
+    ref = {"logits": a, "aux": (b, b * 2)}
+    assert compare_outputs({"logits": a.clone(), "aux": (b.clone(), b * 2)}, ref, 1e-5, 1e-5)[0] == []
+    wrong = compare_outputs({"logits": a.clone(), "aux": (b.clone(), b * 3)}, ref, 1e-5, 1e-5)[0]
+    assert len(wrong) == 1 and "output[2]" in wrong[0]
+    renamed = compare_outputs({"scores": a.clone(), "aux": (b, b * 2)}, ref, 1e-5, 1e-5)[0]
+    assert renamed and "keys" in renamed[0] and "logits" in renamed[0]
+    reordered = compare_outputs({"aux": (b, b * 2), "logits": a.clone()}, ref, 1e-5, 1e-5)[0]
+    assert reordered and "keys" in reordered[0]
+    assert compare_outputs(a.clone(), {"logits": a}, 1e-5, 1e-5)[0]  # a bare tensor for a dict
+
 def test_degenerate_reference_detected():
     assert degenerate_reasons(torch.randn(100) * 1e-6, 1e-4, 1e-4)  # zeros would pass
     assert degenerate_reasons(torch.full((100,), 3.0) + torch.randn(100) * 1e-6, 1e-4, 1e-4)

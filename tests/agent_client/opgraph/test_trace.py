@@ -127,3 +127,19 @@ def test_torch_compile_in_a_spec_is_traced_as_written(tmp_path):
     assert {"a._orig_mod.0.weight", "b.fc.weight"} <= names
     targets = {str(n.target) for n in graph.gm.graph.nodes if n.op == "call_function"}
     assert any("sigmoid" in t for t in targets) and any("tanh" in t for t in targets)
+
+
+def test_nested_arguments_and_results_keep_their_structure(tmp_path):
+    spec = tmp_path / "nested.py"
+    spec.write_text(
+        "import torch\n\nclass Model(torch.nn.Module):\n"
+        "    def forward(self, feats, scale):\n"
+        "        return {'sum': feats[0] + feats[1] * scale, 'max': (feats[1].amax(), feats[0].amin())}\n\n"
+        "def get_inputs():\n    return [[torch.randn(4), torch.randn(4)], 2.0]\n\n"
+        "def get_init_inputs():\n    return []\n")
+    graph = trace_spec(spec)
+    assert graph.n_forward_inputs == 3 and graph.scalar_inputs == {2: 2.0}  # two tensors in the list, a scalar
+    assert graph.input_spec is not None and graph.output_spec is not None
+    assert graph.n_outputs == 3 and graph.output_tuple
+    flat = trace_spec(Path(__file__).resolve().parents[2] / "published_specs" / "9_RowMax_TupleOutput.py")
+    assert flat.input_spec is None and flat.output_spec is None  # flat arguments and a plain tuple: as before
