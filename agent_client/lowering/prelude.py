@@ -78,6 +78,92 @@ def _kkb_atan2(y, x):
     on_axis = tl.where(y > 0, 1.5707963267948966, tl.where(y < 0, -1.5707963267948966, 0.0))
     return tl.where(x == 0, on_axis, a)
 
+
+@triton.jit
+def _kkb_to_nearest_int(x):
+    # x minus its nearest integer, exactly (both steps are exact in floating point): near a pole of gamma
+    # or digamma this is small, and sin(pi d) or tan(pi d) keeps its digits where sin(pi x) would not
+    r = x - _kkb_trunc(x)
+    return tl.where(r > 0.5, r - 1.0, tl.where(r < -0.5, r + 1.0, r))
+
+
+@triton.jit
+def _kkb_lgamma_pos(x):
+    # x > 0: shifted past 8 by lgamma(x) = lgamma(x + 8) - log(x (x + 1) ... (x + 7)), then Stirling's series
+    # to the z^-7 term (Bernoulli numbers: 1/12, 1/360, 1/1260, 1/1680); fp32 error about 1e-6 absolute
+    small = x < 8.0
+    prod = x * (x + 1.0) * (x + 2.0) * (x + 3.0) * (x + 4.0) * (x + 5.0) * (x + 6.0) * (x + 7.0)
+    z = tl.where(small, x + 8.0, x)
+    r = 1.0 / z
+    r2 = r * r
+    series = r * (0.08333333333333333 - r2 * (0.002777777777777778 - r2 * (0.0007936507936507937
+                                                                          - r2 * 0.0005952380952380953)))
+    lz = (z - 0.5) * tl.log(z) - z + 0.9189385332046727 + series
+    return tl.where(small, lz - tl.log(tl.where(small, prod, 1.0)), lz)
+
+
+@triton.jit
+def _kkb_lgamma(x):
+    # negative x by reflection: log(pi / |sin(pi x)|) - lgamma(1 - x); a pole (0, -1, ...) is +inf
+    pos = _kkb_lgamma_pos(tl.where(x > 0, x, 1.0 - x))
+    s = tl.abs(tl.sin(3.141592653589793 * _kkb_to_nearest_int(x)))
+    refl = tl.log(3.141592653589793 / s) - pos
+    pole = (x <= 0) & (x == tl.floor(x))
+    return tl.where(pole, float("inf"), tl.where(x > 0, pos, refl))
+
+
+@triton.jit
+def _kkb_digamma_pos(x):
+    # x > 0: digamma(x) = digamma(x + 8) - sum 1/(x + k), k < 8, then the asymptotic series to z^-6
+    small = x < 8.0
+    acc = 1.0 / x + 1.0 / (x + 1.0) + 1.0 / (x + 2.0) + 1.0 / (x + 3.0) + 1.0 / (x + 4.0) + 1.0 / (x + 5.0) \
+        + 1.0 / (x + 6.0) + 1.0 / (x + 7.0)
+    z = tl.where(small, x + 8.0, x)
+    r2 = 1.0 / (z * z)
+    psi = tl.log(z) - 0.5 / z - r2 * (0.08333333333333333 - r2 * (0.008333333333333333 - r2 * 0.003968253968253968))
+    return tl.where(small, psi - acc, psi)
+
+
+@triton.jit
+def _kkb_digamma(x):
+    # negative x by reflection: digamma(1 - x) - pi / tan(pi x); 0 is -inf and a negative integer nan, as
+    # PyTorch gives them
+    pos = _kkb_digamma_pos(tl.where(x > 0, x, 1.0 - x))
+    d = _kkb_to_nearest_int(x)
+    refl = pos - 3.141592653589793 * tl.cos(3.141592653589793 * d) / tl.sin(3.141592653589793 * d)
+    integer = x == tl.floor(x)
+    return tl.where(x > 0, pos, tl.where(x == 0, float("-inf"), tl.where(integer, float("nan"), refl)))
+
+
+@triton.jit
+def _kkb_erfinv(x):
+    # Giles' single-precision approximation ("Approximating the erfinv function", GPU Computing Gems, 2011):
+    # two polynomials in w = -log(1 - x^2), split at w = 5; +-1 give +-inf, |x| > 1 nan
+    w = -tl.log((1.0 - x) * (1.0 + x))
+    a = w - 2.5
+    p1 = 2.81022636e-08
+    p1 = 3.43273939e-07 + p1 * a
+    p1 = -3.5233877e-06 + p1 * a
+    p1 = -4.39150654e-06 + p1 * a
+    p1 = 0.00021858087 + p1 * a
+    p1 = -0.00125372503 + p1 * a
+    p1 = -0.00417768164 + p1 * a
+    p1 = 0.246640727 + p1 * a
+    p1 = 1.50140941 + p1 * a
+    b = tl.sqrt(tl.where(w < 5.0, 5.0, w)) - 3.0
+    p2 = -0.000200214257
+    p2 = 0.000100950558 + p2 * b
+    p2 = 0.00134934322 + p2 * b
+    p2 = -0.00367342844 + p2 * b
+    p2 = 0.00573950773 + p2 * b
+    p2 = -0.0076224613 + p2 * b
+    p2 = 0.00943887047 + p2 * b
+    p2 = 1.00167406 + p2 * b
+    p2 = 2.83297682 + p2 * b
+    y = tl.where(w < 5.0, p1, p2) * x
+    y = tl.where(tl.abs(x) == 1.0, x * float("inf"), y)
+    return tl.where(tl.abs(x) > 1.0, float("nan"), y)
+
 @triton.jit
 def _kkb_remainder(a, b):
     return a - b * tl.floor(a / b)
