@@ -47,7 +47,7 @@ WINDOWS = {aten.max_pool2d_with_indices, aten.max_pool3d_with_indices, aten.avg_
            aten.max_pool1d_with_indices}
 INDIRECT = {aten.gather, aten.index, aten.index_select, aten.embedding}
 SELECTS = {aten.topk, aten.sort}  # values and indices of the k largest (or smallest) along a dim
-SCATTERS = {aten.index_put, aten.scatter_add, aten.scatter}  # a copy of a tensor with elements written
+SCATTERS = {aten.index_put, aten.scatter_add, aten.scatter, aten.scatter_reduce}  # a copy of a tensor with elements written
 RANDOM = {aten.bernoulli, aten.rand, aten.randn, aten.rand_like, aten.randn_like, aten.randint,
           aten.native_dropout, aten.normal, aten.uniform, aten.multinomial, aten.randperm, aten.exponential}
 
@@ -252,6 +252,19 @@ def _pow(ctx, node, args):
     return f"_kkb_pow({code(ctx, base, t)}, {code(ctx, exp, t)})", t
 
 
+def _round(ctx, node, args):
+    # round(x, decimals=d) as ATen computes it in x's type: rint(x * 10^d) / 10^d, or rint(x / 10^-d) * 10^-d
+    t = _out(node)
+    decimals = node.kwargs.get("decimals", args[1] if len(args) > 1 else 0)
+    x = code(ctx, args[0], t)
+    if not decimals:
+        return f"_kkb_round({x})", t
+    scale = _lit(float(10.0 ** abs(decimals)))
+    if decimals > 0:
+        return f"(_kkb_round({x} * {scale}) / {scale})", t
+    return f"(_kkb_round({x} / {scale}) * {scale})", t
+
+
 def _convert(ctx, node, args):
     target = str(node.meta["val"].dtype).removeprefix("torch.")
     src = args[0]
@@ -360,7 +373,7 @@ POINTWISE = {
     aten.floor: _unary("tl.floor({x})"), prims.floor: _unary("tl.floor({x})"),
     aten.ceil: _unary("tl.ceil({x})"), prims.ceil: _unary("tl.ceil({x})"),
     aten.trunc: _unary("_kkb_trunc({x})"), prims.trunc: _unary("_kkb_trunc({x})"),
-    aten.round: _unary("_kkb_round({x})"), prims.round: _unary("_kkb_round({x})"),
+    aten.round: _round, prims.round: _unary("_kkb_round({x})"),
     aten.reciprocal: _unary("(1.0 / {x})"), prims.reciprocal: _unary("(1.0 / {x})"),
     aten.square: _lift("({x} * {x})"),
     aten.eq: _compare("=="), prims.eq: _compare("=="), aten.ne: _compare("!="), prims.ne: _compare("!="),

@@ -215,6 +215,26 @@ def _embedding_renorm(weight, indices, max_norm, norm_type):
     return torch.where(used & (norms > max_norm), weight * (max_norm / (norms + 1e-7)), weight)
 
 
+def _scatter_reduce(x, dim, index, src, reduce, *, include_self=True):
+    # sums and means through scatter_add (a mean counts the scattered values, and x's own where it is
+    # included); amax and amin over x's own values are left to the lowering's atomic maxima, and without
+    # them each scattered position first takes one of the values scattered there; prod is left as it is
+    if reduce in ("amax", "amin") and include_self:
+        return NotImplemented
+    if reduce not in ("sum", "mean", "amax", "amin"):
+        return NotImplemented
+    if reduce in ("amax", "amin"):  # each scattered position first holds one of its own values: no fill needed
+        return torch.scatter_reduce(x.scatter(dim, index, src), dim, index, src, reduce, include_self=True)
+    base = x if include_self else x.scatter(dim, index, 0)
+    total = base.scatter_add(dim, index, src)
+    if reduce == "sum":
+        return total
+    ones = torch.ones_like(x)
+    count = (ones if include_self else ones.scatter(dim, index, 0)).scatter_add(dim, index, torch.ones_like(src))
+    count = count.clamp(min=1)
+    return total / count if x.is_floating_point() else torch.div(total, count, rounding_mode="floor")
+
+
 def _rrelu_eval(x, noise, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None):
     # outside training rrelu is a leaky relu with the middle slope; in training it is random
     if training:
@@ -242,6 +262,7 @@ def decomposition_table() -> dict:
     table[aten.rrelu_with_noise_functional.default] = _rrelu_eval
     table[aten.hypot.default] = _hypot
     table[aten.embedding_renorm.default] = _embedding_renorm
+    table[aten.scatter_reduce.two] = _scatter_reduce
     table[aten.tril_indices.default] = lambda *a, **k: _triangle_indices(True, *a, **k)
     table[aten.triu_indices.default] = lambda *a, **k: _triangle_indices(False, *a, **k)
     return table

@@ -1,4 +1,5 @@
-"""Scatter kernels: index_put, index_add, scatter, scatter_add (a copy, then stores or atomic adds).
+"""Scatter kernels: index_put, index_add, scatter, scatter_add, scatter_reduce's amax and amin (a copy, then
+stores or atomic adds, maxima or minima).
 
 Usage: kernels = scatter_kernels("k4", node, buffers, "cuda")
 """
@@ -76,6 +77,7 @@ def scatter_kernels(name: str, node, buffers: dict, target: str) -> list[Kernel]
         values = node.args[3] if len(node.args) > 3 else node.kwargs.get("src", node.kwargs.get("value"))
         accumulate = p is ops.aten.scatter_add
         src_shape = shape(index)
+    extreme = _extreme(node) if p is ops.aten.scatter_reduce else None
     n = math.prod(src_shape)
     w = KernelWriter(loadable(buffers, [node]), f"{name}_write")
     w.emit("xi = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)")
@@ -105,15 +107,32 @@ def scatter_kernels(name: str, node, buffers: dict, target: str) -> list[Kernel]
     val = w.bind(tile_shaped(w.cast(val, vc, ops.ctype_of(node.meta["val"].dtype)), "xi"))
     ptr = w.arg(out)
     off = address(target_idx, out.meta.stride).render()
-    if accumulate:
+    if extreme:
+        w.emit(f"tl.atomic_{extreme}({ptr} + ({off}), {val}.to({ptr}.dtype.element_ty), mask=xmask)")
+    elif accumulate:
         w.emit(f"tl.atomic_add({ptr} + ({off}), {val}.to({ptr}.dtype.element_ty), mask=xmask)")
     else:
         w.emit(f"tl.store({ptr} + ({off}), {val}.to({ptr}.dtype.element_ty), mask=xmask)")
     xb2 = min(pow2(n), 1 << 16 if target == "cpu" else 1024)
     write = Kernel(w.name, finish(w, ["XBLOCK"]), list(w.args), f"(triton.cdiv({n}, {xb2}),)",
                    {"XBLOCK": str(xb2), "num_warps": "4"}, {}, {}, "scatter",
-                   f"{'atomic adds' if accumulate else 'stores'} of {n} elements into {node.name}")
+                   f"{f'atomic {extreme}' if extreme else 'atomic adds' if accumulate else 'stores'} of {n} "
+                   f"elements into {node.name}")
     return [copy, write]
+
+
+def _extreme(node) -> str:
+    """"max" or "min" for scatter_reduce's amax / amin over the tensor's own values (the decomposition leaves
+    only these: sums and means become scatter_add, include_self=False a fill first); else a named decline."""
+    reduce = node.args[4] if len(node.args) > 4 else node.kwargs.get("reduce")
+    include_self = node.args[5] if len(node.args) > 5 else node.kwargs.get("include_self", True)
+    dtype = str(node.meta["val"].dtype).removeprefix("torch.")
+    if reduce not in ("amax", "amin") or not include_self:
+        raise LoweringError(f"{node.name}: scatter_reduce {reduce!r} (include_self={include_self}) is not lowered")
+    if dtype not in ("float32", "int32", "int64"):
+        raise LoweringError(f"{node.name}: scatter_reduce {reduce!r} in {dtype} is not lowered (atomic maxima and "
+                            "minima: float32, int32, int64)")
+    return reduce[1:]
 
 
 def torch_bool():

@@ -92,3 +92,27 @@ def test_embedding_renorm_scales_only_looked_up_rows_over_the_norm():
 def test_pdist_positions_from_the_index_at_every_size(n):
     x = torch.randn(n, 3, dtype=torch.float64)
     torch.testing.assert_close(decompose._pdist(x, 2.0), torch.pdist(x))
+
+
+@pytest.mark.parametrize("reduce", ["sum", "mean"])
+@pytest.mark.parametrize("include_self", [True, False])
+def test_scatter_reduce_sums_and_means_through_scatter_add(reduce, include_self):
+    x, src, index = torch.randn(4, 5), torch.randn(4, 16), torch.randint(0, 4, (4, 16))  # column 4 untouched
+    want = x.scatter_reduce(1, index, src, reduce, include_self=include_self)
+    torch.testing.assert_close(decompose._scatter_reduce(x, 1, index, src, reduce, include_self=include_self), want)
+    xi, si = torch.randint(-5, 5, (4, 5)), torch.randint(-9, 9, (4, 16))  # an integer mean rounds down
+    want = xi.scatter_reduce(1, index, si, reduce, include_self=include_self)
+    assert torch.equal(decompose._scatter_reduce(xi, 1, index, si, reduce, include_self=include_self), want)
+
+
+def test_scatter_reduce_leaves_extremes_over_self_and_prod_to_the_op():
+    x, src, index = torch.randn(4, 5), torch.randn(4, 8), torch.randint(0, 5, (4, 8))
+    assert decompose._scatter_reduce(x, 1, index, src, "amax", include_self=True) is NotImplemented
+    assert decompose._scatter_reduce(x, 1, index, src, "prod") is NotImplemented
+
+
+def test_scatter_reduce_extremes_without_self_start_from_a_scattered_value():
+    x, src, index = torch.randn(4, 5), torch.randn(4, 16), torch.randint(0, 4, (4, 16))
+    for reduce in ("amax", "amin"):
+        got = decompose._scatter_reduce(x, 1, index, src, reduce, include_self=False)  # on real tensors: the op
+        torch.testing.assert_close(got, x.scatter_reduce(1, index, src, reduce, include_self=False))
