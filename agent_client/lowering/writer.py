@@ -122,8 +122,13 @@ class KernelWriter(WindowsAndGathers):
         ptr = self.arg(buf)
         addr = address(idx, buf.meta.stride)
         off = addr.render()
-        mask = both(self.mask, cond)
         tiles = _tile_vars(self.mask)
+        if cond is not None and tiles and not any(re.search(rf"\b{v}\b", cond) for v in tiles):
+            # a condition on program ids alone (which input of a cat a GEMM's batch reads): given a tile's
+            # shape, since the interpreter cannot mask a tile with a scalar
+            tv = tiles[0]
+            cond = f"tl.where({cond}, {tv} == {tv}, {tv} != {tv})"
+        mask = both(self.mask, cond)
         if not any(re.search(rf"\b{v}\b", off) for v in tiles) and (tiles or addr.is_const()):
             if cond is None:
                 mask = None  # one scalar per program (a constant or program-id address), always in bounds
