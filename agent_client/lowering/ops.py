@@ -14,6 +14,8 @@ import operator
 
 import torch
 
+from agent_client.lowering.errors import LoweringError
+
 aten, prims = torch.ops.aten, torch.ops.prims
 
 CTYPE = {"float16": "f32", "bfloat16": "f32", "float32": "f32", "float64": "f64", "int64": "i64",
@@ -321,6 +323,25 @@ def _logical(op):
     return emit
 
 
+def _bitwise(op):
+    """&, |, ^ and shifts: on bools the logical op, on integers the op on their bits."""
+    def emit(ctx, node, args):
+        t = _out(node)
+        if t == "i1":
+            return _logical(op)(ctx, node, args)
+        if t not in _INTS:
+            raise LoweringError(f"{node.name}: a bitwise {op} on {t} values")
+        return f"({code(ctx, args[0], t)} {op} {code(ctx, args[1], t)})", t
+    return emit
+
+
+def _bitwise_not(ctx, node, args):
+    t = _out(node)
+    if t == "i1":
+        return f"({code(ctx, args[0], 'i1')} == 0)", "i1"
+    return f"(~{code(ctx, args[0], t)})", t
+
+
 POINTWISE = {
     aten.add: _add, prims.add: _add, aten.sub: _sub, prims.sub: _sub,
     aten.rsub: lambda c, n, a: _sub(c, n, [a[1], a[0]] + list(a[2:])),
@@ -380,9 +401,12 @@ POINTWISE = {
     aten.lt: _compare("<"), prims.lt: _compare("<"), aten.le: _compare("<="), prims.le: _compare("<="),
     aten.gt: _compare(">"), prims.gt: _compare(">"), aten.ge: _compare(">="), prims.ge: _compare(">="),
     aten.logical_and: _logical("&"), aten.logical_or: _logical("|"), aten.logical_xor: _logical("^"),
-    aten.bitwise_and: _logical("&"), aten.bitwise_or: _logical("|"), aten.bitwise_xor: _logical("^"),
+    aten.bitwise_and: _bitwise("&"), aten.bitwise_or: _bitwise("|"), aten.bitwise_xor: _bitwise("^"),
+    aten.__and__: _bitwise("&"), aten.__or__: _bitwise("|"), aten.__xor__: _bitwise("^"),
+    aten.bitwise_left_shift: _bitwise("<<"), aten.bitwise_right_shift: _bitwise(">>"),
+    aten.__lshift__: _bitwise("<<"), aten.__rshift__: _bitwise(">>"),
     aten.logical_not: lambda c, n, a: (f"({code(c, a[0], 'i1')} == 0)", "i1"),
-    aten.bitwise_not: lambda c, n, a: (f"({code(c, a[0], 'i1')} == 0)", "i1"),
+    aten.bitwise_not: _bitwise_not,
     # the sign bit, so -0.0 counts as negative (copysign's decomposition reads it)
     aten.signbit: lambda c, n, a: (f"({code(c, a[0], 'f32')}.to(tl.int32, bitcast=True) < 0)", "i1"),
     prims.signbit: lambda c, n, a: (f"({code(c, a[0], 'f32')}.to(tl.int32, bitcast=True) < 0)", "i1"),
