@@ -235,6 +235,26 @@ def _scatter_reduce(x, dim, index, src, reduce, *, include_self=True):
     return total / count if x.is_floating_point() else torch.div(total, count, rounding_mode="floor")
 
 
+def _masked_scatter(x, mask, source):
+    # the i-th selected position (row-major) takes source's i-th element: a running count of the mask, then a
+    # gather at fixed shape (multimodal models put image features into token embeddings this way)
+    selected = mask.expand_as(x).reshape(-1)
+    position = (torch.cumsum(selected.to(torch.long), 0) - 1).clamp(min=0)
+    return torch.where(selected, source.reshape(-1)[position], x.reshape(-1)).view(x.shape)
+
+
+def _angle(x):
+    # the argument of a real number: pi below zero, 0 at or above, nan kept
+    if x.is_complex():
+        return NotImplemented
+    zero = torch.zeros_like(x, dtype=torch.get_default_dtype() if not x.is_floating_point() else x.dtype)
+    return torch.where(x < 0, zero + torch.pi, torch.where(torch.isnan(x), x, zero))
+
+
+def _ldexp(x, other):
+    return x * torch.pow(2.0, other)
+
+
 def _rrelu_eval(x, noise, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None):
     # outside training rrelu is a leaky relu with the middle slope; in training it is random
     if training:
@@ -263,6 +283,9 @@ def decomposition_table() -> dict:
     table[aten.hypot.default] = _hypot
     table[aten.embedding_renorm.default] = _embedding_renorm
     table[aten.scatter_reduce.two] = _scatter_reduce
+    table[aten.masked_scatter.default] = _masked_scatter
+    table[aten.angle.default] = _angle
+    table[aten.ldexp.Tensor] = _ldexp
     table[aten.tril_indices.default] = lambda *a, **k: _triangle_indices(True, *a, **k)
     table[aten.triu_indices.default] = lambda *a, **k: _triangle_indices(False, *a, **k)
     return table

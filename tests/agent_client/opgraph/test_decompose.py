@@ -116,3 +116,13 @@ def test_scatter_reduce_extremes_without_self_start_from_a_scattered_value():
     for reduce in ("amax", "amin"):
         got = decompose._scatter_reduce(x, 1, index, src, reduce, include_self=False)  # on real tensors: the op
         torch.testing.assert_close(got, x.scatter_reduce(1, index, src, reduce, include_self=False))
+
+
+def test_masked_scatter_angle_and_ldexp_match():
+    x, source = torch.randn(3, 4), torch.randn(12)
+    for mask in (torch.rand(3, 4) > 0.5, torch.rand(4) > 0.5):  # full and broadcast masks
+        assert torch.equal(decompose._masked_scatter(x, mask, source), x.masked_scatter(mask, source))
+    v = torch.tensor([-1.0, -0.0, 0.0, 2.0, float("nan")])
+    torch.testing.assert_close(decompose._angle(v), torch.angle(v), equal_nan=True)
+    e = torch.randint(-3, 4, (3, 4))
+    torch.testing.assert_close(decompose._ldexp(x, e), torch.ldexp(x, e))
