@@ -202,7 +202,8 @@ def _kernelbench_run(device: str, path: Path) -> list[str]:
     sizes = [f"inputs of at most {d['max_elements']:,} elements" if d.get("max_elements") else "",
              f"at most {d['max_flops']:.0e} FLOPs a forward" if d.get("max_flops") else ""]
     scaled = " and ".join(x for x in sizes if x)
-    parts = [source(path, d) + (f" Sizes scaled to {scaled}." if scaled else " Published sizes."), "",
+    parts = [source(path, d) + (f" Sizes scaled to {scaled}." if scaled else " Published sizes.")
+             + (f" {d['note']}" if d.get("note") else ""), "",
              f"Passed: {s['passed']} of {s['problems']} problems ({100 * s['pass_rate']:.1f}%)."]
     failed = [[f"`{p}`", (why or "-").replace("|", "/").replace("\n", " ")[:200]]
               for p, why in sorted(s.get("failed", {}).items())]
@@ -228,6 +229,12 @@ def kernelbench() -> str:
         path = newest(f"kernelbench-{device}-*.json")
         parts += ["", f"### {title}", ""]
         parts += _kernelbench_run(device, path) if path else [f"No `kernelbench-{device}-*.json` is committed yet."]
+    extra = (("level3", "CPU, level 3 (full models; a subset, reduced sizes)"),
+             ("spot", "CPU, a spot check of levels 1 and 2 after the latest lowering changes"))
+    for name, title in extra:
+        path = newest(f"kernelbench-{name}-cpu-*.json")
+        if path:
+            parts += ["", f"### {title}", ""] + _kernelbench_run("cpu", path)
     return "\n".join(parts)
 
 
