@@ -95,8 +95,8 @@ def _im2col(x, kernel_size, dilation, padding, stride):
 def _embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sparse=False,
                    per_sample_weights=None, include_last_offset=False, padding_idx=-1):
     # sums and means of bags as an index_add over each index's bag number, counted from the offsets (an
-    # offset may repeat: an empty bag); max bags are left to the op, which the lowering then names
-    if mode not in (0, 1):
+    # offset may repeat: an empty bag); maxima through scatter_reduce's amax, an empty bag giving 0
+    if mode not in (0, 1, 2):
         return NotImplemented
     n = indices.shape[0]
     bags = offsets.shape[0] - 1 if include_last_offset else offsets.shape[0]
@@ -106,12 +106,18 @@ def _embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0, s
     rows = weight[indices]
     keep = (indices != padding_idx) if padding_idx is not None and padding_idx >= 0 else torch.ones_like(indices,
                                                                                                          dtype=torch.bool)
+    count = torch.zeros(bags, dtype=torch.long, device=indices.device).index_add(0, bag, keep.to(torch.long))
+    if mode == 2:
+        lowest = torch.full_like(rows, float("-inf"))
+        out = torch.zeros(bags, weight.shape[1], dtype=weight.dtype, device=weight.device).scatter_reduce(
+            0, bag[:, None].expand_as(rows), torch.where(keep[:, None], rows, lowest), "amax", include_self=False)
+        return torch.where(count[:, None] > 0, out, torch.zeros_like(out)), bag, count, torch.zeros_like(out,
+                                                                                                       dtype=torch.long)
     weights = keep.to(weight.dtype)
     if per_sample_weights is not None:
         weights = weights * per_sample_weights
     out = torch.zeros(bags, weight.shape[1], dtype=weight.dtype, device=weight.device).index_add(
         0, bag, rows * weights[:, None])
-    count = torch.zeros(bags, dtype=torch.long, device=indices.device).index_add(0, bag, keep.to(torch.long))
     if mode == 1:
         out = out / count.clamp(min=1).to(weight.dtype)[:, None]
     return out, bag, count, torch.zeros_like(count)

@@ -126,3 +126,14 @@ def test_masked_scatter_angle_and_ldexp_match():
     torch.testing.assert_close(decompose._angle(v), torch.angle(v), equal_nan=True)
     e = torch.randint(-3, 4, (3, 4))
     torch.testing.assert_close(decompose._ldexp(x, e), torch.ldexp(x, e))
+
+
+@pytest.mark.parametrize("padding_idx", [-1, 0])
+def test_embedding_bag_max_with_empty_and_padding_only_bags(padding_idx):
+    weight, ids = torch.randn(30, 8), torch.randint(1, 30, (20,))
+    ids[5:8] = 0  # the second bag holds padding only; the third (8, 8) is empty
+    offsets = torch.tensor([0, 5, 8, 8, 14])
+    want = torch.nn.functional.embedding_bag(ids, weight, offsets, mode="max",
+                                             padding_idx=None if padding_idx < 0 else padding_idx)
+    got = decompose._embedding_bag(weight, ids, offsets, mode=2, padding_idx=padding_idx)[0]
+    assert torch.equal(got, want)
