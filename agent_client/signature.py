@@ -188,10 +188,10 @@ def load_spec_module(path: Path):
 def trace_signature(spec_path: Path) -> OpSignature:
     """Run the spec's Model on the meta device and return its normalised op signature."""
     module = load_spec_module(spec_path)
-    with torch.device("meta"), tensors_on("meta"):
+    with tensors_on("meta"):
         init = list(module.get_init_inputs())
     model = model_on_meta(lambda: module.Model(*init))
-    with torch.device("meta"), tensors_on("meta"):
+    with tensors_on("meta"):
         inputs = list(module.get_inputs())
     named = {id(p): n for n, p in model.named_parameters()}
     named.update({id(b): n for n, b in model.named_buffers()})

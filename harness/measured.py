@@ -59,7 +59,7 @@ def _build(spec: Spec, variant: Variant, device: str):
 
     from harness.redirect import tensors_on
 
-    with torch.device(device), tensors_on(device):
+    with tensors_on(device):
         torch.manual_seed(0)
         inputs = list(spec.module.get_inputs(**variant.kwargs))
         module = spec.module.Model(*make_init_inputs(spec, variant))

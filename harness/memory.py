@@ -69,10 +69,10 @@ def _meta_sizes(spec: Spec) -> tuple[int, int, int]:
     dtype = getattr(torch, spec.dtype) if spec.dtype else None
     sizes = (0, 0, 0)
     for variant in spec.variants:
-        with torch.device("meta"), tensors_on("meta"):
+        with tensors_on("meta"):
             init = make_init_inputs(spec, variant)
         model = model_on_meta(lambda init=init: spec.module.Model(*init))
-        with torch.device("meta"), tensors_on("meta"), torch.no_grad():
+        with tensors_on("meta"), torch.no_grad():
             inputs = list(spec.module.get_inputs(**variant.kwargs))
             if dtype is not None:
                 if isinstance(model, torch.nn.Module):

@@ -42,8 +42,9 @@ class _TensorsOn(TorchFunctionMode):
 
 @contextlib.contextmanager
 def tensors_on(device: str | torch.device):
-    """Within the block, a tensor asked for on any device is made on `device` instead."""
-    with _TensorsOn(torch.device(device)):
+    """Within the block, a tensor asked for on any device, or on none, is made on `device`."""
+    device = torch.device(device)
+    with torch.device(device), _TensorsOn(device):
         yield
 
 
@@ -52,7 +53,7 @@ def model_on_meta(build):
     `.item()` over a linspace of drop rates, a QR for an orthogonal init) cannot run there: it runs on the
     CPU and the model moves to meta."""
     try:
-        with torch.device("meta"), tensors_on("meta"):
+        with tensors_on("meta"):
             return build()
     except Exception:  # noqa: BLE001 - the reason shows if the CPU build fails too
         with tensors_on("cpu"):

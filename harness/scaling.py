@@ -135,7 +135,7 @@ def _measure(source: str, name: str) -> tuple[int, int]:
     namespace: dict = {"__name__": f"_kkb_scaled_{abs(hash(name))}"}
     exec(compile(source, name, "exec"), namespace)  # noqa: S102 - the spec is trusted reference code
     model = model_on_meta(lambda: namespace["Model"](*namespace["get_init_inputs"]()))
-    with torch.device("meta"), tensors_on("meta"):
+    with tensors_on("meta"):
         inputs = list(namespace["get_inputs"]())
         counter = FlopCounterMode(display=False)
         with torch.no_grad(), counter:

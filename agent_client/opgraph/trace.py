@@ -116,7 +116,7 @@ def _build(module, path: Path, init_kwargs: dict, input_kwargs: dict, dtype: str
         model = model_on_meta(build)
     if isinstance(model, torch.nn.Module):
         model = _compiled_submodules_eager(model)
-    with torch.device("meta"), tensors_on("meta"):
+    with tensors_on("meta"):
         torch.manual_seed(0)
         inputs = list(module.get_inputs(**input_kwargs))
     if dtype:

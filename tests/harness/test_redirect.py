@@ -55,3 +55,8 @@ def test_model_on_meta_builds_on_the_cpu_where_init_needs_values():
     assert model.rates[-1] == pytest.approx(0.2)
     assert all(p.is_meta for p in model.parameters())
     assert all(p.is_meta for p in model_on_meta(lambda: nn.Linear(3, 3).to("cuda")).parameters())
+
+
+def test_a_tensor_asked_for_on_no_device_lands_there_too():
+    with tensors_on("meta"):
+        assert torch.zeros(2).is_meta and nn.Linear(2, 2).weight.is_meta
