@@ -123,7 +123,8 @@ def scatter_kernels(name: str, node, buffers: dict, target: str) -> list[Kernel]
 
 def _extreme(node) -> str:
     """"max" or "min" for scatter_reduce's amax / amin over the tensor's own values (the decomposition leaves
-    only these: sums and means become scatter_add, include_self=False a fill first); else a named decline."""
+    only these: sums and means become scatter_add, and include_self=False a plain scatter of the values first);
+    else a named decline."""
     reduce = node.args[4] if len(node.args) > 4 else node.kwargs.get("reduce")
     include_self = node.args[5] if len(node.args) > 5 else node.kwargs.get("include_self", True)
     dtype = str(node.meta["val"].dtype).removeprefix("torch.")
