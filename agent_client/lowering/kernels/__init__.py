@@ -10,7 +10,8 @@ shape (the forward dispatches on shapes).
 """
 
 from agent_client.lowering.kernels.common import Kernel
-from agent_client.lowering.kernels.dot import conv_kernel, gemm_kernel
+from agent_client.lowering.kernels.conv import conv_kernel
+from agent_client.lowering.kernels.dot import gemm_kernel
 from agent_client.lowering.kernels.pointwise import pointwise_kernel
 from agent_client.lowering.kernels.reduction import (
            reduce_info,
