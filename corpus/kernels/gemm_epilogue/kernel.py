@@ -33,6 +33,7 @@ from corpus.kernels.gemm_epilogue.hopper import (
     _plannable,
     _tma_ok,
 )
+from corpus.kernels.gemm_epilogue.mainloop import _gemm_acc, _gemm_acc_tma, _tile_coords
 
 TUNABLES = {
     # bf16/fp16, square-ish shapes
@@ -82,30 +83,6 @@ TUNABLES = {
 }
 
 _ACTIVATIONS = ("none", "relu", "gelu", "gelu_tanh", "silu")
-
-
-@triton.jit
-def _tile_coords(tile, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr):
-    # Grouped ordering: GROUP_M row-blocks in a row share each W column-block while it is in L2.
-    n_blocks_m = tl.cdiv(M, BLOCK_M)
-    n_blocks_n = tl.cdiv(N, BLOCK_N)
-    blocks_per_group = GROUP_M * n_blocks_n
-    first_m = (tile // blocks_per_group) * GROUP_M
-    group_rows = min(n_blocks_m - first_m, GROUP_M)
-    pid_m = first_m + (tile % blocks_per_group) % group_rows
-    pid_n = (tile % blocks_per_group) // group_rows
-    return pid_m, pid_n
-
-
-@triton.jit
-def _mma(a, b, acc, IS_FP32: tl.constexpr, FP32_PRECISION: tl.constexpr, UPCAST_DOT: tl.constexpr):
-    if IS_FP32:  # fp32 inputs: "ieee" or "tf32x3", never a silent TF32 downgrade
-        acc = tl.dot(a, b, acc, input_precision=FP32_PRECISION)
-    elif UPCAST_DOT:  # CPU interpreter only: its bf16 dot multiplies raw bits, so go through fp32
-        acc = tl.dot(a.to(tl.float32), b.to(tl.float32), acc, input_precision="ieee")
-    else:
-        acc = tl.dot(a, b, acc)
-    return acc
 
 
 @triton.jit
@@ -200,25 +177,10 @@ def _gemm_epilogue_kernel(
 ):
     """One output tile per program; operands through pointers (any strides, any alignment)."""
     pid_m, pid_n = _tile_coords(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
-    # Rows/columns past the edge wrap around (loads stay in bounds without masks; stores are masked).
-    rows = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M
-    cols = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N
-    ks = tl.arange(0, BLOCK_K)
-    x_ptrs = x_ptr + rows[:, None] * stride_xm + ks[None, :] * stride_xk
-    w_ptrs = w_ptr + ks[:, None] * stride_wk + cols[None, :] * stride_wn  # a (BLOCK_K, BLOCK_N) tile of W^T
-
     acc = _acc_start(b_ptr, pid_n * BLOCK_N, N, BIAS_IN_ACC, BLOCK_M, BLOCK_N)
-    for k in range(tl.cdiv(K, BLOCK_K)):
-        if EVEN_K:
-            a = tl.load(x_ptrs)
-            b = tl.load(w_ptrs)
-        else:
-            k_left = K - k * BLOCK_K
-            a = tl.load(x_ptrs, mask=ks[None, :] < k_left, other=0.0)
-            b = tl.load(w_ptrs, mask=ks[:, None] < k_left, other=0.0)
-        acc = _mma(a, b, acc, IS_FP32, FP32_PRECISION, UPCAST_DOT)
-        x_ptrs += BLOCK_K * stride_xk
-        w_ptrs += BLOCK_K * stride_wk
+    acc = _gemm_acc(x_ptr, w_ptr, pid_m * BLOCK_M, pid_n * BLOCK_N, M, N, K, 0, tl.cdiv(K, BLOCK_K), stride_xm,
+                    stride_xk, stride_wk, stride_wn, acc, EVEN_K, IS_FP32, FP32_PRECISION, UPCAST_DOT, BLOCK_M,
+                    BLOCK_N, BLOCK_K)
     _epilogue(acc, pid_m * BLOCK_M, pid_n * BLOCK_N, b_ptr, r_ptr, y_ptr, r_ptr, y_ptr, M, N, stride_rm,
               stride_rn, stride_ym, stride_yn, scale, HAS_BIAS, HAS_RESIDUAL, ACTIVATION, ROW_SUM, False,
               LEAN, PACKED_ADD, BLOCK_M, BLOCK_N)
@@ -245,10 +207,8 @@ def _gemm_epilogue_tma_kernel(
         off_m = pid_m * BLOCK_M
         off_n = pid_n * BLOCK_N
         acc = _acc_start(b_ptr, off_n, N, BIAS_IN_ACC, BLOCK_M, BLOCK_N)
-        for k in range(k_steps):
-            a = x_desc.load([off_m, k * BLOCK_K])
-            b = w_desc.load([off_n, k * BLOCK_K])  # a (BLOCK_N, BLOCK_K) tile of W
-            acc = _mma(a, b.T, acc, IS_FP32, FP32_PRECISION, UPCAST_DOT)
+        acc = _gemm_acc_tma(x_desc, w_desc, off_m, off_n, k_steps, acc, IS_FP32, FP32_PRECISION, UPCAST_DOT,
+                            BLOCK_K)
         halves = tl.permute(tl.reshape(acc, (BLOCK_M, 2, BLOCK_N // 2)), (0, 2, 1))
         acc0, acc1 = tl.split(halves)
         _epilogue(acc0, off_m, off_n, b_ptr, r_ptr, y_ptr, r_desc, y_desc, M, N, stride_rm, stride_rn,
