@@ -110,6 +110,8 @@ class _Scheduler:
     def needed(self) -> list:
         out = [o for o in self.graph.outputs if isinstance(o, torch.fx.Node)]
         out += [v for _, v in self.graph.mutations]
+        # values a kernel must read from memory (a matmul's operand computed from others) are stored too
+        out += sorted((p for p in self.pinned if not _is_home(p)), key=self.order.get)
         return list(dict.fromkeys(out))
 
     def groups(self) -> list[_Group]:
@@ -308,5 +310,5 @@ def _generate(g: _Group, tag: str, buffers, target, options) -> list[K.Kernel]:
     if g.kind == "scatter":
         return K.scatter_kernels(name, g.anchors[0], buffers, target)
     if g.kind == "gemm":
-        return [K.gemm_kernel(name, g.anchors[0], g.outputs, buffers, target)]
+        return K.gemm_kernels(name, g.anchors[0], g.outputs, buffers, target)
     return [K.conv_kernel(name, g.anchors[0], g.outputs, buffers, target, options.get("conv_impl"))]

@@ -24,6 +24,7 @@ class Kernel:
     kind: str = ""
     note: str = ""  # what the kernel computes, for the candidate's comments
     temps: list = field(default_factory=list)  # (python name, shape, dtype name) allocated before launch
+    helpers: list = field(default_factory=list)  # shared Triton code it calls ("gemm_epilogue/mainloop")
 
 
 def pow2(n: int) -> int:
