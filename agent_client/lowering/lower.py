@@ -15,6 +15,7 @@ from pathlib import Path
 import torch
 
 from agent_client.lowering.emit import candidate_source
+from agent_client.lowering.gemm_rewrites import rewrite_gemms
 from agent_client.lowering.normalize import normalize
 from agent_client.lowering.schedule import Plan, schedule
 from agent_client.lowering.writer import LoweringError
@@ -55,6 +56,7 @@ def lower_spec(spec_path: Path | str, target: str = "cuda", options: dict | None
             continue
         seen.add(key)
         normalize(graph.gm)
+        rewrite_gemms(graph.gm)
         plans.append((key, schedule(graph, target, options, prefix=f"p{len(plans)}"), graph))
     default = plans[0][1]
     tunables, space = {}, {}

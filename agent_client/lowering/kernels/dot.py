@@ -163,12 +163,15 @@ def _matmul_defaults(m: int, n: int, k: int, nb: int, fp32: bool, target: str) -
     bm, bn, bk = (128, 128, 32) if fp32 else (128, 256, 64)
     bm, bn = cap(m, bm), cap(n, bn)
     tiles = lambda: nb * -(-m // bm) * -(-n // bn)
-    while tiles() < _SMS and bn > 64 and bn >= bm:  # too few tiles to fill the card: narrower ones
+    long_k = -(-k // bk) >= 256  # few tiles over a long K split the K (SPLIT_K) and keep their size
+    while not long_k and tiles() < _SMS and bn > 64 and bn >= bm:  # too few tiles to fill the card: narrower
         bn //= 2
-    while tiles() < _SMS and bm > 64:
+    while not long_k and tiles() < _SMS and bm > 64:
         bm //= 2
     if k <= 2 * bk:  # a short K: one or two steps, the output's store is the cost
         bk = cap(k, 64 if fp32 else 128)
+    elif min(m, n) <= 16:  # a matrix-vector product in all but name: memory-bound, deep K steps
+        bk = 128
     warps = 8 if bm * bn >= 128 * 128 else 4
     stages = 2 if k <= bk else (3 if fp32 else 4)
     return {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8, "num_warps": warps, "num_stages": stages,
@@ -191,7 +194,7 @@ def _matmul_space(defaults: dict, fp32: bool, target: str) -> dict:
     blocks = [16, 32, 64, 128, 256]
     space = {"BLOCK_M": [b for b in blocks if b <= max(defaults["BLOCK_M"], 16) * 2],
              "BLOCK_N": [b for b in blocks if b <= max(defaults["BLOCK_N"], 16) * 2],
-             "BLOCK_K": [b for b in (16, 32, 64, 128) if b <= (64 if fp32 else 128)],
+             "BLOCK_K": [b for b in (16, 32, 64, 128) if b <= max(64 if fp32 else 128, defaults["BLOCK_K"])],
              "GROUP_M": [1, 4, 8, 16], "num_warps": [4, 8], "num_stages": [2, 3, 4, 5]}
     if defaults["SPLIT_K"] > 1:
         space["SPLIT_K"] = [2, 4, 8, 16, 32, 64, 128]

@@ -1,0 +1,23 @@
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def __init__(self, d_in, d_out):
+        super().__init__()
+        self.fc = nn.Linear(d_in, d_out)
+
+    def forward(self, x):
+        y = torch.sum(self.fc(x), dim=1, keepdim=True)
+        y = torch.max(y, dim=1, keepdim=True)[0]
+        y = torch.mean(y, dim=1, keepdim=True)
+        return torch.logsumexp(y, dim=1, keepdim=True)
+
+
+def get_inputs():
+    return [torch.rand(16, 40)]
+
+
+def get_init_inputs():
+    return [40, 24]

@@ -1,0 +1,20 @@
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        pass
+
+    def forward(self, a, b):
+        return torch.tril(torch.matmul(a, b))
+
+
+def get_inputs():
+    return [torch.tril(torch.rand(64, 64)), torch.tril(torch.rand(64, 64))]
+
+
+def get_init_inputs():
+    return []

@@ -1,0 +1,124 @@
+"""The lowering's matmuls: each GEMM form of KernelBench's structure (tests/agent_client/lowering/gemm_specs) takes
+its route (the shared main loop, strided operands, split K, triangle skips, rewrites) and passes the harness."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from agent_client.lowering.lower import lower_spec
+from agent_client.offline.tunables import get_tunables, set_tunables
+from harness import EvalConfig, Status, evaluate
+
+os.environ.setdefault("TRITON_INTERPRET", "1")
+
+SPECS = Path(__file__).resolve().parent / "gemm_specs"
+CPU = EvalConfig.for_cpu_tests(time_candidate=False, time_eager_baseline=False)
+
+
+def _gemm_notes(lowered) -> list[str]:
+    return [k for k in lowered.kernels if "_gemm" in k.split(":")[0]]
+
+
+# (spec, what its default candidate for a GPU must show)
+ROUTES = [
+    ("square_matmul", ["matmul 1x64x64x64 (float32) with its epilogue"]),
+    ("batched_matmul", ["matmul 4x32x48x40 (float32)"]),  # the batch is the grid's second dim
+    ("tensor3d_matmul", ["matmul 1x120x36x24"]),  # (3, 40, 24) @ (24, 36): one GEMM over the flattened rows
+    ("einsum4d", ["matmul 1x96x40x24"]),
+    ("large_k", ["part 1: K split", "part 2: the partial tiles summed"]),
+    ("linear_mul_leaky", ["matmul 1x16x24x40 (float32) with its epilogue -> where"]),
+    ("linear_bf16_gelu", ["matmul 1x32x48x64 (bfloat16) with its epilogue"]),
+    ("linear_sigmoid_sum", ["matmul 1x16x24x40"]),  # a sigmoid between: the row-sum rewrite must not apply
+]
+
+
+@pytest.mark.parametrize("name, notes", ROUTES, ids=[r[0] for r in ROUTES])
+def test_gemm_forms_take_their_route(name, notes):
+    lowered = lower_spec(SPECS / f"{name}.py", target="cuda")
+    text = "\n".join(lowered.kernels)
+    for note in notes:
+        assert note in text, text
+    # the library's main loop, once however many kernels call it, and no K loop of the kernel's own
+    assert lowered.source.count("def _gemm_acc(") == 1
+    assert "corpus/kernels/gemm_epilogue/mainloop.py" in lowered.source
+    assert "for k0 in range" not in lowered.source
+
+
+def test_operands_are_strided_views_of_the_inputs():
+    # a.T @ b.T with a (72, 40), b (56, 72): A is read with strides (1, 40), B with (1, 72); nothing is copied
+    lowered = lower_spec(SPECS / "transposed_both.py", target="cuda")
+    assert len(lowered.kernels) == 1
+    call = next(line for line in lowered.source.splitlines() if "= _gemm_acc(" in line)
+    assert re.search(r"40, 56, 72, k_first, k_steps, 1, 40, 1, 72, acc", call), call
+
+
+def test_a_computed_operand_is_stored_first():
+    # matmul(sigmoid(x), W): the sigmoid is stored by a kernel of its own, the GEMM reads it as a buffer
+    lowered = lower_spec(SPECS / "sigmoid_prologue.py", target="cuda")
+    assert "pointwise" in lowered.kernels[0] and "sigmoid" in lowered.kernels[0]
+    assert "matmul 1x16x24x40" in lowered.kernels[1]
+
+
+def test_no_k_mask_where_k_divides_into_blocks():
+    lowered = lower_spec(SPECS / "irregular.py", target="cuda")
+    # K = 45 is no multiple of any BLOCK_K: EVEN_K is decided at launch from the tunable
+    assert 'EVEN_K=45 % T["' in lowered.source
+
+
+def test_triangular_products_skip_zero_tiles():
+    for name, test in (("tril_matmul", "off_n - (off_m + BLOCK_M - 1) > 0"),
+                       ("triu_matmul", "(off_n + BLOCK_N - 1) - off_m < 1")):
+        source = lower_spec(SPECS / f"{name}.py", target="cuda").source
+        assert f"k_steps = tl.where({test}, 0, k_steps)" in source, name
+
+
+@pytest.mark.parametrize("name", ["matvec", "linear_sum_scale", "linear_sum_reductions", "linear_affine_sum"])
+def test_rewritten_specs_have_no_full_gemm(name):
+    lowered = lower_spec(SPECS / f"{name}.py", target="cuda")
+    # the matrix-vector product is a reduction; a row sum of a linear map is a one-row matmul and a reduction
+    assert all(re.search(r"matmul 1x1x", n) for n in _gemm_notes(lowered)), lowered.kernels
+
+
+def test_tile_rule_fills_the_card_and_splits_long_k():
+    from agent_client.lowering.kernels.dot import _matmul_defaults
+
+    square = _matmul_defaults(4096, 4096, 4096, 1, True, "cuda")
+    assert (square["BLOCK_M"], square["BLOCK_N"], square["BLOCK_K"], square["SPLIT_K"]) == (128, 128, 32, 1)
+    bf16 = _matmul_defaults(4096, 4096, 4096, 1, False, "cuda")
+    assert (bf16["BLOCK_M"], bf16["BLOCK_N"], bf16["BLOCK_K"]) == (128, 256, 64)
+    large_k = _matmul_defaults(256, 256, 524288, 1, True, "cuda")  # 4 tiles of 128x128 over a K of 2^19
+    assert large_k["SPLIT_K"] >= 32
+    few = _matmul_defaults(512, 1024, 1024, 1, True, "cuda")  # 32 tiles of 128x128: narrower tiles instead
+    assert (512 // few["BLOCK_M"]) * (1024 // few["BLOCK_N"]) >= 128
+    short_k = _matmul_defaults(32768, 32768, 32, 1, True, "cuda")  # one K step: the store is the cost
+    assert short_k["BLOCK_K"] == 32 and short_k["num_stages"] == 2
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("spec", sorted(SPECS.glob("*.py")), ids=lambda p: p.stem)
+def test_gemm_spec_passes_the_harness(spec):
+    verdict = evaluate(spec, lower_spec(spec, target="cpu").source, backend="triton", device="cpu", config=CPU)
+    assert verdict.status == Status.passed, verdict.reasons
+
+
+def _with(source: str, **values) -> str:
+    """The candidate with its GEMM kernels' tunables set (what the search does)."""
+    keys = {k: v for k, v in get_tunables(source).items() if "_gemm" in k}
+    return set_tunables(source, {k: values[s] for k in keys for s in values if k.endswith("_" + s)})
+
+
+@pytest.mark.parametrize("name, values", [
+    ("tril_matmul", {"BLOCK_M": 16, "BLOCK_N": 16}),  # 16 tiles, 6 of them skipped
+    ("triu_matmul", {"BLOCK_M": 16, "BLOCK_N": 32}),
+    ("large_k", {"SPLIT_K": 4}),  # parts of 16 K steps, summed before the epilogue
+    ("irregular", {"BLOCK_M": 32, "BLOCK_N": 16, "BLOCK_K": 16}),  # partial tiles, a ragged K
+], ids=["tril", "triu", "split_k", "irregular"])
+def test_gemm_tunables_keep_the_result(name, values):
+    spec = SPECS / f"{name}.py"
+    source = _with(lower_spec(spec, target="cpu").source, **values)
+    verdict = evaluate(spec, source, backend="triton", device="cpu", config=CPU)
+    assert verdict.status == Status.passed, verdict.reasons
