@@ -13,6 +13,8 @@ Usage: rewrite_gemms(gm)   # in place, after normalize(): the lowering then sche
   N x K + M x K, the cost of reading the weight and the input once.
 - matvec_to_reduction: a matmul with one output column is a product and a sum over K (a reduction kernel,
   memory-bound as the problem is) instead of a GEMM tile of which 15 of 16 columns would be padding.
+- outer_product: a matmul over a K of 1 (rotary embeddings' positions times frequencies) is a broadcast product,
+  which the kernels that read it compute inline instead of loading it from a GEMM's output.
 Each new node gets its meta by running its op on meta tensors.
 """
 
@@ -37,7 +39,7 @@ def rewrite_gemms(gm: torch.fx.GraphModule) -> list[str]:
     changed = True
     while changed:
         changed = False
-        for rewrite in (unit_reductions, row_sum_of_linear, matvec_to_reduction):
+        for rewrite in (unit_reductions, row_sum_of_linear, matvec_to_reduction, outer_product):
             if rewrite(gm):
                 done.append(rewrite.__name__)
                 changed = True
@@ -257,6 +259,24 @@ def matvec_to_reduction(gm: torch.fx.GraphModule) -> bool:
         with graph.inserting_before(node):
             row = _add(graph, aten.view.default, [v, [1, _shape(v)[0]]])  # (K, 1) -> (1, K)
             total = _add(graph, aten.sum.dim_IntList, [_add(graph, aten.mul.Tensor, [x, row]), [1], True])
+            if bias is not None:
+                total = _add(graph, aten.add.Tensor, [total, bias])
+        _replace(graph, node, total)
+        return True
+    return False
+
+
+def outer_product(gm: torch.fx.GraphModule) -> bool:
+    """mm / bmm / addmm over K = 1 -> a[..., :, 0:1] * b[..., 0:1, :] (one product an element, as the matmul's)."""
+    graph = gm.graph
+    for node in list(graph.nodes):
+        if node.op != "call_function" or node.target not in (aten.mm.default, aten.bmm.default, aten.addmm.default):
+            continue
+        bias, (a, b) = (node.args[0], node.args[1:3]) if node.target is aten.addmm.default else (None, node.args[:2])
+        if _shape(a)[-1] != 1 or node.kwargs:
+            continue
+        with graph.inserting_before(node):
+            total = _add(graph, aten.mul.Tensor, [a, b])  # (.., M, 1) * (.., 1, N) -> (.., M, N)
             if bias is not None:
                 total = _add(graph, aten.add.Tensor, [total, bias])
         _replace(graph, node, total)

@@ -93,3 +93,12 @@ def test_feature_factors_and_row_terms_are_rewritten_exactly(tmp_path):
     assert "row_sum_of_linear" in done and aten.addmm.default not in targets
     verdict = evaluate(spec, lower_spec(spec, target="cpu").source, backend="triton", device="cpu", config=CPU)
     assert verdict.status == Status.passed, verdict.reasons
+
+
+def test_a_matmul_over_one_k_is_a_broadcast_product():
+    # a rotary embedding's positions times its frequencies: (B, D/2, 1) @ (B, 1, S)
+    done, targets = _rewrites(SPECS.parent / "model_specs" / "rotary_embedding.py")
+    assert "outer_product" in done
+    assert aten.bmm.default not in targets and aten.mm.default not in targets
+    lowered = lower_spec(SPECS.parent / "model_specs" / "rotary_embedding.py", target="cuda")
+    assert all("pointwise" in k for k in lowered.kernels), lowered.kernels  # angles computed where they are read
