@@ -220,7 +220,7 @@ def classify(ops: tuple[OpCall, ...]) -> str | None:
     if names.count("matmul") == 2 and "softmax" in names:
         return "attention"
     head = names[0]
-    if head in {"linear", "matmul"} and all(n in POINTWISE or n in {"sum", "mean", "amax"} for n in rest):
+    if _is_gemm(names):
         return "gemm_epilogue"
     if head in {"max_pool2d", "avg_pool2d"} and not rest:
         return "pool2d"
@@ -242,3 +242,13 @@ def _is_manual_rmsnorm(names: list[str]) -> bool:
     # x * rsqrt(mean(x*x or x**2, -1) + eps) [* weight]: the usual hand-written RMSNorm.
     core = [n for n in names if n not in {"mul", "pow", "add", "div", "sqrt", "rsqrt"}]
     return core == ["mean"] and ("rsqrt" in names or "sqrt" in names)
+
+
+def _is_gemm(names: list[str]) -> bool:
+    # a matmul or linear map (its operands possibly transposed first), then elementwise ops and a row reduction;
+    # the family's adapter checks each op and refuses what its epilogue does not cover
+    lead = 0
+    while lead < len(names) and names[lead] in {"T", "t", "transpose"}:
+        lead += 1
+    return lead < len(names) and names[lead] in {"linear", "matmul"} and \
+        all(n in POINTWISE or n in {"sum", "mean", "amax"} for n in names[lead + 1:])

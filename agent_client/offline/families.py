@@ -170,46 +170,116 @@ def _log_softmax(sig):
 
 
 # ---- gemm with epilogue -----------------------------------------------------------------------
-_GEMM_ACTS = {"relu": "relu", "gelu": "gelu", "silu": "silu"}
+# the spec's ops after its matmul, as the library kernel's epilogue chain (corpus/kernels/gemm_epilogue/chain.py)
+_GEMM_UNARY = {"relu", "silu", "sigmoid", "tanh", "mish", "hardswish"}
+_GEMM_MAX_CHAIN = 6
 
 
 @renderer("gemm_epilogue")
 def _gemm(sig: OpSignature) -> list[str]:
-    head, rest = sig.ops[0], list(sig.ops[1:])
+    ops = list(sig.ops)
+    views: dict[int, str] = {}  # a transpose of a 2D input or parameter, as the expression of its view
+    views_src: dict[int, str] = {}  # and of what it transposes
+    i = 0
+    while i < len(ops) and ops[i].name in ("T", "t", "transpose"):
+        op = ops[i]
+        src = op.args[0] if op.args else None
+        if src is None or src.kind not in ("input", "param") or len(src.shape or ()) != 2:
+            raise AdaptError(f"gemm_epilogue: {op.render()} is not a transpose of a 2D input or parameter")
+        if op.name == "transpose" and sorted(_const(op, j, n) % 2 for j, n in ((1, "dim0"), (2, "dim1"))) != [0, 1]:
+            raise AdaptError(f"gemm_epilogue: {op.render()} does not swap the two dims")
+        views[i], views_src[i] = f"{expr(src)}.t()", expr(src)
+        i += 1
+    if i >= len(ops):
+        raise AdaptError("gemm_epilogue: no matmul")
+
+    def operand(arg: Arg) -> str:
+        if arg.kind == "tmp" and arg.ref in views:
+            return views[arg.ref]
+        if arg.kind in ("input", "param"):
+            return expr(arg)
+        raise AdaptError(f"gemm_epilogue: the matmul reads {arg.render()}, not a spec input, parameter or their "
+                         "transpose")
+
+    head = ops[i]
     if head.name == "linear":
         x, w = head.args[0], head.args[1]
         b = _get(head, 2, "bias")
-        weight, bias = expr(w), (expr(b) if b is not None and b.kind != "const" else "None")
+        weight, bias = operand(w), (expr(b) if b is not None and b.kind != "const" else None)
     elif head.name == "matmul" and len(head.args) == 2:
         x, w = head.args
-        weight, bias = f"{expr(w)}.t()", "None"
+        if len(w.shape or ()) != 2 or len(x.shape or ()) < 2:
+            raise AdaptError(f"gemm_epilogue: {head.render()} is batched or a vector product; the library kernel "
+                             "multiplies rows by one 2D matrix")
+        # weight = B^T: a transposed view's source as it is, anything else transposed
+        weight = views_src[w.ref] if w.kind == "tmp" and w.ref in views_src else f"{operand(w)}.t()"
+        bias = None
     else:
-        raise AdaptError(f"gemm_epilogue: first call {head.render()} is not a linear or matmul")
-    if x.kind != "input":
-        raise AdaptError("gemm_epilogue: the matmul must read a spec input")
-    activation, scale, residual, current, reduce = "none", 1.0, "None", Arg("tmp", 0), "none"
-    for i, op in enumerate(rest, start=1):
+        raise AdaptError(f"gemm_epilogue: {head.render()} is not a linear or matmul")
+    x_expr = operand(x)
+    chain: list[tuple] = []
+    residual, reduce, keepdim, current = "None", "none", False, Arg("tmp", i)
+    rest = ops[i + 1:]
+    j = 0
+    while j < len(rest):
+        op, index = rest[j], i + 1 + j
         others = [a for a in op.args if not _same(a, current)]
-        if op.name in _GEMM_ACTS and activation == "none" and scale == 1.0 and residual == "None":
-            activation = _GEMM_ACTS[op.name]
-            if op.name == "gelu" and _const(op, 1, "approximate", "none") == "tanh":
-                activation = "gelu_tanh"
-        elif op.name in {"mul", "div"} and residual == "None" and len(others) == 1 \
-                and others[0].kind == "const" and isinstance(others[0].ref, (int, float)):
-            scale *= float(others[0].ref) if op.name == "mul" else 1.0 / float(others[0].ref)
-        elif op.name == "add" and residual == "None" and len(others) == 1 and others[0].kind == "input":
+        nxt = rest[j + 1] if j + 1 < len(rest) else None
+        if reduce == "sum" and op.name not in ("mul", "div"):
+            raise AdaptError(f"gemm_epilogue: {op.render()} after the row sum is not in the library kernel")
+        if residual != "None" and op.name != "sum":
+            raise AdaptError(f"gemm_epilogue: {op.render()} after the residual add is not in the library kernel")
+        if op.name == "sigmoid" and nxt is not None and nxt.name == "mul" and \
+                {a.render() for a in nxt.args} == {Arg("tmp", index).render(), current.render()}:
+            chain.append(("silu",))  # x * sigmoid(x), written out
+            j, current = j + 2, Arg("tmp", index + 1)
+            continue
+        if op.name in _GEMM_UNARY:
+            chain.append((op.name,))
+        elif op.name == "gelu":
+            chain.append(("gelu_tanh",) if _const(op, 1, "approximate", "none") == "tanh" else ("gelu",))
+        elif op.name == "softplus":
+            if _const(op, 1, "beta", 1) != 1 or _const(op, 2, "threshold", 20) != 20:
+                raise AdaptError("gemm_epilogue: softplus with beta/threshold other than 1/20")
+            chain.append(("softplus",))
+        elif op.name == "leaky_relu":
+            chain.append(("leaky_relu", float(_const(op, 1, "negative_slope", 0.01))))
+        elif op.name in {"clamp", "hardtanh", "relu6"}:
+            lo_default, hi_default = {"clamp": (None, None), "hardtanh": (-1.0, 1.0), "relu6": (0.0, 6.0)}[op.name]
+            lo = _const(op, 1, "min_val" if op.name == "hardtanh" else "min", lo_default)
+            hi = _const(op, 2, "max_val" if op.name == "hardtanh" else "max", hi_default)
+            chain.append(("clamp", float("-inf") if lo is None else float(lo), float("inf") if hi is None else float(hi)))
+        elif op.name in {"mul", "add", "sub", "div"} and len(others) == 1 and others[0].kind == "const" \
+                and isinstance(others[0].ref, (int, float)):
+            value = float(others[0].ref)
+            if op.name in ("sub", "div") and not _same(op.args[0], current):
+                raise AdaptError(f"gemm_epilogue: {op.render()} (a constant minus or over x) is not in the chain")
+            chain.append({"mul": ("mul", value), "add": ("add", value), "sub": ("add", -value),
+                          "div": ("mul", 1.0 / value)}[op.name])
+        elif op.name == "add" and len(others) == 1 and others[0].kind == "param" and not chain \
+                and tuple(others[0].shape or ()) == (tuple(head.out_shape or ())[-1:]):
+            bias = expr(others[0]) if bias is None else f"({bias} + {expr(others[0])})"  # a second bias, added first
+        elif op.name == "add" and len(others) == 1 and others[0].kind == "input" \
+                and tuple(others[0].shape or ()) == tuple(op.out_shape or ()):
             residual = expr(others[0])
-        elif op.name == "add" and bias == "None" and len(others) == 1 and others[0].kind == "param" \
-                and activation == "none" and scale == 1.0:
-            bias = expr(others[0])
-        elif op.name == "sum" and reduce == "none" and i == len(rest) \
-                and _const(op, 1, "dim", None) in (-1, 1, [-1], (-1,)) and not _const(op, 2, "keepdim", False):
-            reduce = "sum"  # a row sum of the epilogue's result, as the last call
+        elif op.name == "sum" and reduce == "none" \
+                and _const(op, 1, "dim", None) in (-1, len(op.args[0].shape or ()) - 1, [-1], (-1,)):
+            reduce = "sum"  # a row sum of the epilogue's result
+            keepdim = bool(_const(op, 2, "keepdim", False))
+        elif reduce == "sum" and op.name in ("mul", "div") and len(others) == 1 and others[0].kind == "const" \
+                and isinstance(others[0].ref, (int, float)) and _same(op.args[0], current):
+            value = float(others[0].ref)  # a scale of the row sum: the sum of the scaled row
+            chain.append(("mul", value if op.name == "mul" else 1.0 / value))
         else:
-            raise AdaptError(f"gemm_epilogue: {op.render()} is not act(x W^T + b) * scale + residual")
-        current = Arg("tmp", i)
-    return [(f"return gemm_epilogue({expr(x)}, {weight}, {bias}, {residual}, {scale!r}, {activation!r}, "
-            f"{reduce!r})")]
+            raise AdaptError(f"gemm_epilogue: {op.render()} is not in the library kernel's epilogue")
+        if len(chain) > _GEMM_MAX_CHAIN:
+            raise AdaptError(f"gemm_epilogue: more than {_GEMM_MAX_CHAIN} elementwise ops after the matmul")
+        current = Arg("tmp", index)
+        j += 1
+    chain_src = "[" + ", ".join("(" + ", ".join(_literal(v) for v in c) + ",)" for c in chain) + "]"
+    call = (f"gemm_epilogue({x_expr}, {weight}, {bias or 'None'}, {residual}, 1.0, 'none', {reduce!r}, "
+            f"chain={chain_src})")
+    return [f"return {call}.unsqueeze(-1)" if keepdim else f"return {call}"]
 
 
 # ---- pooling ----------------------------------------------------------------------------------

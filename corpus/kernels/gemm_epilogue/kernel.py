@@ -21,6 +21,7 @@ import triton.language as tl
 from torch import nn
 
 from corpus.kernels._shared.device import _launch_hooks_idle, _num_sms
+from corpus.kernels.gemm_epilogue.chain import _chain, encode_chain
 from corpus.kernels.gemm_epilogue.hopper import (
     _MAX_PLANS,
     _PLANS,
@@ -109,17 +110,19 @@ def _add_16bit(a, b, PACKED_ADD: tl.constexpr):
 
 @triton.jit
 def _epilogue(acc, off_m, off_n, b_ptr, r_ptr, y_ptr, r_desc, y_desc, M, N, stride_rm, stride_rn, stride_ym,
-              stride_yn, scale, HAS_BIAS: tl.constexpr, HAS_RESIDUAL: tl.constexpr, ACTIVATION: tl.constexpr,
+              stride_yn, scale, p_ptr, HAS_BIAS: tl.constexpr, HAS_RESIDUAL: tl.constexpr, ACTIVATION: tl.constexpr,
               ROW_SUM: tl.constexpr, TMA_EPILOGUE: tl.constexpr, LEAN: tl.constexpr, PACKED_ADD: tl.constexpr,
-              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
-    # In fp32 registers: bias, activation, scale, residual; then one store of the (BLOCK_M, BLOCK_N) tile at
-    # (off_m, off_n), or with ROW_SUM one fp32 partial sum per row added atomically into y (M,): the M x N
-    # tile never leaves the SM. TMA_EPILOGUE: residual and output tiles move by TMA (edges zero-filled on
+              OP0: tl.constexpr, OP1: tl.constexpr, OP2: tl.constexpr, OP3: tl.constexpr, OP4: tl.constexpr,
+              OP5: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    # In fp32 registers: bias, the chain's ops (chain.py), activation, scale, residual; then one store of the
+    # (BLOCK_M, BLOCK_N) tile at (off_m, off_n), or with ROW_SUM one fp32 partial sum per row added atomically
+    # into y (M,): the M x N tile never leaves the SM. TMA_EPILOGUE: residual and output tiles move by TMA (edges zero-filled on
     # load, clipped on store) instead of masked pointer accesses.
     rows = off_m + tl.arange(0, BLOCK_M)
     cols = off_n + tl.arange(0, BLOCK_N)
     if HAS_BIAS:
         acc += tl.load(b_ptr + cols, mask=cols < N, other=0.0).to(tl.float32)[None, :]
+    acc = _chain(acc, p_ptr, OP0, OP1, OP2, OP3, OP4, OP5)
     if ACTIVATION == "relu":
         acc = tl.maximum(acc, 0.0)
     elif ACTIVATION == "gelu":  # exact (erf) gelu, as nn.GELU() computes it
@@ -163,7 +166,7 @@ def _epilogue(acc, off_m, off_n, b_ptr, r_ptr, y_ptr, r_desc, y_desc, M, N, stri
 
 @triton.jit
 def _gemm_epilogue_kernel(
-    x_ptr, w_ptr, b_ptr, r_ptr, y_ptr,
+    x_ptr, w_ptr, b_ptr, r_ptr, y_ptr, p_ptr,
     M, N, K,
     stride_xm, stride_xk,
     stride_wn, stride_wk,
@@ -173,6 +176,8 @@ def _gemm_epilogue_kernel(
     HAS_BIAS: tl.constexpr, HAS_RESIDUAL: tl.constexpr, ACTIVATION: tl.constexpr, ROW_SUM: tl.constexpr,
     EVEN_K: tl.constexpr, IS_FP32: tl.constexpr, FP32_PRECISION: tl.constexpr, UPCAST_DOT: tl.constexpr,
     LEAN: tl.constexpr, PACKED_ADD: tl.constexpr, BIAS_IN_ACC: tl.constexpr,
+    OP0: tl.constexpr, OP1: tl.constexpr, OP2: tl.constexpr, OP3: tl.constexpr, OP4: tl.constexpr,
+    OP5: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
 ):
     """One output tile per program; operands through pointers (any strides, any alignment)."""
@@ -182,13 +187,13 @@ def _gemm_epilogue_kernel(
                     stride_xk, stride_wk, stride_wn, acc, EVEN_K, IS_FP32, FP32_PRECISION, UPCAST_DOT, BLOCK_M,
                     BLOCK_N, BLOCK_K)
     _epilogue(acc, pid_m * BLOCK_M, pid_n * BLOCK_N, b_ptr, r_ptr, y_ptr, r_ptr, y_ptr, M, N, stride_rm,
-              stride_rn, stride_ym, stride_yn, scale, HAS_BIAS, HAS_RESIDUAL, ACTIVATION, ROW_SUM, False,
-              LEAN, PACKED_ADD, BLOCK_M, BLOCK_N)
+              stride_rn, stride_ym, stride_yn, scale, p_ptr, HAS_BIAS, HAS_RESIDUAL, ACTIVATION, ROW_SUM, False,
+              LEAN, PACKED_ADD, OP0, OP1, OP2, OP3, OP4, OP5, BLOCK_M, BLOCK_N)
 
 
 @triton.jit
 def _gemm_epilogue_tma_kernel(
-    x_desc, w_desc, r_desc, y_desc, b_ptr, r_ptr, y_ptr,
+    x_desc, w_desc, r_desc, y_desc, b_ptr, r_ptr, y_ptr, p_ptr,
     M, N, K,
     stride_rm, stride_rn,
     stride_ym, stride_yn,
@@ -196,6 +201,8 @@ def _gemm_epilogue_tma_kernel(
     HAS_BIAS: tl.constexpr, HAS_RESIDUAL: tl.constexpr, ACTIVATION: tl.constexpr, ROW_SUM: tl.constexpr,
     IS_FP32: tl.constexpr, FP32_PRECISION: tl.constexpr, UPCAST_DOT: tl.constexpr, NUM_PROGRAMS: tl.constexpr,
     TMA_EPILOGUE: tl.constexpr, LEAN: tl.constexpr, PACKED_ADD: tl.constexpr, BIAS_IN_ACC: tl.constexpr,
+    OP0: tl.constexpr, OP1: tl.constexpr, OP2: tl.constexpr, OP3: tl.constexpr, OP4: tl.constexpr,
+    OP5: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
 ):
     """Persistent: one program per SM walks the tiles; x and W tiles come by TMA (edges zero-filled). The
@@ -212,11 +219,11 @@ def _gemm_epilogue_tma_kernel(
         halves = tl.permute(tl.reshape(acc, (BLOCK_M, 2, BLOCK_N // 2)), (0, 2, 1))
         acc0, acc1 = tl.split(halves)
         _epilogue(acc0, off_m, off_n, b_ptr, r_ptr, y_ptr, r_desc, y_desc, M, N, stride_rm, stride_rn,
-                  stride_ym, stride_yn, scale, HAS_BIAS, HAS_RESIDUAL, ACTIVATION, ROW_SUM, TMA_EPILOGUE,
-                  LEAN, PACKED_ADD, BLOCK_M, BLOCK_N // 2)
+                  stride_ym, stride_yn, scale, p_ptr, HAS_BIAS, HAS_RESIDUAL, ACTIVATION, ROW_SUM, TMA_EPILOGUE,
+                  LEAN, PACKED_ADD, OP0, OP1, OP2, OP3, OP4, OP5, BLOCK_M, BLOCK_N // 2)
         _epilogue(acc1, off_m, off_n + BLOCK_N // 2, b_ptr, r_ptr, y_ptr, r_desc, y_desc, M, N, stride_rm,
-                  stride_rn, stride_ym, stride_yn, scale, HAS_BIAS, HAS_RESIDUAL, ACTIVATION, ROW_SUM,
-                  TMA_EPILOGUE, LEAN, PACKED_ADD, BLOCK_M, BLOCK_N // 2)
+                  stride_rn, stride_ym, stride_yn, scale, p_ptr, HAS_BIAS, HAS_RESIDUAL, ACTIVATION, ROW_SUM,
+                  TMA_EPILOGUE, LEAN, PACKED_ADD, OP0, OP1, OP2, OP3, OP4, OP5, BLOCK_M, BLOCK_N // 2)
 
 
 _STRATEGY = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_warps", "num_stages", "PERSISTENT_TMA",
@@ -237,15 +244,17 @@ def _config(dtype: torch.dtype, M: int, N: int) -> dict:
 
 def gemm_epilogue(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None,
                   residual: torch.Tensor | None = None, scale: float = 1.0,
-                  activation: str = "none", reduce: str = "none") -> torch.Tensor:
-    """act(x @ weight^T + bias) * scale + residual; x (..., K), weight (N, K), residual (..., N).
+                  activation: str = "none", reduce: str = "none", chain=None) -> torch.Tensor:
+    """act(chain(x @ weight^T + bias)) * scale + residual; x (..., K), weight (N, K), residual (..., N).
 
-    reduce="sum" returns the sum over the last dimension instead, shape (...,), summed in fp32.
+    chain: up to four elementwise ops applied first, each (name, *floats), e.g. [("mul", 2.0), ("leaky_relu",
+    0.1)] (chain.py lists them). reduce="sum" returns the sum over the last dimension instead, shape (...,),
+    summed in fp32.
     """
     key = None
-    # only calls the Hopper kernel may serve pay for a key: 16-bit, tall (M >= 8 N), no row sum
+    # only calls the Hopper kernel may serve pay for a key: 16-bit, tall (M >= 8 N), no row sum, no chain
     if (TUNABLES["HOPPER_LAUNCH_PLANS"] and x.is_cuda and x.dtype in (torch.bfloat16, torch.float16)
-            and reduce == "none" and x.numel() >= 8 * weight.shape[0] * x.shape[-1]):
+            and reduce == "none" and not chain and x.numel() >= 8 * weight.shape[0] * x.shape[-1]):
         key = _call_key(x, weight, bias, residual, activation, reduce, TUNABLES)
         plan = _PLANS.get(key)
         if plan is not None and _launch_hooks_idle():
@@ -287,7 +296,9 @@ def gemm_epilogue(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | No
     if activation == "gelu" and gelu_form != "erf" and x.dtype != torch.float32:
         # within a twentieth of the 16-bit tolerance of the erf form; tanh.approx is PTX: GPU only
         activation = "gelu_tanh_hw" if gelu_form == "tanh_hw" and x.device.type == "cuda" else "gelu_tanh_form"
-    if M >= 8 * N and _hopper_ok(x2, weight, bias, r2 if residual is not None else None, row_sum, TUNABLES):
+    codes, chain_args = encode_chain(chain, x.device)
+    if M >= 8 * N and not any(codes) and _hopper_ok(x2, weight, bias, r2 if residual is not None else None, row_sum,
+                                                    TUNABLES):
         kernel, grid, fixed = _hopper_launch(x2, weight, bias, r2 if residual is not None else None, y, scale,
                                              activation, TUNABLES)
         if key is not None and _plannable(kernel):
@@ -307,6 +318,7 @@ def gemm_epilogue(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | No
         if x.device.type == "cuda" else "",
         "BLOCK_M": cfg["BLOCK_M"], "BLOCK_N": cfg["BLOCK_N"], "BLOCK_K": cfg["BLOCK_K"], "GROUP_M": cfg["GROUP_M"],
         "num_warps": cfg["num_warps"], "num_stages": cfg["num_stages"],
+        **{f"OP{i}": code for i, code in enumerate(codes)},
     }
     b = bias if bias is not None else y  # never read when HAS_BIAS is False
     n_tiles = _cdiv(M, cfg["BLOCK_M"]) * _cdiv(N, cfg["BLOCK_N"])
@@ -322,7 +334,7 @@ def gemm_epilogue(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | No
         r_desc = TensorDescriptor.from_tensor(r2, epi_block) if tma_epilogue and residual is not None else r2
         y_desc = TensorDescriptor.from_tensor(y, epi_block) if tma_epilogue and not row_sum else y
         _gemm_epilogue_tma_kernel[(n_programs,)](
-            x_desc, w_desc, r_desc, y_desc, b, r2, y,
+            x_desc, w_desc, r_desc, y_desc, b, r2, y, chain_args,
             M, N, K,
             r2.stride(0), r2.stride(1),
             y.stride(0), y.stride(1),
@@ -331,7 +343,7 @@ def gemm_epilogue(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | No
         )
     else:
         _gemm_epilogue_kernel[(n_tiles,)](
-            x2, weight, b, r2, y,
+            x2, weight, b, r2, y, chain_args,
             M, N, K,
             x2.stride(0), x2.stride(1),
             weight.stride(0), weight.stride(1),

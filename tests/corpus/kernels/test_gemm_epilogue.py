@@ -171,6 +171,48 @@ def test_launcher_names_bad_inputs():
         kernel.gemm_epilogue(x, torch.randn(6, 8), reduce="max")
 
 
+# each chain op against its torch form, on x W^T + b (fp32; the op's arguments where it takes some)
+CHAIN_CASES = [
+    (("relu",), torch.relu), (("leaky_relu", 0.1), lambda y: torch.nn.functional.leaky_relu(y, 0.1)),
+    (("gelu",), torch.nn.functional.gelu), (("gelu_tanh",), lambda y: torch.nn.functional.gelu(y, approximate="tanh")),
+    (("silu",), torch.nn.functional.silu), (("sigmoid",), torch.sigmoid), (("tanh",), torch.tanh),
+    (("clamp", -0.5, 0.25), lambda y: torch.clamp(y, -0.5, 0.25)), (("mul", -1.5), lambda y: y * -1.5),
+    (("add", 0.75), lambda y: y + 0.75), (("mish",), torch.nn.functional.mish),
+    (("softplus",), torch.nn.functional.softplus), (("hardswish",), torch.nn.functional.hardswish),
+]
+
+
+@pytest.mark.parametrize("op, reference", CHAIN_CASES, ids=[c[0][0] for c in CHAIN_CASES])
+def test_chain_op_matches_torch(op, reference):
+    kernel = family_kernel("gemm_epilogue", "test_gemm_kernel_chain")
+    torch.manual_seed(2)
+    x, w, b = torch.randn(24, 40) * 2, torch.randn(20, 40) / 4, torch.randn(20)
+    out = kernel.gemm_epilogue(x, w, b, chain=[op])
+    torch.testing.assert_close(out, reference(x @ w.T + b), atol=1e-5, rtol=1e-5)
+
+
+def test_chain_runs_in_order_with_the_row_sum_and_residual():
+    kernel = family_kernel("gemm_epilogue", "test_gemm_kernel_chain")
+    torch.manual_seed(3)
+    x, w, b, r = torch.randn(24, 40), torch.randn(20, 40) / 4, torch.randn(20), torch.randn(24, 20)
+    chain = [("add", -0.5), ("mul", 2.0), ("leaky_relu", 0.2), ("clamp", -1.0, 1.0), ("gelu",), ("mul", 3.0)]
+    ref = torch.nn.functional.gelu(torch.clamp(torch.nn.functional.leaky_relu((x @ w.T + b - 0.5) * 2, 0.2), -1, 1))
+    torch.testing.assert_close(kernel.gemm_epilogue(x, w, b, r, chain=chain), ref * 3 + r, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(kernel.gemm_epilogue(x, w, b, chain=chain, reduce="sum"), (ref * 3).sum(-1),
+                               atol=1e-4, rtol=1e-5)
+
+
+def test_bad_chain_is_named():
+    kernel = family_kernel("gemm_epilogue", "test_gemm_kernel_chain")
+    x, w = torch.randn(4, 8), torch.randn(6, 8)
+    with pytest.raises(ValueError, match="'erf'"):
+        kernel.gemm_epilogue(x, w, chain=[("erf",)])
+    with pytest.raises(ValueError, match="takes 2 arguments"):
+        kernel.gemm_epilogue(x, w, chain=[("clamp", 1.0)])
+    with pytest.raises(ValueError, match="longer than"):
+        kernel.gemm_epilogue(x, w, chain=[("relu",)] * 7)
+
+
 @pytest.mark.parametrize("lean, persistent", [("lean", True), ("lean", False), ("fp32", True)],
                          ids=["lean-persistent", "lean-pointer", "fp32-persistent"])
 @pytest.mark.parametrize("spec", [s for s in SPECS if "bf16" in s.stem], ids=lambda p: p.stem)
