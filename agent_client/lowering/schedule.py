@@ -110,8 +110,6 @@ class _Scheduler:
     def needed(self) -> list:
         out = [o for o in self.graph.outputs if isinstance(o, torch.fx.Node)]
         out += [v for _, v in self.graph.mutations]
-        # values a kernel must read from memory (a matmul's operand computed from others) are stored too
-        out += sorted((p for p in self.pinned if not _is_home(p)), key=self.order.get)
         return list(dict.fromkeys(out))
 
     def groups(self) -> list[_Group]:
@@ -147,7 +145,9 @@ class _Scheduler:
             home_of[n] = g
         stored = set(needed) | self.pinned
         already = {o for g in groups for o in g.outputs}  # topk's values and indices
-        for n in needed:
+        # a value a kernel must read from memory (a convolution's computed input) is stored like a result
+        loaded = sorted((p for p in self.pinned if not _is_home(p) and p not in needed), key=self.order.get)
+        for n in needed + loaded:
             if n in already:
                 continue
             if n in home_of:

@@ -34,6 +34,7 @@ from agent_client.lowering.kernels.common import (
     pow2,
     tune,
 )
+from agent_client.lowering.kernels.library_code import library_functions
 from agent_client.lowering.writer import Buffer, KernelWriter, shape
 from agent_client.opgraph.graph import TensorMeta
 
@@ -271,6 +272,7 @@ def gemm_kernels(name: str, node, outputs: list, buffers: dict, target: str) -> 
         raise LoweringError(f"{node.name}: a matmul of {dtype} is not lowered (float32, bfloat16, float16 are)")
     loads = loadable(buffers, outputs)
     opa, opb = _operand(a, loads), _operand(b, loads)
+    shared = [library_functions(MAINLOOP)]  # the main loop's functions, pasted once into the candidate
     fp32 = dtype == "float32"
     defaults = _matmul_defaults(m, n, k, nb, fp32, target)
     exprs, tun, space = _tunables(name, defaults, _matmul_space(defaults, fp32, target), fp32, target)
@@ -320,7 +322,7 @@ def gemm_kernels(name: str, node, outputs: list, buffers: dict, target: str) -> 
         canon = ([Index.var("bi", nb)] if batched else []) + [Index.var("mi", m), Index.var("ni", n)]
         _epilogue(w, node, bias, alpha, beta, canon, outputs, buffers, mask)
         return [Kernel(name, finish(w, constexprs), list(w.args), f"({tiles}, {nb})", launch, tun, space, "gemm",
-                       f"{what} with its epilogue -> {', '.join(o.name for o in outputs)}", helpers=[MAINLOOP])]
+                       f"{what} with its epilogue -> {', '.join(o.name for o in outputs)}", helpers=shared)]
     # split K: each program stores its part's partial tile; a second kernel sums them and runs the epilogue
     parts = max(space[f"{name}_SPLIT_K"])
     ws = f"{name}_parts"
@@ -329,7 +331,7 @@ def gemm_kernels(name: str, node, outputs: list, buffers: dict, target: str) -> 
     first = Kernel(name, finish(w, constexprs + ["SPLIT_K"]), list(w.args), f"({tiles}, {exprs['SPLIT_K']})",
                    {**launch, "SPLIT_K": exprs["SPLIT_K"]}, tun, space, "gemm",
                    f"{what}, part 1: K split over SPLIT_K programs a tile", temps=[(ws, (parts, m, n), "float32")],
-                   helpers=[MAINLOOP])
+                   helpers=shared)
     w2 = KernelWriter(loads, f"{name}_sum")
     w2.args[ws] = w.args[ws]
     w2.emit(f"pid_m, pid_n = _tile_coords(tl.program_id(0), {m}, {n}, BLOCK_M, BLOCK_N, GROUP_M)")
@@ -343,7 +345,7 @@ def gemm_kernels(name: str, node, outputs: list, buffers: dict, target: str) -> 
                     f"({tiles},)", {key: launch[key] for key in ("BLOCK_M", "BLOCK_N", "GROUP_M")}
                     | {"SPLIT_K": exprs["SPLIT_K"], "num_warps": "4"}, {}, {}, "gemm",
                     f"{what}, part 2: the partial tiles summed, then the epilogue -> "
-                    f"{', '.join(o.name for o in outputs)}", helpers=[MAINLOOP])
+                    f"{', '.join(o.name for o in outputs)}", helpers=shared)
     return [first, second]
 
 
