@@ -18,12 +18,10 @@ convolution's implicit GEMM (kernels/conv.py).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 
 from agent_client.lowering import ops
-from agent_client.lowering.errors import FusionError, LoweringError
+from agent_client.lowering.errors import LoweringError
 from agent_client.lowering.index import Index, delinearize, linearize
 from agent_client.lowering.kernels.common import (
     INT32_MAX,
@@ -34,13 +32,21 @@ from agent_client.lowering.kernels.common import (
     pow2,
     tune,
 )
+from agent_client.lowering.kernels.dot_rules import (
+    gemm_tunables,
+    kmajor_offered,
+    matmul_defaults,
+    matmul_space,
+    operand,
+    tma_form,
+    triangle,
+)
 from agent_client.lowering.kernels.library_code import library_functions
 from agent_client.lowering.writer import Buffer, KernelWriter, shape
 from agent_client.opgraph.graph import TensorMeta
 
 aten, prims = torch.ops.aten, torch.ops.prims
 MAINLOOP = "gemm_epilogue/mainloop"
-_SMS = 132  # streaming multiprocessors of the card the defaults are chosen for (an H100); the search moves them
 
 
 # ---- matmul --------------------------------------------------------------------------------------------
@@ -107,155 +113,6 @@ def _store_epilogue(w: KernelWriter, node, canon: list[Index], outputs: list, bu
 
 
 
-# ---- operands as strided tensors -------------------------------------------------------------------------
-# views whose replay on a strided meta tensor gives the operand's strides (they never copy: aten.view raises
-# where a reshape would have to)
-_STRIDED_VIEWS = {aten.view, aten._unsafe_view, aten.permute, aten.t, aten.transpose, aten.expand, aten.unsqueeze,
-                  aten.squeeze, aten.slice, aten.select, prims.broadcast_in_dim, prims.squeeze, prims.collapse_view,
-                  prims.split_dim, aten.expand_copy, aten.view_copy, aten.permute_copy, aten.squeeze_copy,
-                  aten.unsqueeze_copy}
-_RESHAPES = {aten.reshape, prims.reshape}  # replayed as aten.view: a layout that needs a copy is stored instead
-_SAME_VALUES = {aten.clone, aten.lift_fresh_copy, aten.alias, aten.detach, prims.view_of}
-
-
-@dataclass(frozen=True)
-class Operand:
-    buffer: Buffer
-    strides: tuple[int, ...]  # of each of the operand's dims, in elements of the buffer
-    offset: int  # of the operand's first element
-
-
-def _operand(node, buffers: dict) -> Operand:
-    """The stored buffer an operand views, with its strides; FusionError(x) when x must be stored first."""
-    chain, v = [], node
-    while v not in buffers:
-        p = ops.packet(v) if getattr(v, "op", None) == "call_function" else None
-        if p not in _STRIDED_VIEWS and p not in _RESHAPES and p not in _SAME_VALUES:
-            raise FusionError(v)
-        chain.append(v)
-        v = v.args[0]
-    buf = buffers[v]
-    dtype = getattr(torch, buf.meta.dtype)
-    t = torch.empty_strided(buf.meta.shape, buf.meta.stride, dtype=dtype, device="meta")
-    for view in reversed(chain):
-        p = ops.packet(view)
-        if p in _SAME_VALUES:
-            continue
-        target = aten.view.default if p in _RESHAPES else view.target
-        try:
-            t = target(t, *view.args[1:], **view.kwargs)
-        except (RuntimeError, TypeError, ValueError):
-            raise FusionError(view) from None  # not a view of this layout: stored as a tensor of its own
-    if tuple(t.shape) != shape(node) or t.dtype != node.meta["val"].dtype:
-        raise FusionError(node)
-    return Operand(buf, tuple(int(x) for x in t.stride()), int(t.storage_offset()))
-
-
-# ---- tiles ------------------------------------------------------------------------------------------------
-def _matmul_defaults(m: int, n: int, k: int, nb: int, fp32: bool, target: str) -> dict:
-    """The tile rule: the library's measured tiles (fp32 128x128x32, 8 warps, 3 stages; 16-bit 128x256x64,
-    8 warps, 4 stages), narrowed to the problem's extents, with smaller tiles where the big ones leave SMs idle,
-    one K step for a short K, and K split over programs where few tiles meet a long K."""
-    cap = lambda v, hi: max(16, min(pow2(v), hi))
-    if target == "cpu":  # the interpreter pays per operation, not per element: few, large tiles
-        return {"BLOCK_M": min(cap(m, 256) if m <= 256 else pow2(m), 2048), "BLOCK_N": cap(n, 128),
-                "BLOCK_K": cap(k, 128), "GROUP_M": 8, "num_warps": 4, "num_stages": 2,
-                "SPLIT_K": _split_k(m, n, k, nb, 128, 128, 128)}
-    bm, bn, bk = (128, 128, 32) if fp32 else (128, 256, 64)
-    bm, bn = cap(m, bm), cap(n, bn)
-    tiles = lambda: nb * -(-m // bm) * -(-n // bn)
-    long_k = -(-k // bk) >= 256  # few tiles over a long K split the K (SPLIT_K) and keep their size
-    while not long_k and tiles() < _SMS and bn > 64 and bn >= bm:  # too few tiles to fill the card: narrower
-        bn //= 2
-    while not long_k and tiles() < _SMS and bm > 64:
-        bm //= 2
-    if k <= 2 * bk:  # a short K: one or two steps, the output's store is the cost
-        bk = cap(k, 64 if fp32 else 128)
-    elif min(m, n) <= 16:  # a matrix-vector product in all but name: memory-bound, deep K steps
-        bk = 128
-    warps = 8 if bm * bn >= 128 * 128 else 4
-    stages = 2 if k <= bk else (3 if fp32 else 4)
-    return {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8, "num_warps": warps, "num_stages": stages,
-            "SPLIT_K": _split_k(m, n, k, nb, bm, bn, bk)}
-
-
-def _split_k(m: int, n: int, k: int, nb: int, bm: int, bn: int, bk: int) -> int:
-    """Programs a tile's K is split over: about two waves of the card, each part at least 16 K steps long."""
-    tiles = nb * -(-m // bm) * -(-n // bn)
-    steps = -(-k // bk)
-    split = 1
-    while nb == 1 and tiles * split * 2 <= 2 * _SMS and steps // (split * 2) >= 16:
-        split *= 2
-    return split
-
-
-def _matmul_space(defaults: dict, fp32: bool, target: str) -> dict:
-    if target == "cpu":
-        return {key: [value] for key, value in defaults.items()}
-    blocks = [16, 32, 64, 128, 256]
-    space = {"BLOCK_M": [b for b in blocks if b <= max(defaults["BLOCK_M"], 16) * 2],
-             "BLOCK_N": [b for b in blocks if b <= max(defaults["BLOCK_N"], 16) * 2],
-             "BLOCK_K": [b for b in (16, 32, 64, 128) if b <= max(64 if fp32 else 128, defaults["BLOCK_K"])],
-             "GROUP_M": [1, 4, 8, 16], "num_warps": [4, 8], "num_stages": [2, 3, 4, 5]}
-    if defaults["SPLIT_K"] > 1:
-        space["SPLIT_K"] = [2, 4, 8, 16, 32, 64, 128]
-    else:
-        space["SPLIT_K"] = [1]
-    return space
-
-
-def _tunables(name: str, defaults: dict, space: dict, fp32: bool, target: str):
-    tun, spc, exprs = {}, {}, {}
-    for key, default in defaults.items():
-        e, t, s = tune(name, key, default, space.get(key, [default]))
-        exprs[key], tun, spc = e, {**tun, **t}, {**spc, **s}
-    if fp32:  # fp32 inputs: three TF32 products (fp32-level error) or exact fp32 products
-        e, t, s = tune(name, "PREC", "ieee" if target == "cpu" else "tf32x3", ["ieee", "tf32x3"])
-        exprs["PREC"], tun, spc = e, {**tun, **t}, {**spc, **s}
-    return exprs, tun, spc
-
-
-# ---- a tril / triu of the product ----------------------------------------------------------------------------
-def _triangle(node) -> tuple[str, int] | None:
-    """("lower", d) when the matmul's one use keeps (row, col) with col - row <= d and zeroes the rest (tril's
-    decomposition: where(col - row <= d, mm, 0)); ("upper", d) for col - row >= d (triu's)."""
-    users = list(node.users)
-    if len(users) != 1 or ops.packet(users[0]) not in (aten.where, prims.where):
-        return None
-    cond, keep, other = (list(users[0].args) + [None, None, None])[:3]
-    if keep is not node or not _is_zero(other) or getattr(cond, "op", None) != "call_function":
-        return None
-    rel = {aten.le: "lower", aten.ge: "upper"}.get(ops.packet(cond))
-    if rel is None or not isinstance(cond.args[1], int) or ops.packet(cond.args[0]) is not aten.sub:
-        return None
-    cols, rows = cond.args[0].args[:2]
-    if _arange_along(cols) != (1, shape(node)[-1]) or _arange_along(rows) != (0, shape(node)[-2]):
-        return None
-    return rel, int(cond.args[1])
-
-
-def _is_zero(v) -> bool:
-    if isinstance(v, (int, float)):
-        return v == 0
-    p = ops.packet(v) if getattr(v, "op", None) == "call_function" else None
-    return p in (aten.scalar_tensor, aten.full) and v.args and v.args[-1 if p is aten.full else 0] == 0
-
-
-def _arange_along(v) -> tuple[int, int] | None:
-    """(dim, length) of a 2D broadcast of arange(0, length) along dim, or None."""
-    if getattr(v, "op", None) != "call_function" or ops.packet(v) is not prims.broadcast_in_dim:
-        return None
-    src, out_shape, bdims = v.args[0], v.args[1], v.args[2]
-    if len(out_shape) != 2 or len(bdims) != 1 or getattr(src, "op", None) != "call_function" \
-            or ops.packet(src) is not aten.arange:
-        return None
-    a = list(src.args)
-    start, step = (0, 1) if len(a) == 1 else (a[0], a[2] if len(a) > 2 else 1)
-    if start != 0 or step != 1 or shape(src)[0] != out_shape[bdims[0]]:
-        return None
-    return bdims[0], shape(src)[0]
-
-
 # ---- the matmul kernels --------------------------------------------------------------------------------------
 def gemm_kernels(name: str, node, outputs: list, buffers: dict, target: str) -> list[Kernel]:
     if ops.packet(node) is aten.addmm:
@@ -271,82 +128,202 @@ def gemm_kernels(name: str, node, outputs: list, buffers: dict, target: str) -> 
     if dtype not in ("float32", "bfloat16", "float16"):
         raise LoweringError(f"{node.name}: a matmul of {dtype} is not lowered (float32, bfloat16, float16 are)")
     loads = loadable(buffers, outputs)
-    opa, opb = _operand(a, loads), _operand(b, loads)
-    shared = [library_functions(MAINLOOP)]  # the main loop's functions, pasted once into the candidate
-    fp32 = dtype == "float32"
-    defaults = _matmul_defaults(m, n, k, nb, fp32, target)
-    exprs, tun, space = _tunables(name, defaults, _matmul_space(defaults, fp32, target), fp32, target)
-    split = defaults["SPLIT_K"] > 1
-    big = max(nb * m * k, nb * k * n, nb * m * n, opa.buffer.meta.numel, opb.buffer.meta.numel) > INT32_MAX
-    w = KernelWriter(loads, name)
-    pa, pb = w.arg(opa.buffer), w.arg(opb.buffer)
-    w.emit("pid = tl.program_id(0)")
-    w.emit(f"pid_m, pid_n = _tile_coords(pid, {m}, {n}, BLOCK_M, BLOCK_N, GROUP_M)")
-    w.emit(f"off_m = pid_m * BLOCK_M{'.to(tl.int64)' if big else ''}")
-    w.emit(f"off_n = pid_n * BLOCK_N{'.to(tl.int64)' if big else ''}")
-    sa, sb = opa.strides, opb.strides
-    base_a, base_b = f"{pa} + {opa.offset}", f"{pb} + {opb.offset}"
-    if batched:
-        w.emit(f"bi = tl.program_id(1){'.to(tl.int64)' if big else ''}")
-        base_a, base_b = f"{base_a} + bi * {sa[0]}", f"{base_b} + bi * {sb[0]}"
-    w.emit(f"k_total = tl.cdiv({k}, BLOCK_K)")
-    if split:
-        w.emit("part = tl.program_id(1)")
-        w.emit("per_part = tl.cdiv(k_total, SPLIT_K)")
-        w.emit("k_first = part * per_part")
-        w.emit("k_steps = tl.maximum(tl.minimum(per_part, k_total - k_first), 0)")
-    else:
-        w.emit("k_first = 0")
-        w.emit("k_steps = k_total")
-    tri = _triangle(node)
-    if tri is not None:  # a tile the mask zeroes entirely needs no product
-        rel, d = tri
-        zero = f"off_n - (off_m + BLOCK_M - 1) > {d}" if rel == "lower" else f"(off_n + BLOCK_N - 1) - off_m < {d}"
-        w.emit(f"k_steps = tl.where({zero}, 0, k_steps)")
-    w.emit("acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)")
-    upcast = fp32 is False and target == "cpu"
-    w.emit(f"acc = _gemm_acc({base_a}, {base_b}, off_m, off_n, {m}, {n}, {k}, k_first, k_steps, {sa[-2]}, "
-           f"{sa[-1]}, {sb[-2]}, {sb[-1]}, acc, EVEN_K, {fp32}, {'PREC' if fp32 else repr('ieee')}, {upcast}, "
-           "BLOCK_M, BLOCK_N, BLOCK_K)")
-    w.emit("mi = off_m + tl.arange(0, BLOCK_M)[:, None]")
-    w.emit("ni = off_n + tl.arange(0, BLOCK_N)[None, :]")
-    mask = f"(mi < {m}) & (ni < {n})"
-    constexprs = ["BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "EVEN_K"] + (["PREC"] if fp32 else [])
-    launch = {key: exprs[key] for key in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_warps", "num_stages")}
-    launch["EVEN_K"] = f"{k} % {exprs['BLOCK_K']} == 0"
-    if fp32:
-        launch["PREC"] = exprs["PREC"]
-    tiles = f"triton.cdiv({m}, {exprs['BLOCK_M']}) * triton.cdiv({n}, {exprs['BLOCK_N']})"
-    what = f"matmul {nb}x{m}x{n}x{k} ({dtype})"
-    if not split:
-        canon = ([Index.var("bi", nb)] if batched else []) + [Index.var("mi", m), Index.var("ni", n)]
-        _epilogue(w, node, bias, alpha, beta, canon, outputs, buffers, mask)
-        return [Kernel(name, finish(w, constexprs), list(w.args), f"({tiles}, {nb})", launch, tun, space, "gemm",
-                       f"{what} with its epilogue -> {', '.join(o.name for o in outputs)}", helpers=shared)]
+    g = _Gemm(name, node, m, n, k, nb, dtype, operand(a, loads), operand(b, loads), target)
+    g.w = KernelWriter(loads, name)
+    kernels = g.kmajor_copy()
+    g.setup()
+    if g.tma:  # two forms in one kernel, chosen by the PERSISTENT tunable at compile time
+        g.w.emit("if PERSISTENT:")
+        g.w.indent += 1
+        g.persistent_loop(lambda: _epilogue(g.w, node, bias, alpha, beta, g.canon(), outputs, buffers, g.mask))
+        g.w.indent -= 1
+        g.w.emit("else:")
+        g.w.indent += 1
+    g.w.push()
+    g.tile_product()
+    if not g.split:
+        _epilogue(g.w, node, bias, alpha, beta, g.canon(), outputs, buffers, g.mask)
+        g.w.pop()
+        return kernels + [g.kernel(f"{g.what} with its epilogue -> {', '.join(o.name for o in outputs)}")]
     # split K: each program stores its part's partial tile; a second kernel sums them and runs the epilogue
-    parts = max(space[f"{name}_SPLIT_K"])
+    parts = max(g.space[f"{name}_SPLIT_K"])
     ws = f"{name}_parts"
-    w.args[ws] = Buffer(ws, TensorMeta((parts, m, n), "float32", (m * n, n, 1)))
-    w.emit(f"tl.store({ws} + part * {m * n} + mi * {n} + ni, acc, mask={mask})")
-    first = Kernel(name, finish(w, constexprs + ["SPLIT_K"]), list(w.args), f"({tiles}, {exprs['SPLIT_K']})",
-                   {**launch, "SPLIT_K": exprs["SPLIT_K"]}, tun, space, "gemm",
-                   f"{what}, part 1: K split over SPLIT_K programs a tile", temps=[(ws, (parts, m, n), "float32")],
-                   helpers=shared)
+    g.w.args[ws] = Buffer(ws, TensorMeta((parts, m, n), "float32", (m * n, n, 1)))
+    g.w.emit(f"tl.store({ws} + part * {m * n} + mi * {n} + ni, acc, mask={g.mask})")
+    g.w.pop()
+    first = g.kernel(f"{g.what}, part 1: K split over SPLIT_K programs a tile", temps=[(ws, (parts, m, n), "float32")])
     w2 = KernelWriter(loads, f"{name}_sum")
-    w2.args[ws] = w.args[ws]
+    w2.args[ws] = g.w.args[ws]
     w2.emit(f"pid_m, pid_n = _tile_coords(tl.program_id(0), {m}, {n}, BLOCK_M, BLOCK_N, GROUP_M)")
     w2.emit("mi = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)[:, None]")
     w2.emit("ni = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]")
     w2.emit("acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)")
     w2.emit("for part in range(SPLIT_K):")
-    w2.emit(f"    acc += tl.load({ws} + part * {m * n} + mi * {n} + ni, mask={mask}, other=0.0)")
-    _epilogue(w2, node, bias, alpha, beta, [Index.var("mi", m), Index.var("ni", n)], outputs, buffers, mask)
+    w2.emit(f"    acc += tl.load({ws} + part * {m * n} + mi * {n} + ni, mask={g.mask}, other=0.0)")
+    _epilogue(w2, node, bias, alpha, beta, [Index.var("mi", m), Index.var("ni", n)], outputs, buffers, g.mask)
+    launch = {key: g.exprs[key] for key in ("BLOCK_M", "BLOCK_N", "GROUP_M", "SPLIT_K")} | {"num_warps": "4"}
     second = Kernel(w2.name, finish(w2, ["BLOCK_M", "BLOCK_N", "GROUP_M", "SPLIT_K"]), list(w2.args),
-                    f"({tiles},)", {key: launch[key] for key in ("BLOCK_M", "BLOCK_N", "GROUP_M")}
-                    | {"SPLIT_K": exprs["SPLIT_K"], "num_warps": "4"}, {}, {}, "gemm",
-                    f"{what}, part 2: the partial tiles summed, then the epilogue -> "
-                    f"{', '.join(o.name for o in outputs)}", helpers=shared)
-    return [first, second]
+                    f"({g.tiles},)", launch, {}, {}, "gemm", f"{g.what}, part 2: the partial tiles summed, then the "
+                    f"epilogue -> {', '.join(o.name for o in outputs)}", helpers=g.shared)
+    return kernels + [first, second]
+
+
+class _Gemm:
+    """One matmul's kernel as it is written: its operands, tunables and optional forms, and the writer's lines."""
+
+    def __init__(self, name, node, m, n, k, nb, dtype, opa, opb, target):
+        self.name, self.node, self.m, self.n, self.k, self.nb, self.dtype = name, node, m, n, k, nb, dtype
+        self.opa, self.opb, self.target = opa, opb, target
+        self.batched = len(shape(node)) == 3  # (a bmm of one batch still indexes its output by bi)
+        self.fp32 = dtype == "float32"
+        self.shared = [library_functions(MAINLOOP)]  # the main loop's functions, pasted once into the candidate
+        defaults = matmul_defaults(m, n, k, nb, self.fp32, target)
+        space = matmul_space(defaults, self.fp32, target)
+        self.split = defaults["SPLIT_K"] > 1
+        self.kmajor = kmajor_offered(opb, nb, self.fp32)
+        self.tma = tma_form(opa, opb, 0 if self.batched else nb, self.fp32, self.split)
+        if self.kmajor:  # measured on a GPU before it is a default (corpus/kernels/gemm_epilogue/NOTES.md)
+            defaults["B_KMAJOR"], space["B_KMAJOR"] = False, [False, True] if target != "cpu" else [False]
+        if self.tma:
+            defaults["PERSISTENT"], space["PERSISTENT"] = False, [False, True] if target != "cpu" else [False]
+        self.exprs, self.tun, self.space = gemm_tunables(name, defaults, space, self.fp32, target)
+        self.big = max(nb * m * k, nb * k * n, nb * m * n, opa.buffer.meta.numel, opb.buffer.meta.numel) > INT32_MAX
+        self.mask = f"(mi < {m}) & (ni < {n})"
+        self.tiles = f"triton.cdiv({m}, {self.exprs['BLOCK_M']}) * triton.cdiv({n}, {self.exprs['BLOCK_N']})"
+        self.what = f"matmul {nb}x{m}x{n}x{k} ({dtype})"
+        self.host: list[str] = []
+        self.w: KernelWriter | None = None
+
+    def canon(self) -> list[Index]:
+        return ([Index.var("bi", self.nb)] if self.batched else []) + [Index.var("mi", self.m), Index.var("ni", self.n)]
+
+    def kmajor_copy(self) -> list[Kernel]:
+        """With B_KMAJOR, a kernel that copies B (K, N) into a K-major (N, K) buffer first (no launch without)."""
+        if not self.kmajor:
+            return []
+        on, n, k, pb = self.exprs["B_KMAJOR"], self.n, self.k, self.opb.buffer.name
+        bt = f"{self.name}_bt"
+        alloc = f"{bt} = torch.empty(({n}, {k}), device=dev, dtype=torch.float32) if {on} else {pb}"
+        sbk, sbn = self.opb.strides[-2], self.opb.strides[-1]
+        src = (f"@triton.jit\ndef {self.name}_kmajor({pb}, {bt}):\n"
+               f"    tile = tl.program_id(0)\n"
+               f"    ni = (tile // {-(-k // 64)}) * 64 + tl.arange(0, 64)[:, None]\n"
+               f"    ki = (tile % {-(-k // 64)}) * 64 + tl.arange(0, 64)[None, :]\n"
+               f"    mask = (ni < {n}) & (ki < {k})\n"
+               f"    v = tl.load({pb} + {self.opb.offset} + ki * {sbk} + ni * {sbn}, mask=mask)\n"
+               f"    tl.store({bt} + ni * {k} + ki, v, mask=mask)\n")
+        grid = f"(({-(-n // 64) * -(-k // 64)}) if {on} else 0,)"
+        return [Kernel(f"{self.name}_kmajor", src, [pb, bt], grid, {"num_warps": "4"}, {}, {}, "gemm",
+                       f"B of {self.what} copied K-major (with B_KMAJOR)", host=[alloc])]
+
+    def setup(self) -> None:
+        w = self.w
+        self.pa, self.pb = w.arg(self.opa.buffer), w.arg(self.opb.buffer)
+        if self.kmajor:
+            w.args[f"{self.name}_bt"] = Buffer(f"{self.name}_bt", None)
+        w.emit("pid = tl.program_id(0)")
+        if self.batched:
+            w.emit(f"bi = tl.program_id(1){'.to(tl.int64)' if self.big else ''}")
+
+    def _k_range(self) -> None:
+        w = self.w
+        w.emit(f"k_total = tl.cdiv({self.k}, BLOCK_K)")
+        if self.split:
+            w.emit("part = tl.program_id(1)")
+            w.emit("per_part = tl.cdiv(k_total, SPLIT_K)")
+            w.emit("k_first = part * per_part")
+            w.emit("k_steps = tl.maximum(tl.minimum(per_part, k_total - k_first), 0)")
+        else:
+            w.emit("k_first = 0")
+            w.emit("k_steps = k_total")
+        tri = triangle(self.node)
+        if tri is not None:  # a tile the mask zeroes entirely needs no product
+            rel, d = tri
+            zero = f"off_n - (off_m + BLOCK_M - 1) > {d}" if rel == "lower" else f"(off_n + BLOCK_N - 1) - off_m < {d}"
+            w.emit(f"k_steps = tl.where({zero}, 0, k_steps)")
+
+    def _tile(self, tile: str) -> None:
+        w, i64 = self.w, ".to(tl.int64)" if self.big else ""
+        w.emit(f"pid_m, pid_n = _tile_coords({tile}, {self.m}, {self.n}, BLOCK_M, BLOCK_N, GROUP_M)")
+        w.emit(f"off_m = pid_m * BLOCK_M{i64}")
+        w.emit(f"off_n = pid_n * BLOCK_N{i64}")
+
+    def tile_product(self) -> None:
+        """acc of this program's tile through pointers (the _gemm_acc loop), then mi, ni."""
+        w = self.w
+        self._tile("pid")
+        self._k_range()
+        sa, sb = self.opa.strides, self.opb.strides
+        base_a, base_b = f"{self.pa} + {self.opa.offset}", f"{self.pb} + {self.opb.offset}"
+        if self.batched:
+            base_a, base_b = f"{base_a} + bi * {sa[0]}", f"{base_b} + bi * {sb[0]}"
+        w.emit("acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)")
+        tail = (f"acc, EVEN_K, {self.fp32}, {'PREC' if self.fp32 else repr('ieee')}, "
+                f"{not self.fp32 and self.target == 'cpu'}, BLOCK_M, BLOCK_N, BLOCK_K)")
+        head = f"off_m, off_n, {self.m}, {self.n}, {self.k}, k_first, k_steps, {sa[-2]}, {sa[-1]}"
+        if self.kmajor:
+            w.emit("if B_KMAJOR:")
+            w.emit(f"    acc = _gemm_acc({base_a}, {self.name}_bt, {head}, 1, {self.k}, {tail}")
+            w.emit("else:")
+            w.emit(f"    acc = _gemm_acc({base_a}, {base_b}, {head}, {sb[-2]}, {sb[-1]}, {tail}")
+        else:
+            w.emit(f"acc = _gemm_acc({base_a}, {base_b}, {head}, {sb[-2]}, {sb[-1]}, {tail}")
+        w.emit("mi = off_m + tl.arange(0, BLOCK_M)[:, None]")
+        w.emit("ni = off_n + tl.arange(0, BLOCK_N)[None, :]")
+
+    def persistent_loop(self, epilogue) -> None:
+        """PERSISTENT: one program an SM walks the tiles; A and B tiles come by TMA (the library's 16-bit form)."""
+        w, e, name = self.w, self.exprs, self.name
+        on, (m, n, k) = e["PERSISTENT"], (self.m, self.n, self.k)
+        sa, sb, pa, pb = self.opa.strides, self.opb.strides, self.opa.buffer.name, self.opb.buffer.name
+        b_view = (f"{pb}.as_strided(({n}, {k}), ({sb[-1]}, {sb[-2]}), {self.opb.offset}), [{e['BLOCK_N']}, "
+                  f"{e['BLOCK_K']}]") if self.tma == "nk" else \
+            (f"{pb}.as_strided(({k}, {n}), ({sb[-2]}, {sb[-1]}), {self.opb.offset}), [{e['BLOCK_K']}, "
+             f"{e['BLOCK_N']}]")
+        self.host += [
+            "from triton.tools.tensor_descriptor import TensorDescriptor",
+            (f"{name}_programs = min({self.tiles}, torch.cuda.get_device_properties(dev).multi_processor_count "
+             "if dev.type == 'cuda' else 4)"),
+            (f"{name}_a = TensorDescriptor.from_tensor({pa}.as_strided(({m}, {k}), ({sa[-2]}, {sa[-1]}), "
+             f"{self.opa.offset}), [{e['BLOCK_M']}, {e['BLOCK_K']}]) if {on} else {pa}"),
+            f"{name}_b = TensorDescriptor.from_tensor({b_view}) if {on} else {pb}",
+        ]
+        w.args[f"{name}_a"] = Buffer(f"{name}_a", None)
+        w.args[f"{name}_b"] = Buffer(f"{name}_b", None)
+        w.emit(f"for tile in tl.range(pid, tl.cdiv({m}, BLOCK_M) * tl.cdiv({n}, BLOCK_N), NUM_PROGRAMS):")
+        w.indent += 1
+        w.push()
+        self._tile("tile")
+        self._k_range()
+        w.emit("acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)")
+        w.emit(f"acc = _gemm_acc_tma({name}_a, {name}_b, off_m, off_n, k_steps, acc, False, 'ieee', "
+               f"{self.target == 'cpu'}, BLOCK_K, {self.tma == 'kn'})")
+        w.emit("mi = off_m + tl.arange(0, BLOCK_M)[:, None]")
+        w.emit("ni = off_n + tl.arange(0, BLOCK_N)[None, :]")
+        epilogue()
+        w.pop()
+        w.indent -= 1
+
+    def kernel(self, note: str, temps=None) -> Kernel:
+        e = self.exprs
+        constexprs = ["BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "EVEN_K"] + (["PREC"] if self.fp32 else [])
+        launch = {key: e[key] for key in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_warps", "num_stages")}
+        launch["EVEN_K"] = f"{self.k} % {e['BLOCK_K']} == 0"
+        if self.fp32:
+            launch["PREC"] = e["PREC"]
+        grid = f"({self.tiles}, {self.nb})"
+        for flag in ("B_KMAJOR", "PERSISTENT", "SPLIT_K"):
+            if flag in e and (flag != "SPLIT_K" or self.split):
+                constexprs.append(flag)
+                launch[flag] = e[flag]
+        if self.split:
+            grid = f"({self.tiles}, {e['SPLIT_K']})"
+        if self.tma:
+            constexprs.append("NUM_PROGRAMS")
+            launch["NUM_PROGRAMS"] = f"{self.name}_programs"
+            grid = f"({self.name}_programs if {e['PERSISTENT']} else {self.tiles}, {self.nb})"
+        return Kernel(self.name, finish(self.w, constexprs), list(self.w.args), grid, launch, self.tun, self.space,
+                      "gemm", note, temps=temps or [], host=list(self.host), helpers=self.shared)
 
 
 def _epilogue(w: KernelWriter, node, bias, alpha, beta, canon: list[Index], outputs: list, buffers: dict,

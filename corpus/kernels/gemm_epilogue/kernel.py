@@ -215,7 +215,7 @@ def _gemm_epilogue_tma_kernel(
         off_n = pid_n * BLOCK_N
         acc = _acc_start(b_ptr, off_n, N, BIAS_IN_ACC, BLOCK_M, BLOCK_N)
         acc = _gemm_acc_tma(x_desc, w_desc, off_m, off_n, k_steps, acc, IS_FP32, FP32_PRECISION, UPCAST_DOT,
-                            BLOCK_K)
+                            BLOCK_K, False)
         halves = tl.permute(tl.reshape(acc, (BLOCK_M, 2, BLOCK_N // 2)), (0, 2, 1))
         acc0, acc1 = tl.split(halves)
         _epilogue(acc0, off_m, off_n, b_ptr, r_ptr, y_ptr, r_desc, y_desc, M, N, stride_rm, stride_rn,

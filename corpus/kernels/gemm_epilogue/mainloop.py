@@ -11,7 +11,7 @@ code into a candidate; ingest/bundle.py inlines it into kernel.py's). One loop, 
   wrap around (loads stay in bounds without masks; the caller masks its stores), and K is masked only when it
   is not a multiple of BLOCK_K (EVEN_K): the loop body is two loads, one product and two pointer increments.
 - _gemm_acc_tma: the same from TMA descriptors (Hopper and later; edges zero-filled by the copy engine), B
-  given as its transpose (N, K), as nn.Linear's weight is stored.
+  given as its transpose (N, K), as nn.Linear's weight is stored, or as it is (K, N) with B_KN.
 """
 
 import triton
@@ -68,11 +68,16 @@ def _gemm_acc(a_ptr, b_ptr, off_m, off_n, M, N, K, k_first, k_steps, stride_am, 
 
 
 @triton.jit
-def _gemm_acc_tma(a_desc, bt_desc, off_m, off_n, k_steps, acc, IS_FP32: tl.constexpr,
-                  FP32_PRECISION: tl.constexpr, UPCAST_DOT: tl.constexpr, BLOCK_K: tl.constexpr):
-    """acc + A[off_m:, :K] @ B[:K, off_n:] from descriptors of A (M, K) and of B's transpose (N, K)."""
+def _gemm_acc_tma(a_desc, b_desc, off_m, off_n, k_steps, acc, IS_FP32: tl.constexpr,
+                  FP32_PRECISION: tl.constexpr, UPCAST_DOT: tl.constexpr, BLOCK_K: tl.constexpr,
+                  B_KN: tl.constexpr):
+    """acc + A[off_m:, :K] @ B[:K, off_n:] from descriptors of A (M, K) and of B's transpose (N, K), or with
+    B_KN of B itself (K, N)."""
     for k in range(k_steps):
         a = a_desc.load([off_m, k * BLOCK_K])
-        b = bt_desc.load([off_n, k * BLOCK_K])  # a (BLOCK_N, BLOCK_K) tile of B^T
-        acc = _mma(a, b.T, acc, IS_FP32, FP32_PRECISION, UPCAST_DOT)
+        if B_KN:
+            acc = _mma(a, b_desc.load([k * BLOCK_K, off_n]), acc, IS_FP32, FP32_PRECISION, UPCAST_DOT)
+        else:
+            b = b_desc.load([off_n, k * BLOCK_K])  # a (BLOCK_N, BLOCK_K) tile of B^T
+            acc = _mma(a, b.T, acc, IS_FP32, FP32_PRECISION, UPCAST_DOT)
     return acc

@@ -63,6 +63,17 @@ def test_a_computed_operand_is_stored_first():
     assert "matmul 1x16x24x40" in lowered.kernels[1]
 
 
+def test_optional_forms_are_offered_where_they_apply():
+    # an fp32 B stored N-major may be copied K-major; 16-bit operands TMA can read get the persistent form
+    square = lower_spec(SPECS / "square_matmul.py", target="cuda")
+    assert any(k.endswith("_B_KMAJOR") for k in square.space) and "_kmajor" in square.kernels[0]
+    linear = lower_spec(SPECS / "linear_bf16_gelu.py", target="cuda")
+    assert any(k.endswith("_PERSISTENT") for k in linear.space) and "_gemm_acc_tma(" in linear.source
+    assert not any(k.endswith("_B_KMAJOR") for k in linear.space)  # a linear layer's weight is K-major already
+    batched = lower_spec(SPECS / "batched_matmul.py", target="cuda")
+    assert not any(k.endswith(("_B_KMAJOR", "_PERSISTENT")) for k in batched.space)
+
+
 def test_no_k_mask_where_k_divides_into_blocks():
     lowered = lower_spec(SPECS / "irregular.py", target="cuda")
     # K = 45 is no multiple of any BLOCK_K: EVEN_K is decided at launch from the tunable
@@ -84,7 +95,7 @@ def test_rewritten_specs_have_no_full_gemm(name):
 
 
 def test_tile_rule_fills_the_card_and_splits_long_k():
-    from agent_client.lowering.kernels.dot import _matmul_defaults
+    from agent_client.lowering.kernels.dot_rules import matmul_defaults as _matmul_defaults
 
     square = _matmul_defaults(4096, 4096, 4096, 1, True, "cuda")
     assert (square["BLOCK_M"], square["BLOCK_N"], square["BLOCK_K"], square["SPLIT_K"]) == (128, 128, 32, 1)
@@ -116,7 +127,10 @@ def _with(source: str, **values) -> str:
     ("triu_matmul", {"BLOCK_M": 16, "BLOCK_N": 32}),
     ("large_k", {"SPLIT_K": 4}),  # parts of 16 K steps, summed before the epilogue
     ("irregular", {"BLOCK_M": 32, "BLOCK_N": 16, "BLOCK_K": 16}),  # partial tiles, a ragged K
-], ids=["tril", "triu", "split_k", "irregular"])
+    ("square_matmul", {"B_KMAJOR": True, "BLOCK_M": 32}),  # B copied K-major first
+    ("linear_bf16_gelu", {"PERSISTENT": True, "BLOCK_M": 16, "BLOCK_N": 32}),  # TMA, B^T (N, K), 12 tiles
+    ("matmul_bf16", {"PERSISTENT": True, "BLOCK_M": 32, "BLOCK_N": 16, "BLOCK_K": 16}),  # TMA, B (K, N), ragged
+], ids=["tril", "triu", "split_k", "irregular", "b_kmajor", "persistent_nk", "persistent_kn"])
 def test_gemm_tunables_keep_the_result(name, values):
     spec = SPECS / f"{name}.py"
     source = _with(lower_spec(spec, target="cpu").source, **values)
