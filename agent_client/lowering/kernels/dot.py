@@ -180,12 +180,14 @@ class _Gemm:
         defaults = matmul_defaults(m, n, k, nb, self.fp32, target)
         space = matmul_space(defaults, self.fp32, target)
         self.split = defaults["SPLIT_K"] > 1
-        self.kmajor = kmajor_offered(opb, nb, self.fp32)
+        # which operands may be copied K-major first (fp32 on a GPU: on by default, see kmajor_offered)
+        self.kmajor = [x for x, op, kd in (("A", opa, -1), ("B", opb, -2)) if kmajor_offered(op, nb, self.fp32, kd)]
         self.tma = tma_form(opa, opb, 0 if self.batched else nb, self.fp32, self.split)
-        if self.kmajor:  # measured on a GPU before it is a default (corpus/kernels/gemm_epilogue/NOTES.md)
-            defaults["B_KMAJOR"], space["B_KMAJOR"] = False, [False, True] if target != "cpu" else [False]
-        if self.tma:
-            defaults["PERSISTENT"], space["PERSISTENT"] = False, [False, True] if target != "cpu" else [False]
+        gpu = target != "cpu"
+        for x in self.kmajor:
+            defaults[f"{x}_KMAJOR"], space[f"{x}_KMAJOR"] = gpu, [False, True] if gpu else [False]
+        if self.tma:  # the library's 16-bit form: 0.2223 ms against 0.2580 through pointers at 4096^3 (NOTES.md)
+            defaults["PERSISTENT"], space["PERSISTENT"] = gpu, [False, True] if gpu else [False]
         self.exprs, self.tun, self.space = gemm_tunables(name, defaults, space, self.fp32, target)
         self.big = max(nb * m * k, nb * k * n, nb * m * n, opa.buffer.meta.numel, opb.buffer.meta.numel) > INT32_MAX
         self.mask = f"(mi < {m}) & (ni < {n})"
@@ -198,29 +200,33 @@ class _Gemm:
         return ([Index.var("bi", self.nb)] if self.batched else []) + [Index.var("mi", self.m), Index.var("ni", self.n)]
 
     def kmajor_copy(self) -> list[Kernel]:
-        """With B_KMAJOR, a kernel that copies B (K, N) into a K-major (N, K) buffer first (no launch without)."""
-        if not self.kmajor:
-            return []
-        on, n, k, pb = self.exprs["B_KMAJOR"], self.n, self.k, self.opb.buffer.name
-        bt = f"{self.name}_bt"
-        alloc = f"{bt} = torch.empty(({n}, {k}), device=dev, dtype=torch.float32) if {on} else {pb}"
-        sbk, sbn = self.opb.strides[-2], self.opb.strides[-1]
-        src = (f"@triton.jit\ndef {self.name}_kmajor({pb}, {bt}):\n"
-               f"    tile = tl.program_id(0)\n"
-               f"    ni = (tile // {-(-k // 64)}) * 64 + tl.arange(0, 64)[:, None]\n"
-               f"    ki = (tile % {-(-k // 64)}) * 64 + tl.arange(0, 64)[None, :]\n"
-               f"    mask = (ni < {n}) & (ki < {k})\n"
-               f"    v = tl.load({pb} + {self.opb.offset} + ki * {sbk} + ni * {sbn}, mask=mask)\n"
-               f"    tl.store({bt} + ni * {k} + ki, v, mask=mask)\n")
-        grid = f"(({-(-n // 64) * -(-k // 64)}) if {on} else 0,)"
-        return [Kernel(f"{self.name}_kmajor", src, [pb, bt], grid, {"num_warps": "4"}, {}, {}, "gemm",
-                       f"B of {self.what} copied K-major (with B_KMAJOR)", host=[alloc])]
+        """With A_KMAJOR / B_KMAJOR, kernels that copy the operand K-major first, A as (M, K) and B as its
+        transpose (N, K), row-major (no launch with the tunable off: a grid of zero programs)."""
+        kernels = []
+        for x in self.kmajor:
+            op = self.opa if x == "A" else self.opb
+            rows = self.m if x == "A" else self.n
+            s_row, s_k = (op.strides[-2], op.strides[-1]) if x == "A" else (op.strides[-1], op.strides[-2])
+            on, k, src, dst = self.exprs[f"{x}_KMAJOR"], self.k, op.buffer.name, f"{self.name}_{x.lower()}k"
+            alloc = f"{dst} = torch.empty(({rows}, {k}), device=dev, dtype=torch.float32) if {on} else {src}"
+            kt = -(-k // 64)
+            code = (f"@triton.jit\ndef {dst}_copy({src}, {dst}):\n"
+                    f"    tile = tl.program_id(0)\n"
+                    f"    ri = (tile // {kt}) * 64 + tl.arange(0, 64)[:, None]\n"
+                    f"    ki = (tile % {kt}) * 64 + tl.arange(0, 64)[None, :]\n"
+                    f"    mask = (ri < {rows}) & (ki < {k})\n"
+                    f"    v = tl.load({src} + {op.offset} + ri * {s_row} + ki * {s_k}, mask=mask)\n"
+                    f"    tl.store({dst} + ri * {k} + ki, v, mask=mask)\n")
+            grid = f"({-(-rows // 64) * kt} if {on} else 0,)"
+            kernels.append(Kernel(f"{dst}_copy", code, [src, dst], grid, {"num_warps": "4"}, {}, {}, "gemm",
+                                  f"{x} of {self.what} copied K-major (with {x}_KMAJOR)", host=[alloc]))
+        return kernels
 
     def setup(self) -> None:
         w = self.w
         self.pa, self.pb = w.arg(self.opa.buffer), w.arg(self.opb.buffer)
-        if self.kmajor:
-            w.args[f"{self.name}_bt"] = Buffer(f"{self.name}_bt", None)
+        for x in self.kmajor:
+            w.args[f"{self.name}_{x.lower()}k"] = Buffer(f"{self.name}_{x.lower()}k", None)
         w.emit("pid = tl.program_id(0)")
         if self.batched:
             w.emit(f"bi = tl.program_id(1){'.to(tl.int64)' if self.big else ''}")
@@ -260,14 +266,23 @@ class _Gemm:
         w.emit("acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)")
         tail = (f"acc, EVEN_K, {self.fp32}, {'PREC' if self.fp32 else repr('ieee')}, "
                 f"{not self.fp32 and self.target == 'cpu'}, BLOCK_M, BLOCK_N, BLOCK_K)")
-        head = f"off_m, off_n, {self.m}, {self.n}, {self.k}, k_first, k_steps, {sa[-2]}, {sa[-1]}"
-        if self.kmajor:
-            w.emit("if B_KMAJOR:")
-            w.emit(f"    acc = _gemm_acc({base_a}, {self.name}_bt, {head}, 1, {self.k}, {tail}")
-            w.emit("else:")
-            w.emit(f"    acc = _gemm_acc({base_a}, {base_b}, {head}, {sb[-2]}, {sb[-1]}, {tail}")
-        else:
-            w.emit(f"acc = _gemm_acc({base_a}, {base_b}, {head}, {sb[-2]}, {sb[-1]}, {tail}")
+        k = self.k
+        # (A copied K-major, B copied K-major): one call of the main loop for each combination the flags allow
+        a_opts = [False, True] if "A" in self.kmajor else [False]
+        b_opts = [False, True] if "B" in self.kmajor else [False]
+        forms = [(fa, fb) for fa in a_opts for fb in b_opts]
+        for i, (fa, fb) in enumerate(forms):
+            a_ptr, a_strides = (f"{self.name}_ak", f"{k}, 1") if fa else (base_a, f"{sa[-2]}, {sa[-1]}")
+            b_ptr, b_strides = (f"{self.name}_bk", f"1, {k}") if fb else (base_b, f"{sb[-2]}, {sb[-1]}")
+            call = (f"acc = _gemm_acc({a_ptr}, {b_ptr}, off_m, off_n, {self.m}, {self.n}, {k}, k_first, k_steps, "
+                    f"{a_strides}, {b_strides}, {tail}")
+            if len(forms) == 1:
+                w.emit(call)
+                continue
+            test = " and ".join(f"{'' if on else 'not '}{x}_KMAJOR" for x, on in (("A", fa), ("B", fb))
+                                if x in self.kmajor)
+            w.emit(f"if {test}:" if i == 0 else f"elif {test}:" if i < len(forms) - 1 else "else:")
+            w.emit("    " + call)
         w.emit("mi = off_m + tl.arange(0, BLOCK_M)[:, None]")
         w.emit("ni = off_n + tl.arange(0, BLOCK_N)[None, :]")
 
@@ -312,7 +327,7 @@ class _Gemm:
         if self.fp32:
             launch["PREC"] = e["PREC"]
         grid = f"({self.tiles}, {self.nb})"
-        for flag in ("B_KMAJOR", "PERSISTENT", "SPLIT_K"):
+        for flag in ("A_KMAJOR", "B_KMAJOR", "PERSISTENT", "SPLIT_K"):
             if flag in e and (flag != "SPLIT_K" or self.split):
                 constexprs.append(flag)
                 launch[flag] = e[flag]

@@ -49,11 +49,13 @@ def test_gemm_forms_take_their_route(name, notes):
 
 
 def test_operands_are_strided_views_of_the_inputs():
-    # a.T @ b.T with a (72, 40), b (56, 72): A is read with strides (1, 40), B with (1, 72); nothing is copied
+    # a.T @ b.T with a (72, 40), b (56, 72): A is read with strides (1, 40), B with (1, 72), or A from its K-major
+    # copy (A_KMAJOR: TF32 MMAs take K-major operands); B is K-major as it is
     lowered = lower_spec(SPECS / "transposed_both.py", target="cuda")
-    assert len(lowered.kernels) == 1
-    call = next(line for line in lowered.source.splitlines() if "= _gemm_acc(" in line)
-    assert re.search(r"40, 56, 72, k_first, k_steps, 1, 40, 1, 72, acc", call), call
+    assert "A of matmul 1x40x56x72 (float32) copied K-major" in lowered.kernels[0] and len(lowered.kernels) == 2
+    calls = [line for line in lowered.source.splitlines() if "= _gemm_acc(" in line]
+    assert re.search(r"40, 56, 72, k_first, k_steps, 1, 40, 1, 72, acc", calls[0]), calls
+    assert re.search(r"_ak, .*40, 56, 72, k_first, k_steps, 72, 1, 1, 72, acc", calls[1]), calls
 
 
 def test_a_computed_operand_is_stored_first():
@@ -66,7 +68,8 @@ def test_a_computed_operand_is_stored_first():
 def test_optional_forms_are_offered_where_they_apply():
     # an fp32 B stored N-major may be copied K-major; 16-bit operands TMA can read get the persistent form
     square = lower_spec(SPECS / "square_matmul.py", target="cuda")
-    assert any(k.endswith("_B_KMAJOR") for k in square.space) and "_kmajor" in square.kernels[0]
+    assert any(k.endswith("_B_KMAJOR") for k in square.space) and "B of matmul" in square.kernels[0]
+    assert square.tunables["_p0k0_gemm_B_KMAJOR"] is True  # the default on a GPU
     linear = lower_spec(SPECS / "linear_bf16_gelu.py", target="cuda")
     assert any(k.endswith("_PERSISTENT") for k in linear.space) and "_gemm_acc_tma(" in linear.source
     assert not any(k.endswith("_B_KMAJOR") for k in linear.space)  # a linear layer's weight is K-major already
@@ -128,9 +131,11 @@ def _with(source: str, **values) -> str:
     ("large_k", {"SPLIT_K": 4}),  # parts of 16 K steps, summed before the epilogue
     ("irregular", {"BLOCK_M": 32, "BLOCK_N": 16, "BLOCK_K": 16}),  # partial tiles, a ragged K
     ("square_matmul", {"B_KMAJOR": True, "BLOCK_M": 32}),  # B copied K-major first
+    ("transposed_both", {"A_KMAJOR": True, "BLOCK_M": 16}),  # a.T copied K-major (b.T is already)
+    ("square_matmul", {"B_KMAJOR": False}),  # B read N-major in the loop
     ("linear_bf16_gelu", {"PERSISTENT": True, "BLOCK_M": 16, "BLOCK_N": 32}),  # TMA, B^T (N, K), 12 tiles
     ("matmul_bf16", {"PERSISTENT": True, "BLOCK_M": 32, "BLOCK_N": 16, "BLOCK_K": 16}),  # TMA, B (K, N), ragged
-], ids=["tril", "triu", "split_k", "irregular", "b_kmajor", "persistent_nk", "persistent_kn"])
+], ids=["tril", "triu", "split_k", "irregular", "b_kmajor", "a_kmajor", "b_nmajor", "persistent_nk", "persistent_kn"])
 def test_gemm_tunables_keep_the_result(name, values):
     spec = SPECS / f"{name}.py"
     source = _with(lower_spec(spec, target="cpu").source, **values)
