@@ -184,8 +184,9 @@ class _Gemm:
         self.kmajor = [x for x, op, kd in (("A", opa, -1), ("B", opb, -2)) if kmajor_offered(op, nb, self.fp32, kd)]
         self.tma = tma_form(opa, opb, 0 if self.batched else nb, self.fp32, self.split)
         gpu = target != "cpu"
-        for x in self.kmajor:
-            defaults[f"{x}_KMAJOR"], space[f"{x}_KMAJOR"] = gpu, [False, True] if gpu else [False]
+        for x in self.kmajor:  # a copy pays where each of its elements feeds many products (compute-bound)
+            reuse = m if x == "B" else n
+            defaults[f"{x}_KMAJOR"], space[f"{x}_KMAJOR"] = gpu and reuse >= 256, [False, True] if gpu else [False]
         if self.tma:  # the library's 16-bit form: 0.2223 ms against 0.2580 through pointers at 4096^3 (NOTES.md)
             defaults["PERSISTENT"], space["PERSISTENT"] = gpu, [False, True] if gpu else [False]
         self.exprs, self.tun, self.space = gemm_tunables(name, defaults, space, self.fp32, target)
