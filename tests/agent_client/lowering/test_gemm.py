@@ -65,11 +65,15 @@ def test_a_computed_operand_is_stored_first():
     assert "matmul 1x16x24x40" in lowered.kernels[1]
 
 
-def test_optional_forms_are_offered_where_they_apply():
+def test_optional_forms_are_offered_where_they_apply(tmp_path):
     # an fp32 B stored N-major may be copied K-major; 16-bit operands TMA can read get the persistent form
     square = lower_spec(SPECS / "square_matmul.py", target="cuda")
     assert any(k.endswith("_B_KMAJOR") for k in square.space) and "B of matmul" in square.kernels[0]
-    assert square.tunables["_p0k0_gemm_B_KMAJOR"] is True  # the default on a GPU
+    assert square.tunables["_p0k0_gemm_B_KMAJOR"] is False  # 64 rows: too few products an element to pay a copy
+    big = tmp_path / "big.py"  # the same at 512 rows: copied by default
+    big.write_text((SPECS / "square_matmul.py").read_text().replace("torch.rand(64, 64), torch.rand(64, 64)",
+                                                                    "torch.rand(512, 64), torch.rand(64, 64)"))
+    assert lower_spec(big, target="cuda").tunables["_p0k0_gemm_B_KMAJOR"] is True
     linear = lower_spec(SPECS / "linear_bf16_gelu.py", target="cuda")
     assert any(k.endswith("_PERSISTENT") for k in linear.space) and "_gemm_acc_tma(" in linear.source
     assert not any(k.endswith("_B_KMAJOR") for k in linear.space)  # a linear layer's weight is K-major already
