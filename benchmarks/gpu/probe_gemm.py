@@ -11,7 +11,8 @@ What it decides:
   MMA reads both operands K-major): the library's kernel on B and on a K-major copy, and "split3", an
   experimental form that stores each operand once as TF32 high and remainder parts, K-major and zero-padded to
   BLOCK_K, then runs three plain TF32 products a K step from shared memory (no register round trip);
-- B_KMAJOR (the lowering's copy of an N-major fp32 B into K-major order before the GEMM) on 1/1, 1/6, 1/8, 1/15;
+- B_KMAJOR / A_KMAJOR (the lowering's copy of an fp32 operand K-major before the GEMM, on by default) against
+  reading it as stored, on 1/1, 1/6, 1/8, 1/18;
 - split K for 1/6 (SPLIT_K values), the irregular 1/8 (unaligned rows);
 - Gemm + epilogue problems (2/12, 2/37) and a bf16 4096^3 linear + GELU: the lowering (pointer loop and the
   persistent TMA form, PERSISTENT) against the library; 2/18 through the row-sum rewrite (no M x N x K GEMM).
@@ -70,19 +71,21 @@ def get_init_inputs():
 '''
 
 # (item, source, lowering configs, extra forms); a config overrides the GEMM kernels' tunables by suffix
-ITEMS = [
+ITEMS = [  # the lowering's defaults ({}) copy an N-major fp32 B K-major (B_KMAJOR) and run 16-bit persistent by TMA
     ("1/1_Square_matrix_multiplication_", None,
-     [{}, {"B_KMAJOR": True}, {"BLOCK_K": 16, "num_stages": 4}, {"B_KMAJOR": True, "BLOCK_K": 16, "num_stages": 4},
-      {"num_warps": 4}, {"PREC": "ieee"}],
+     [{}, {"B_KMAJOR": False}, {"BLOCK_K": 16, "num_stages": 4}, {"num_stages": 4}, {"num_warps": 4},
+      {"PREC": "ieee"}],
      ["library", "library_kmajor", "split3"]),
     ("2/12_Gemm_Multiply_LeakyReLU", None, [{}, {"BLOCK_K": 16, "num_stages": 4}, {"num_stages": 4}],
      ["library", "split3"]),
     ("bf16_linear_gelu_4096", BF16_LINEAR_GELU,
-     [{}, {"PERSISTENT": True}, {"PERSISTENT": True, "GROUP_M": 4}, {"BLOCK_N": 128, "num_stages": 3}], ["library"]),
-    ("1/6_Matmul_with_large_K_dimension_", None, [{}, {"SPLIT_K": 32}, {"SPLIT_K": 128}, {"B_KMAJOR": True}], []),
-    ("1/8_Matmul_with_irregular_shapes_", None, [{}, {"B_KMAJOR": True}], ["split3"]),
+     [{}, {"PERSISTENT": False}, {"GROUP_M": 4}, {"PERSISTENT": False, "BLOCK_N": 128, "num_stages": 3}],
+     ["library"]),
+    ("1/6_Matmul_with_large_K_dimension_", None, [{}, {"SPLIT_K": 32}, {"SPLIT_K": 128}, {"B_KMAJOR": False}], []),
+    ("1/8_Matmul_with_irregular_shapes_", None, [{}, {"B_KMAJOR": False}], ["split3"]),
     ("2/37_Matmul_Swish_Sum_GroupNorm", None, [{}], ["library"]),
-    ("1/15_Matmul_for_lower_triangular_matrices", None, [{}, {"B_KMAJOR": True}], []),
+    ("1/18_Matmul_with_transposed_both", None, [{}, {"A_KMAJOR": False}], []),
+    ("1/15_Matmul_for_lower_triangular_matrices", None, [{}], []),
     ("2/18_Matmul_Sum_Max_AvgPool_LogSumExp_LogSumExp", None, [{}], []),
     ("1/9_Tall_skinny_matrix_multiplication_", None, [{}, {"BLOCK_N": 256}], []),
 ]
