@@ -169,15 +169,22 @@ def card_for(device_name: str, memory_bytes: int | None, device: str = "cuda:0",
         return CardPeaks(device, device_name, memory_bytes, None, slug(device_name), device_name,
                          note=f"no facts file describes {device_name!r}{size}: the harness measures the copy "
                               "bandwidth; the compute limit is unknown")
-    entry = facts[card_id]
+    return facts_card(card_id, facts[card_id], device, device_name, memory_bytes)
+
+
+def facts_card(card_id: str, entry: Mapping, device: str = "cuda:0", device_name: str | None = None,
+               memory_bytes: int | None = None) -> CardPeaks:
+    """The card a facts mapping describes, with its nominal peaks (the device already matched to it)."""
     bandwidth, flops = nominal_peaks(entry)
     path = entry.get("_path")
-    where = f"corpus/accelerators/{Path(path).name}" if path else card_id
-    return CardPeaks(device, device_name, memory_bytes, card_id, card_id, str(entry.get("name") or card_id),
-                     bandwidth, flops, path, note=f"nominal peaks of {where}")
+    where = f"corpus/accelerators/{Path(path).name}" if path else f"the {card_id} facts"
+    name = str(entry.get("name") or card_id)
+    return CardPeaks(device, device_name or name, memory_bytes, card_id, card_id, name, bandwidth, flops, path,
+                     note=f"nominal peaks of {where}")
 
 
-def _read_device(device: str) -> tuple[str, int | None]:
+def read_device(device: str) -> tuple[str, int | None]:
+    """(torch.cuda.get_device_name, total memory in bytes) of a CUDA device; ("cpu", None) elsewhere."""
     import torch
 
     if not device.startswith("cuda") or not torch.cuda.is_available():
@@ -188,7 +195,7 @@ def _read_device(device: str) -> tuple[str, int | None]:
 
 def card_peaks(device: str = "cuda:0", facts_dir: Path | None = None) -> CardPeaks:
     """The card `device` is (read from the device) and its nominal peaks from the facts files."""
-    name, memory = _read_device(device)
+    name, memory = read_device(device)
     if name == "cpu":
         return card_for("cpu", None, "cpu")
     return card_for(name, memory, device, load_facts(facts_dir))
