@@ -11,24 +11,9 @@ import pytest
 
 from harness import EvalConfig, Status, WorkerPool, evaluate, load_spec
 from harness.baselines import BaselineCache
-from harness.compare import CHUNK_ELEMENTS, WORKSPACE_BYTES_PER_ELEMENT
-from harness.guard import DIGEST_CHUNK, DIGEST_WORKSPACE_BYTES_PER_WORD
-from harness.memory import (
-    BANDWIDTH_PROBE_BYTES,
-    CONTEXT_BYTES,
-    SMALL_BYTES,
-    DeviceBudget,
-    SpecTooLarge,
-    estimate_footprint,
-)
+from harness.memory import CONTEXT_BYTES, DeviceBudget, SpecTooLarge, estimate_footprint
 from harness.worker import oom_owner
-from tests.harness.harness_helpers import SPECS, candidate
-
-# what an evaluation costs whatever its sizes: the flush buffer, the timing's pool of input clones, a chunk
-# of the comparison or of a digest, the bandwidth probe of the baselines' worker and a CUDA context
-FIXED_BYTES = (EvalConfig().l2_flush_bytes + EvalConfig().clone_pool_bytes + max(CHUNK_ELEMENTS * WORKSPACE_BYTES_PER_ELEMENT,
-                                                 DIGEST_CHUNK * DIGEST_WORKSPACE_BYTES_PER_WORD)
-               + BANDWIDTH_PROBE_BYTES + CONTEXT_BYTES + 2 * SMALL_BYTES)
+from tests.harness.harness_helpers import FIXED_BYTES, SPECS, candidate
 
 # KernelBench level 1's Softmax at its published size: 4096 x 393216 fp32, 6.4 GB of input
 BIG_SOFTMAX = """import torch
