@@ -73,11 +73,12 @@ def _poison(value) -> None:
             t.fill_(float("nan"))
 
 
-def _run_candidate(model, inputs: list, backend: Backend, device: str, clock: Clock,
-                   digest: guard.Digest) -> tuple[object, list, dict]:
+def _run_candidate(model, inputs: list, backend: Backend, device: str, clock: Clock, digest: guard.Digest,
+                   before: list | None = None) -> tuple[object, list, dict]:
     """One guarded forward on `inputs` themselves (no copy): returns (output, cheat reasons, aten ops). That
-    the inputs stayed unchanged and the output was complete when forward returned is checked by digests."""
-    before = guard.input_digests(digest, inputs)
+    the inputs stayed unchanged (`before`: their digests, taken here if not given) and the output was
+    complete when forward returned is checked by digests."""
+    before = guard.input_digests(digest, inputs) if before is None else before
     threads_before = threading.active_count()
     with guard.OpRecorder() as rec:
         out = model(*inputs)
@@ -114,7 +115,8 @@ def check_variant(spec: Spec, cand_cls: type, variant: Variant, backend: Backend
     for trial in range(config.trials):
         input_seed = derive_seed(secret, variant.name, trial)
         inputs = make_inputs(spec, variant, input_seed, device, config.inputs_on_device)
-        out, cheat, ops = _run_candidate(cand_model, inputs, backend, device, clock, digest)
+        before = guard.input_digests(digest, inputs)  # the candidate must leave them so for the reference
+        out, cheat, ops = _run_candidate(cand_model, inputs, backend, device, clock, digest, before)
         diag["aten_ops"] = ops
         if prev_ref is not None and guard.aliasing_reasons(out, guard.tensors_of(prev_ref)):
             cheat.append("the output shares memory with the reference's output (reusing the reference's result)")
@@ -123,7 +125,6 @@ def check_variant(spec: Spec, cand_cls: type, variant: Variant, backend: Backend
         if cheat:
             cheats += [f"variant {variant.name!r} trial {trial}: {r}" for r in cheat]
             break
-        before = guard.input_digests(digest, inputs)
         ref_out = ref_model(*inputs)
         sync(device, clock)
         atol, rtol = tolerance(spec, ref_out)
