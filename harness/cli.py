@@ -87,7 +87,9 @@ def _print_summary(summary: dict, file=None) -> None:
 CardLookup = Callable[[str], HardwarePeaks]  # device ("cuda:0") -> its card's peaks (kernelkb_cli hands one in)
 
 
-def _limits_line(peaks: HardwarePeaks) -> str:
+def _limits_line(peaks: HardwarePeaks, device: str = "cuda") -> str:
+    if not device.startswith("cuda"):
+        return "limits: none on the CPU (wall-clock timings; no fraction of a hardware limit)"
     if peaks.card or peaks.source:
         return f"limits: {peaks.card or 'given'} ({peaks.source or 'given on the command line'})"
     if peaks.memory_bandwidth_bytes_per_s or peaks.flops_per_s:
@@ -139,7 +141,8 @@ def _suite(suite: Path, candidates: Path | None, backend: str, devices: list[str
     with open_executor(devices, config, peaks, compile_workers=compile_workers, ray_address=ray) as pool:
         run = run_suite(problems, pool, results, identity, candidates=candidates, backend=backend, resume=resume,
                         max_inflight=max(2, slots),
-                        extra={"command": " ".join(sys.argv), "limits": {**peaks.to_dict(), "line": _limits_line(peaks)}},
+                        extra={"command": " ".join(sys.argv),
+                               "limits": {**peaks.to_dict(), "line": _limits_line(peaks, devices[0])}},
                         on_row=lambda r: print(f"{r['spec']} {r.get('candidate') or ''}: {r['status']}",
                                                file=sys.stderr))
     if run.resumed_rows:
@@ -215,7 +218,7 @@ def make_bench(card_lookup: CardLookup | None = None):
             raise typer.BadParameter(str(exc)) from exc
         config = EvalConfig(trials=trials, time_compile_baseline=compile_baseline, timeout_s=timeout)
         peaks = _peaks(card_lookup, device_list[0], bandwidth_gbps, flops_per_s)
-        print(_limits_line(peaks), file=sys.stderr)
+        print(_limits_line(peaks, device_list[0]), file=sys.stderr)
         try:
             if suite is not None:
                 if spec is not None:

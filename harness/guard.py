@@ -87,7 +87,8 @@ class Digest:
         return flat.view(_WORDS[flat.element_size()]) if flat.element_size() in _WORDS else flat.view(torch.uint8)
 
     def queue(self, value) -> list[torch.Tensor]:
-        """Per tensor of `value` (nested too) two device scalars, queued on the current stream."""
+        """Per tensor of `value` (nested too) its (sum, sum, words) on its device, queued on the current
+        stream (nothing waits for the device here)."""
         sums = []
         for t in tensors_of(value):
             if t.is_meta:
@@ -101,12 +102,12 @@ class Digest:
                 h1 += (w * (idx * self.a + self.b)).sum()
                 h2 += ((w ^ self.c) * (idx * self.d + self.e)).sum()
                 del w, idx
-            sums += [h1, h2, torch.tensor(words.numel())]
+            sums.append(torch.stack([h1, h2, torch.full((), words.numel(), dtype=torch.int64, device=t.device)]))
         return sums
 
     def of(self, value) -> tuple[int, ...]:
-        """The digest as Python ints (waits for the device)."""
-        return tuple(int(x) for x in self.queue(value))
+        """The digest as Python ints (one wait for the device per device the tensors are on)."""
+        return tuple(x for s in self.queue(value) for x in s.tolist())
 
 
 def leaves(inputs: list) -> list:
@@ -232,9 +233,9 @@ def output_type_reasons(output) -> list[str]:
 def late_digest_reasons(queued: list[torch.Tensor], digest: Digest, output) -> list[str]:
     """`late_write_reasons` by digests: `queued` was queued on the current stream right after forward."""
     now = digest.queue(output)
-    for i in range(0, len(queued), 3):
-        if any(int(a) != int(b) for a, b in zip(queued[i:i + 3], now[i:i + 3])):
-            return [f"output {i // 3} changed after forward returned (work continued on a side stream or thread)"]
+    for i, (before, after) in enumerate(zip(queued, now)):
+        if before.tolist() != after.tolist():
+            return [f"output {i} changed after forward returned (work continued on a side stream or thread)"]
     return []
 
 
