@@ -3,8 +3,8 @@
 Usage (a CUDA machine, repo root): python3 benchmarks/gpu/copy_at_size.py [--out-dir benchmarks/results]
 
 The library's "% of limit" divides a kernel's bytes (inputs + outputs) per second by the card's nominal
-bandwidth (agent_client/card.py: 4.8 TB/s on an H200, 3.35 on an H100). A kernel of ~30 us pays its launch, ramp-up and tail like a copy of the same bytes does, so
-this measures that copy: y.copy_(x) of (in + out) / 2 bytes each way, and where a spec reads a whole
+bandwidth (agent_client/card.py: 4.8 TB/s on an H200, 3.35 on an H100). A kernel of ~30 us pays its launch,
+ramp-up and tail like a copy of the same bytes does, so this measures that copy: y.copy_(x) of (in + out) / 2 bytes each way, and where a spec reads a whole
 multiple R of what it writes (avgpool k2s2, maxpool k3s2: 4x) also its own traffic: y.copy_(x[:, 0]) of x
 viewed as R-word rows (every 32-byte sector of x is read, 1 / R of it written). The larger of the two is the
 spec's copy rate at its size (`best_fraction_of_limit`); scripts/library_table.py --copy-at-size puts it beside
