@@ -39,7 +39,7 @@ from harness.config import EvalConfig
 from harness.spec import Spec, SpecError
 
 CONTEXT_BYTES = 768 * 1024**2  # a CUDA context and the allocator's own blocks, per worker process
-SMALL_BYTES = 1 << 20  # scalars, digests' sums, masks of tiny tensors: below any real tensor's share
+SMALL_BYTES = 1 << 16  # scalars and digests' sums: below any real tensor's share
 BANDWIDTH_PROBE_BYTES = 1 << 30  # harness/peaks.py's copy of 512 MiB, on a device without a given bandwidth
 GIB = 1024**3
 
