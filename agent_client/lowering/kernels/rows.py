@@ -19,11 +19,12 @@ from agent_client.lowering.kernels.common import (
     pow2_range,
     tune,
 )
+from agent_client.lowering.kernels.reduction import RowLimits, row_limits
 from agent_client.lowering.writer import KernelWriter, LoweringError, shape
 
 
 # ---- scans ---------------------------------------------------------------------------------------------
-def scan_kernel(name: str, node, outputs: list, buffers: dict, target: str) -> Kernel:
+def scan_kernel(name: str, node, outputs: list, buffers: dict, target: str, limits: RowLimits | None = None) -> Kernel:
     x = node.args[0]
     full_shape = shape(x)
     dim = node.args[1] % max(len(full_shape), 1)
@@ -31,8 +32,8 @@ def scan_kernel(name: str, node, outputs: list, buffers: dict, target: str) -> K
     outer = [k for k in range(len(full_shape)) if k != dim]
     xn = math.prod(full_shape[k] for k in outer)
     rn = full_shape[dim]
-    rmax = 1 << 14 if target == "cpu" else 4096
-    persistent = rn <= rmax
+    limits = limits or row_limits(target)
+    persistent = rn <= limits.persistent_max // 2  # a scan holds its input and its running sums
     w = KernelWriter(loadable(buffers, outputs), name)
     w.emit("xi = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)[:, None]")
     index_type(w, xn * rn, "xi")
