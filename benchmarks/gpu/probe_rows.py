@@ -9,9 +9,10 @@ Each candidate is built the way the offline mode builds it (agent_client.lowerin
 kernel bundled and adapted by agent_client.offline), run on the problem's inputs and checked against the
 reference module first (|out - ref| <= 1e-4 + 1e-4 |ref|; an arg-reduction exactly), then timed with
 triton.testing.do_bench (median). Bandwidth counts the bytes of the inputs and outputs once each, and is
-also given as a fraction of a device copy of the same bytes measured in the same run. Pass 1 runs every
-problem's lowering default, library candidate, eager and compile; pass 2 the lowering's other strategies and
-tunables, in priority order; the run stops cleanly at the deadline. One problem's tensors are alive at a time.
+also given as a fraction of a device copy of 2 GiB measured in the same run. For each problem: the lowering's
+default, the library's candidate, eager and compile, then the lowering's other strategies and tunables;
+problems in priority order, each with its variants; the run stops cleanly at the deadline. One
+problem's tensors are alive at a time.
 Writes DIR/rows-probe-<card>-<UTC>.json; prints a table last.
 """
 
@@ -39,33 +40,38 @@ if "--device" in sys.argv and sys.argv[sys.argv.index("--device") + 1] == "cpu":
 PROBLEMS = ["1/23_Softmax", "1/40_LayerNorm", "1/36_RMSNorm_", "1/47_Sum_reduction_over_a_dimension",
             "1/51_Argmax_over_a_dimension", "1/24_LogSoftmax", "1/89_cumsum", "1/94_MSELoss",
             "1/95_CrossEntropyLoss", "1/42_Max_Pooling_2D"]
-# pass 2: (problem, variant name, lowering options, tunable overrides by name suffix), in priority order
+# after each problem's defaults: (problem, variant, route, lowering options, TUNABLES overrides by name suffix)
 VARIANTS = [
-    ("1/23_Softmax", "rows (looped, no split)", {"split_multi_pass": False}, {}),
-    ("1/23_Softmax", "split (two levels)", {}, {"_form": "split"}),
-    ("1/23_Softmax", "coop chunk 8192 w8 x4/SM", {}, {"_CHUNK": 8192, "_coop_warps": 8, "_coop_per_sm": 4}),
-    ("1/23_Softmax", "coop chunk 16384 w16 x1/SM", {}, {"_coop_per_sm": 1}),
-    ("1/23_Softmax", "coop chunk 32768 w16 x1/SM", {}, {"_CHUNK": 32768, "_coop_per_sm": 1}),
-    ("1/40_LayerNorm", "rows (looped, no split)", {"split_multi_pass": False, "split_max_rows": 0}, {}),
-    ("1/40_LayerNorm", "split (two levels)", {}, {"_form": "split"}),
-    ("1/40_LayerNorm", "coop chunk 8192 w8 x4/SM", {}, {"_CHUNK": 8192, "_coop_warps": 8, "_coop_per_sm": 4}),
-    ("1/40_LayerNorm", "coop chunk 32768 w16 x1/SM", {}, {"_CHUNK": 32768, "_coop_per_sm": 1}),
-    ("1/47_Sum_reduction_over_a_dimension", "rows (no column form)", {"column_min_inner": 1 << 62}, {}),
-    ("1/47_Sum_reduction_over_a_dimension", "column x128 r8 w4", {}, {"_XBLOCK": 128, "_RBLOCK": 8, "_num_warps": 4}),
-    ("1/47_Sum_reduction_over_a_dimension", "column x64 r32 w8", {}, {"_XBLOCK": 64, "_RBLOCK": 32}),
-    ("1/47_Sum_reduction_over_a_dimension", "column x256 r8 w8", {}, {"_XBLOCK": 256, "_RBLOCK": 8}),
-    ("1/36_RMSNorm_", "rows (no column form)", {"column_min_inner": 1 << 62}, {}),
-    ("1/36_RMSNorm_", "column x32 w4", {}, {"_XBLOCK": 32}),
-    ("1/36_RMSNorm_", "column x128 w8", {}, {"_XBLOCK": 128, "_num_warps": 8}),
-    ("1/51_Argmax_over_a_dimension", "rows (no column form)", {"column_min_inner": 1 << 62}, {}),
-    ("1/51_Argmax_over_a_dimension", "column x128 r8 w4", {}, {"_XBLOCK": 128, "_RBLOCK": 8, "_num_warps": 4}),
-    ("1/24_LogSoftmax", "split (two levels)", {}, {"_form": "split"}),
-    ("1/24_LogSoftmax", "coop chunk 8192 w8 x4/SM", {}, {"_CHUNK": 8192, "_coop_warps": 8, "_coop_per_sm": 4}),
-    ("1/89_cumsum", "scan r2048 w8", {}, {"_RBLOCK": 2048, "_num_warps": 8}),
-    ("1/89_cumsum", "scan r4096 w8", {}, {"_RBLOCK": 4096, "_num_warps": 8}),
-    ("1/89_cumsum", "scan x2 r1024 w4", {}, {"_XBLOCK": 2}),
-    ("1/94_MSELoss", "split 2048 chunks", {}, {"_SPLIT": 2048 // 2}),
-    ("1/94_MSELoss", "split rblock 4096 w16", {}, {"_RBLOCK": 4096, "_num_warps": 16}),
+    ("1/23_Softmax", "rows (looped, no split)", "lowering", {"split_multi_pass": False}, {}),
+    ("1/23_Softmax", "split (two levels)", "lowering", {}, {"_form": "split"}),
+    ("1/23_Softmax", "coop chunk 8192 w8 x4/SM", "lowering", {}, {"_CHUNK": 8192, "_coop_warps": 8, "_coop_per_sm": 4}),
+    ("1/23_Softmax", "coop chunk 16384 w16 x1/SM", "lowering", {}, {"_coop_per_sm": 1}),
+    ("1/23_Softmax", "coop chunk 32768 w16 x1/SM", "lowering", {}, {"_CHUNK": 32768, "_coop_per_sm": 1}),
+    ("1/23_Softmax", "WIDE_STRATEGY coop", "library", {}, {"WIDE_STRATEGY": "coop"}),
+    ("1/23_Softmax", "WIDE_STRATEGY looped", "library", {}, {"WIDE_STRATEGY": "looped"}),
+    ("1/40_LayerNorm", "rows (looped, no split)", "lowering", {"split_multi_pass": False, "split_max_rows": 0}, {}),
+    ("1/40_LayerNorm", "split (two levels)", "lowering", {}, {"_form": "split"}),
+    ("1/40_LayerNorm", "coop chunk 8192 w8 x4/SM", "lowering", {}, {"_CHUNK": 8192, "_coop_warps": 8, "_coop_per_sm": 4}),
+    ("1/40_LayerNorm", "coop chunk 32768 w16 x1/SM", "lowering", {}, {"_CHUNK": 32768, "_coop_per_sm": 1}),
+    ("1/36_RMSNorm_", "rows (no column form)", "lowering", {"column_min_inner": 1 << 62}, {}),
+    ("1/36_RMSNorm_", "column x32 w4", "lowering", {}, {"_XBLOCK": 32}),
+    ("1/36_RMSNorm_", "column x128 w8", "lowering", {}, {"_XBLOCK": 128, "_num_warps": 8}),
+    ("1/47_Sum_reduction_over_a_dimension", "rows (no column form)", "lowering", {"column_min_inner": 1 << 62}, {}),
+    ("1/47_Sum_reduction_over_a_dimension", "column x128 r8 w4", "lowering", {}, {"_XBLOCK": 128, "_RBLOCK": 8,
+                                                                                 "_num_warps": 4}),
+    ("1/47_Sum_reduction_over_a_dimension", "column x64 r32 w8", "lowering", {}, {"_XBLOCK": 64, "_RBLOCK": 32}),
+    ("1/47_Sum_reduction_over_a_dimension", "column x256 r8 w8", "lowering", {}, {"_XBLOCK": 256, "_RBLOCK": 8}),
+    ("1/51_Argmax_over_a_dimension", "rows (no column form)", "lowering", {"column_min_inner": 1 << 62}, {}),
+    ("1/51_Argmax_over_a_dimension", "column x128 r8 w4", "lowering", {}, {"_XBLOCK": 128, "_RBLOCK": 8,
+                                                                          "_num_warps": 4}),
+    ("1/24_LogSoftmax", "split (two levels)", "lowering", {}, {"_form": "split"}),
+    ("1/24_LogSoftmax", "coop chunk 8192 w8 x4/SM", "lowering", {}, {"_CHUNK": 8192, "_coop_warps": 8,
+                                                                      "_coop_per_sm": 4}),
+    ("1/89_cumsum", "scan r2048 w8", "lowering", {}, {"_RBLOCK": 2048, "_num_warps": 8}),
+    ("1/89_cumsum", "scan r4096 w8", "lowering", {}, {"_RBLOCK": 4096, "_num_warps": 8}),
+    ("1/89_cumsum", "scan x2 r1024 w4", "lowering", {}, {"_XBLOCK": 2}),
+    ("1/94_MSELoss", "split 512 chunks", "lowering", {}, {"_SPLIT": 512}),
+    ("1/94_MSELoss", "split rblock 4096 w16", "lowering", {}, {"_RBLOCK": 4096, "_num_warps": 16}),
 ]
 # --tiny: module-level sizes shrunk to at most these (dim1 stays above the column form's persistent rows)
 TINY_SIZES = {"batch_size": 3, "dim": 3000, "features": 6, "dim1": 320, "dim2": 20, "height": 20, "width": 20,
@@ -133,6 +139,8 @@ class Problem:
     def __init__(self, root: Path, name: str, device: str, tiny: bool, workdir: Path):
         import torch
 
+        from harness.redirect import tensors_on
+
         level, stem = name.split("/")
         self.name, self.device, self.tiny = name, device, tiny
         path = root / f"level{level}" / f"{stem}.py"
@@ -142,7 +150,8 @@ class Problem:
         self.module = _import_source(self.source, f"kb_ref_{stem}", workdir)
         torch.manual_seed(0)
         self.init = list(self.module.get_init_inputs())
-        self.inputs = [t.to(device) if isinstance(t, torch.Tensor) else t for t in self.module.get_inputs()]
+        with tensors_on(device):  # drawn on the device: 6 GB of torch.rand on the host would take seconds
+            self.inputs = list(self.module.get_inputs())
         torch.manual_seed(0)
         self.model = self.module.Model(*self.init).to(device)
         with torch.no_grad():
@@ -270,6 +279,8 @@ def main() -> int:
     import torch
     import triton
 
+    from agent_client.offline.tunables import set_tunables
+
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     deadline = time.time() + args.budget_s
@@ -280,7 +291,7 @@ def main() -> int:
     copy = _copy_gbps(args.device)
     rows, counter = [], [0]
     workdir = Path(tempfile.mkdtemp(prefix="probe_rows_"))
-    plan = [(q, None) for q in problems] + [(v[0], v) for v in VARIANTS if v[0] in problems]
+    plan = [(q, v) for q in problems for v in [None] + [v for v in VARIANTS if v[0] == q]]
     stopped = None
     current: Problem | None = None
     for name, variant in plan:
@@ -303,14 +314,17 @@ def main() -> int:
                 rows.append(_run(current, kind, label, build, copy, workdir, counter))
                 print(_line(rows[-1]), flush=True)
         else:
-            _, label, options, overrides = variant
+            _, label, route, options, overrides = variant
             problem = current
 
-            def build(problem=problem, options=options, overrides=overrides):
-                src = _lowered(problem.spec_path, problem.source, problem.device, options, overrides)
+            def build(problem=problem, route=route, options=options, overrides=overrides):
+                if route == "library":
+                    src = set_tunables(_library(problem.spec_path, problem.source)[1], overrides)
+                else:
+                    src = _lowered(problem.spec_path, problem.source, problem.device, options, overrides)
                 return _candidate_runner(problem, src, workdir, counter)
 
-            rows.append(_run(current, "lowering", label, build, copy, workdir, counter))
+            rows.append(_run(current, route, label, build, copy, workdir, counter))
             print(_line(rows[-1]), flush=True)
     if current is not None:
         current.free()
