@@ -290,10 +290,13 @@ def _coop_kernel(g: _Group, target: str) -> Kernel:
         code, _ = evaluate(w, node, idx)
         w.store(g.buffers[node], idx, code, "xmask & rmask")
     w.mask = "xmask"
-    for node in [o for o in g.outputs if o not in g.full_outs]:  # a row's results, by its first chunk
+    rows = [o for o in g.outputs if o not in g.full_outs]
+    if rows:  # a row's results, by its first chunk (a tile's mask: the interpreter's ci may be an int)
+        w.emit("first = (tl.zeros([1, 1], tl.int32) + ci) == 0")
+    for node in rows:
         idx = g.row_index(xpart, node)
         code, _ = evaluate(w, node, idx)
-        w.store(g.buffers[node], idx, code, "xmask & (ci == 0)")
+        w.store(g.buffers[node], idx, code, "xmask & first")
     w.pop()
     w.indent -= 1
     w.args[ws] = Buffer(ws, None)
