@@ -1,4 +1,5 @@
-"""Layer norm over the last dimension with an elementwise affine (weight, bias), fp32 statistics.
+"""Layer norm over the last dimension (or the trailing dims of the weight's shape, as rows of their product)
+with an elementwise affine (weight, bias), fp32 statistics.
 
 Paths, chosen by the launcher from the row width N and dtype:
 - fused (N <= MAX_FUSED_N): the row stays in registers: mean, then the centred variance (two-pass
@@ -212,10 +213,11 @@ def _pair_words(x2: torch.Tensor, w: torch.Tensor, b: torch.Tensor):
 
 
 def layer_norm_rows(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, eps: float) -> torch.Tensor:
-    n_cols = x.shape[-1]
-    if weight.numel() != n_cols or bias.numel() != n_cols:
-        raise ValueError(f"layer norm over {n_cols} features got weight {tuple(weight.shape)}, "
-                         f"bias {tuple(bias.shape)}")
+    """Layer norm over x's trailing dims of weight's shape (nn.LayerNorm((C, H, W)): rows of C * H * W)."""
+    n_cols = weight.numel()
+    if tuple(x.shape[x.dim() - weight.dim():]) != tuple(weight.shape) or bias.numel() != n_cols:
+        raise ValueError(f"layer norm of x {tuple(x.shape)} got weight {tuple(weight.shape)}, "
+                         f"bias {tuple(bias.shape)}: they must be x's trailing dims")
     shape = x.shape
     x2 = x.reshape(-1, n_cols)
     if x2.stride(-1) != 1:

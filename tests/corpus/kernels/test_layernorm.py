@@ -28,6 +28,18 @@ def test_mismatched_weight_is_named():
         kernel().layer_norm_rows(torch.randn(2, 8), torch.ones(7), torch.zeros(7), 1e-5)
 
 
+@pytest.mark.parametrize("shape,normalized", [
+    ((3, 4, 15, 17), (4, 15, 17)),  # KernelBench's layer norm over (C, H, W): fused rows of 1020
+    ((2, 5, 40, 60), (40, 60)),  # rows of 2400 past MAX_FUSED_N below: the looped path
+])
+def test_layer_norm_over_trailing_dims(shape, normalized, monkeypatch):
+    k = kernel()
+    monkeypatch.setitem(k.TUNABLES, "MAX_FUSED_N", 2048)
+    x, w, b = torch.rand(*shape), torch.randn(*normalized), torch.randn(*normalized)
+    expected = torch.nn.functional.layer_norm(x, normalized, w, b, 1e-5)
+    torch.testing.assert_close(k.layer_norm_rows(x, w, b, 1e-5), expected, atol=1e-5, rtol=1e-5)
+
+
 def test_constant_rows_give_the_bias():
     x = torch.full((3, 50), 7.0)  # zero variance: rsqrt(eps), centred values are exactly 0
     w, b = torch.randn(50), torch.randn(50)
