@@ -5,7 +5,8 @@ Usage: normalize(graph)   # in place, before scheduling
 - mean -> sum * (1 / n); var (prims) -> two sums around the mean, so every reduction is one of
   sum, prod, amax, amin, argmax, argmin, any, all over a list of dims;
 - max.dim / min.dim (values, indices) -> amax / argmax (one reduction per result);
-- reductions over no dims (`x.sum()`) -> over every dim.
+- reductions over no dims (`x.sum()`) -> over every dim;
+- a reduction computed twice (the same op of the same value) -> once.
 New nodes get their meta by running the op on meta tensors.
 """
 
@@ -17,6 +18,7 @@ import operator
 import torch
 import torch.fx
 
+from agent_client.lowering import ops
 from agent_client.lowering.errors import LoweringError
 
 aten, prims = torch.ops.aten, torch.ops.prims
@@ -155,5 +157,21 @@ def normalize(gm: torch.fx.GraphModule) -> None:
                 x = node.args[0]
                 red = aten.amax.default if t is aten.max.default else aten.amin.default
                 _replace(graph, node, _add(graph, red, [x, list(range(x.meta["val"].dim())), False]))
+    _merge_equal_reductions(graph)
     graph.eliminate_dead_code()
     gm.recompile()
+
+
+def _merge_equal_reductions(graph: torch.fx.Graph) -> None:
+    """A reduction computed twice (a layer norm's decomposition sums x for its mean and again for its
+    variance) is computed once: the later one's users read the first."""
+    seen: dict = {}
+    for node in list(graph.nodes):
+        if node.op != "call_function" or ops.kind_of(node) != "reduction":
+            continue
+        key = (node.target, repr(node.args), repr(sorted(node.kwargs.items())))
+        if key in seen and seen[key].meta["val"].shape == node.meta["val"].shape:
+            node.replace_all_uses_with(seen[key])
+            graph.erase_node(node)
+        else:
+            seen.setdefault(key, node)

@@ -36,10 +36,10 @@ def _spec(tmp_path: Path, forward: str, sizes: str, inputs: str, init: str = "")
 @pytest.mark.parametrize("forward,sizes,inputs,expected", [
     # KernelBench 1/23: 4096 rows of 393216, read twice (max, then exp and sum): rows split over programs
     ("torch.softmax(x, dim=1)", "batch_size = 4096\ndim = 393216", "[torch.rand(batch_size, dim)]",
-     "cooperative split reduction of 393216 over 4096 rows, 2 round(s)"),
+     "cooperative split reduction of 393216 over 4096 rows, 1 round(s)"),
     # 1/40: 16 rows of 4194304 (mean, then centred variance, then the elements)
     ("F.layer_norm(x, x.shape[1:])", "batch_size = 16", "[torch.rand(batch_size, 64, 256, 256)]",
-     "cooperative split reduction of 4194304 over 16 rows, 2 round(s)"),
+     "cooperative split reduction of 4194304 over 16 rows, 1 round(s)"),
     # 1/47: a sum over dim 1 of (128, 4096, 4095): columns, looped over the 4096 rows
     ("torch.sum(x, dim=1, keepdim=True)", "batch_size = 128", "[torch.rand(batch_size, 4096, 4095)]",
      "column reduction of 4096 (looped) over 128 x 4095 columns"),
@@ -74,17 +74,23 @@ def _tuned(lowered, values: dict) -> str:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("spec,options,tunables,kernel", [
-    # cooperative: 8 chunks of 128 a row, the last partial; two rounds (max, then the sum of exponentials)
+    # cooperative: 8 chunks of 128 a row, the last partial; one round (the max, and the sum of exponentials
+    # each chunk takes from its own max)
     ("softmax_wide", SPLIT, {"_CHUNK": 128}, "cooperative"),
     # two levels: 8 chunks of 125, each smaller than one block of 256
-    ("softmax_wide", SPLIT, {"_form": "split", "_SPLIT": 8, "_RBLOCK": 256}, "round 1"),
+    ("softmax_wide", SPLIT, {"_form": "split", "_SPLIT": 8, "_RBLOCK": 256}, "round 0"),
+    # chunks of 500 in steps of 256: each lane's running max and rescaled sum over two steps
+    ("softmax_wide", SPLIT, {"_form": "split", "_SPLIT": 2, "_RBLOCK": 256}, "round 0"),
+    ("softmax_wide", SPLIT, {"_CHUNK": 128, "_coop_prefetch": True}, "cooperative"),  # the next chunk's loads early
     ("log_softmax_wide", SPLIT, {"_CHUNK": 256}, "cooperative"),
-    # layer norm over (C, H, W): two sums of x in the first round, the centred squares in the second
+    # layer norm over (C, H, W): the mean's sum and the chunks' means and centred squares in one round
     ("layernorm_chw", SPLIT, {"_CHUNK": 256}, "cooperative"),
-    ("layernorm_chw", SPLIT, {"_form": "split", "_SPLIT": 4}, "round 1"),
+    ("layernorm_chw", SPLIT, {"_CHUNK": 256, "_coop_prefetch": True}, "cooperative"),
+    ("layernorm_chw", SPLIT, {"_form": "split", "_SPLIT": 4}, "round 0"),
+    ("layernorm_chw", SPLIT, {"_form": "split", "_SPLIT": 2, "_RBLOCK": 256}, "round 0"),  # lanes' Welford, 2 steps
     # a row's softmax with its max (times two) and log-sum-exp: outputs of the rows' count from the split group
     ("softmax_and_max", SPLIT, {"_CHUNK": 128}, "cooperative"),
-    ("softmax_and_max", SPLIT, {"_form": "split", "_SPLIT": 2}, "round 1"),
+    ("softmax_and_max", SPLIT, {"_form": "split", "_SPLIT": 2}, "round 0"),
     # one row of every element read once: two levels; the mean's scale applied where the row is combined
     ("mse_loss", SPLIT, {"_SPLIT": 4, "_RBLOCK": 256}, "round 0"),
     # x over a norm of every element: one row, the elements written from registers
