@@ -9,10 +9,11 @@ Each candidate is built the way the offline mode builds it (agent_client.lowerin
 kernel bundled and adapted by agent_client.offline), run on the problem's inputs and checked against the
 reference module first (|out - ref| <= 1e-4 + 1e-4 |ref|; an arg-reduction exactly), then timed with
 triton.testing.do_bench (median). Bandwidth counts the bytes of the inputs and outputs once each, and is
-also given as a fraction of a device copy of 2 GiB measured in the same run. For each problem: the lowering's
-default, the library's candidate, eager and compile, then the lowering's other strategies and tunables;
-problems in priority order, each with its variants; the run stops cleanly at the deadline. One
-problem's tensors are alive at a time.
+also given as a fraction of a device copy of 2 GiB measured in the same run. Pass 1: each problem's lowering
+default, library candidate and eager; pass 2: the lowering's other strategies and tunables (and the library's
+wide softmax), in priority order; pass 3: torch.compile of each problem (its compile time is the costly
+part). The run stops cleanly at the deadline; one problem's tensors are alive at a time (inputs are drawn
+on the device again when a later pass returns to a problem).
 Writes DIR/rows-probe-<card>-<UTC>.json; prints a table last.
 """
 
@@ -40,38 +41,32 @@ if "--device" in sys.argv and sys.argv[sys.argv.index("--device") + 1] == "cpu":
 PROBLEMS = ["1/23_Softmax", "1/40_LayerNorm", "1/36_RMSNorm_", "1/47_Sum_reduction_over_a_dimension",
             "1/51_Argmax_over_a_dimension", "1/24_LogSoftmax", "1/89_cumsum", "1/94_MSELoss",
             "1/95_CrossEntropyLoss", "1/42_Max_Pooling_2D"]
-# after each problem's defaults: (problem, variant, route, lowering options, TUNABLES overrides by name suffix)
+# pass 2, in priority order: (problem, variant, route, lowering options, TUNABLES overrides by name suffix)
 VARIANTS = [
-    ("1/23_Softmax", "rows (looped, no split)", "lowering", {"split_multi_pass": False}, {}),
+    ("1/23_Softmax", "coop prefetch x1/SM", "lowering", {}, {"_coop_prefetch": True, "_coop_per_sm": 1}),
     ("1/23_Softmax", "split (two levels)", "lowering", {}, {"_form": "split"}),
-    ("1/23_Softmax", "coop chunk 8192 w8 x4/SM", "lowering", {}, {"_CHUNK": 8192, "_coop_warps": 8, "_coop_per_sm": 4}),
-    ("1/23_Softmax", "coop chunk 16384 w16 x1/SM", "lowering", {}, {"_coop_per_sm": 1}),
-    ("1/23_Softmax", "coop chunk 32768 w16 x1/SM", "lowering", {}, {"_CHUNK": 32768, "_coop_per_sm": 1}),
-    ("1/23_Softmax", "WIDE_STRATEGY coop", "library", {}, {"WIDE_STRATEGY": "coop"}),
+    ("1/23_Softmax", "rows (looped, no split)", "lowering", {"split_multi_pass": False}, {}),
     ("1/23_Softmax", "WIDE_STRATEGY looped", "library", {}, {"WIDE_STRATEGY": "looped"}),
-    ("1/40_LayerNorm", "rows (looped, no split)", "lowering", {"split_multi_pass": False, "split_max_rows": 0}, {}),
     ("1/40_LayerNorm", "split (two levels)", "lowering", {}, {"_form": "split"}),
-    ("1/40_LayerNorm", "coop chunk 8192 w8 x4/SM", "lowering", {}, {"_CHUNK": 8192, "_coop_warps": 8, "_coop_per_sm": 4}),
-    ("1/40_LayerNorm", "coop chunk 32768 w16 x1/SM", "lowering", {}, {"_CHUNK": 32768, "_coop_per_sm": 1}),
-    ("1/36_RMSNorm_", "rows (no column form)", "lowering", {"column_min_inner": 1 << 62}, {}),
-    ("1/36_RMSNorm_", "column x32 w4", "lowering", {}, {"_XBLOCK": 32}),
-    ("1/36_RMSNorm_", "column x128 w8", "lowering", {}, {"_XBLOCK": 128, "_num_warps": 8}),
+    ("1/40_LayerNorm", "coop 32768 prefetch x1/SM", "lowering", {}, {"_CHUNK": 32768, "_coop_prefetch": True,
+                                                                      "_coop_per_sm": 1}),
     ("1/47_Sum_reduction_over_a_dimension", "rows (no column form)", "lowering", {"column_min_inner": 1 << 62}, {}),
+    ("1/36_RMSNorm_", "rows (no column form)", "lowering", {"column_min_inner": 1 << 62}, {}),
+    ("1/23_Softmax", "coop 8192 w8 x4/SM", "lowering", {}, {"_CHUNK": 8192, "_coop_warps": 8, "_coop_per_sm": 4}),
+    ("1/23_Softmax", "coop 8192 w8 prefetch x2/SM", "lowering", {}, {"_CHUNK": 8192, "_coop_warps": 8,
+                                                                     "_coop_prefetch": True}),
+    ("1/24_LogSoftmax", "coop prefetch x1/SM", "lowering", {}, {"_coop_prefetch": True, "_coop_per_sm": 1}),
     ("1/47_Sum_reduction_over_a_dimension", "column x128 r8 w4", "lowering", {}, {"_XBLOCK": 128, "_RBLOCK": 8,
                                                                                  "_num_warps": 4}),
     ("1/47_Sum_reduction_over_a_dimension", "column x64 r32 w8", "lowering", {}, {"_XBLOCK": 64, "_RBLOCK": 32}),
-    ("1/47_Sum_reduction_over_a_dimension", "column x256 r8 w8", "lowering", {}, {"_XBLOCK": 256, "_RBLOCK": 8}),
-    ("1/51_Argmax_over_a_dimension", "rows (no column form)", "lowering", {"column_min_inner": 1 << 62}, {}),
     ("1/51_Argmax_over_a_dimension", "column x128 r8 w4", "lowering", {}, {"_XBLOCK": 128, "_RBLOCK": 8,
                                                                           "_num_warps": 4}),
-    ("1/24_LogSoftmax", "split (two levels)", "lowering", {}, {"_form": "split"}),
-    ("1/24_LogSoftmax", "coop chunk 8192 w8 x4/SM", "lowering", {}, {"_CHUNK": 8192, "_coop_warps": 8,
-                                                                      "_coop_per_sm": 4}),
+    ("1/36_RMSNorm_", "column x128 w8", "lowering", {}, {"_XBLOCK": 128, "_num_warps": 8}),
     ("1/89_cumsum", "scan r2048 w8", "lowering", {}, {"_RBLOCK": 2048, "_num_warps": 8}),
     ("1/89_cumsum", "scan r4096 w8", "lowering", {}, {"_RBLOCK": 4096, "_num_warps": 8}),
-    ("1/89_cumsum", "scan x2 r1024 w4", "lowering", {}, {"_XBLOCK": 2}),
-    ("1/94_MSELoss", "split 512 chunks", "lowering", {}, {"_SPLIT": 512}),
+    ("1/40_LayerNorm", "coop 8192 w8 x4/SM", "lowering", {}, {"_CHUNK": 8192, "_coop_warps": 8, "_coop_per_sm": 4}),
     ("1/94_MSELoss", "split rblock 4096 w16", "lowering", {}, {"_RBLOCK": 4096, "_num_warps": 16}),
+    ("1/94_MSELoss", "split 512 chunks", "lowering", {}, {"_SPLIT": 512}),
 ]
 # --tiny: module-level sizes shrunk to at most these (dim1 stays above the column form's persistent rows)
 TINY_SIZES = {"batch_size": 3, "dim": 3000, "features": 6, "dim1": 320, "dim2": 20, "height": 20, "width": 20,
@@ -291,12 +286,13 @@ def main() -> int:
     copy = _copy_gbps(args.device)
     rows, counter = [], [0]
     workdir = Path(tempfile.mkdtemp(prefix="probe_rows_"))
-    plan = [(q, v) for q in problems for v in [None] + [v for v in VARIANTS if v[0] == q]]
+    plan = [(q, "defaults") for q in problems] + [(v[0], v) for v in VARIANTS if v[0] in problems] \
+        + [(q, "compile") for q in problems]
     stopped = None
     current: Problem | None = None
     for name, variant in plan:
         if time.time() > deadline:
-            stopped = f"deadline reached before {name} {variant[1] if variant else 'defaults'}"
+            stopped = f"deadline reached before {name} {variant if isinstance(variant, str) else variant[1]}"
             break
         if current is None or current.name != name:
             if current is not None:
@@ -307,12 +303,13 @@ def main() -> int:
                 rows.append({"problem": name, "kind": "reference", "ok": False, "error": f"{type(exc).__name__}: {exc}"})
                 current = None
                 continue
-        if variant is None:
+        if isinstance(variant, str):
             for kind, label, build in _builders(current, workdir, counter):
                 if time.time() > deadline:
                     break
-                rows.append(_run(current, kind, label, build, copy, workdir, counter))
-                print(_line(rows[-1]), flush=True)
+                if (kind == "compile") == (variant == "compile"):
+                    rows.append(_run(current, kind, label, build, copy, workdir, counter))
+                    print(_line(rows[-1]), flush=True)
         else:
             _, label, route, options, overrides = variant
             problem = current

@@ -289,7 +289,10 @@ def _column_kernel_object(w, name, column, rn, persistent, reductions, outputs) 
         xb, t1, s1 = tune(name, "XBLOCK", xdefault, [b for b in pow2_range(16, 512) if b <= xcap])
         constexprs, tun, space = {"XBLOCK": xb, "RBLOCK": str(rblock)}, dict(t1), dict(s1)
     else:
-        xb, t1, s1 = tune(name, "XBLOCK", min(xcap, 64), [b for b in pow2_range(16, 512) if b <= xcap])
+        xdefault = min(xcap, 64)
+        while xdefault > 16 and on * -(-inn // xdefault) < 256:  # few columns (a norm over the batch): more
+            xdefault //= 2  # programs, narrower ones
+        xb, t1, s1 = tune(name, "XBLOCK", xdefault, [b for b in pow2_range(16, 512) if b <= xcap])
         rb, t3, s3 = tune(name, "RBLOCK", min(16, pow2(rn)), [b for b in pow2_range(1, 128) if b <= pow2(rn)])
         constexprs, tun, space = {"XBLOCK": xb, "RBLOCK": rb}, {**t1, **t3}, {**s1, **s3}
     nw, t2, s2 = tune(name, "num_warps", 4 if persistent else 8, [2, 4, 8, 16])
