@@ -40,7 +40,7 @@ if "--device" in sys.argv and sys.argv[sys.argv.index("--device") + 1] == "cpu":
 # the decisive problems, in priority order
 PROBLEMS = ["1/23_Softmax", "1/40_LayerNorm", "1/36_RMSNorm_", "1/47_Sum_reduction_over_a_dimension",
             "1/51_Argmax_over_a_dimension", "1/24_LogSoftmax", "1/89_cumsum", "1/94_MSELoss",
-            "1/95_CrossEntropyLoss", "1/42_Max_Pooling_2D"]
+            "1/95_CrossEntropyLoss", "1/42_Max_Pooling_2D", "1/92_cumsum_exclusive"]
 # pass 2, in priority order: (problem, variant, route, lowering options, TUNABLES overrides by name suffix)
 VARIANTS = [
     ("1/23_Softmax", "coop prefetch x1/SM", "lowering", {}, {"_coop_prefetch": True, "_coop_per_sm": 1}),

@@ -117,21 +117,20 @@ def _prefetch(w: KernelWriter, g: Group, loop_at: int, body_at: int, first_wait:
     if not moved:
         return
 
-    def renamed(load: str) -> str:
-        return re.sub(r"\b(xi|ri|xmask|rmask)\b", r"n\1", load)
-
-    def block(indent: int, task: str) -> list[str]:
+    def block(indent: int, task: str, prefix: str) -> list[str]:
+        """The loads at chunk `task`'s tile (its variables prefixed: the loop carries only the loads)."""
         sub = KernelWriter({}, "")
         sub.indent = indent + 1
-        _tile(sub, g, task, "n")
+        _tile(sub, g, task, prefix)
         return (["    " * indent + "if PREFETCH:"] + sub.lines
-                + ["    " * (indent + 1) + f"pf{k} = {renamed(load)}" for k, (_, _, load) in enumerate(moved)])
+                + ["    " * (indent + 1) + f"pf{k} = " + re.sub(r"\b(xi|ri|xmask|rmask)\b", prefix + r"\1", load)
+                   for k, (_, _, load) in enumerate(moved)])
 
     for k, (i, var, load) in enumerate(moved):
         w.lines[i] = ("        if PREFETCH:\n" f"            {var} = pf{k}\n" "        else:\n"
                       f"            {var} = {load}")
-    w.lines[first_wait:first_wait] = block(2, "(task + tl.num_programs(0))")
-    w.lines[loop_at:loop_at] = block(1, "tl.program_id(0)")
+    w.lines[first_wait:first_wait] = block(2, "(task + tl.num_programs(0))", "n")
+    w.lines[loop_at:loop_at] = block(1, "tl.program_id(0)", "p")
 
 
 def _partials(w: KernelWriter, g: Group, red, full) -> list[tuple[int, str, str]]:

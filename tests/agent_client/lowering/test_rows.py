@@ -102,13 +102,19 @@ def _tuned(lowered, values: dict) -> str:
     ("sum_dim1", {}, {"_XBLOCK": 16, "_RBLOCK": 16}, "column reduction of 300 (looped)"),
     ("argmax_dim1", {}, {"_XBLOCK": 16, "_RBLOCK": 8}, "column reduction of 300 (looped)"),  # ties: first wins
     ("max_dim1", {}, {}, "column reduction of 100"),
-    # a scan looped over rows of 700 in blocks of 256
+    # a scan looped over rows of 700 in blocks of 256; from the row's end (the first block partly before the
+    # row); exclusive (a zero, then the sums before each position), all in the scan kernel
     ("cumsum_rows", {"persistent_max": 256}, {"_RBLOCK": 256}, "cumsum over 700"),
+    ("cumsum_reverse", {"persistent_max": 256}, {"_RBLOCK": 256}, "reverse cumsum over 700"),
+    ("cumsum_reverse", {}, {}, "reverse cumsum over 700"),
+    ("cumsum_exclusive", {"persistent_max": 256}, {"_RBLOCK": 256}, "exclusive cumsum over 700"),
 ])
 def test_row_kernels_pass_the_harness(spec, options, tunables, kernel):
     path = ROW_SPECS / f"{spec}.py"
     lowered = lower_spec(path, target="cpu", options=options)
     assert any(kernel in k for k in lowered.kernels), lowered.kernels
+    if "cumsum" in spec:  # the flips and the cat are the scan's own: one kernel
+        assert len(lowered.kernels) == 1, lowered.kernels
     verdict = evaluate(path, _tuned(lowered, tunables), device="cpu", config=CPU)
     assert verdict.status == Status.passed, verdict.reasons
 
