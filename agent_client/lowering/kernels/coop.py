@@ -232,7 +232,9 @@ def _launch(w: KernelWriter, g: Group, target: str) -> Kernel:
     warps, t_w, s_w = tune(n, "coop_warps", 16, [4, 8, 16, 32])
     per_sm, t_p, s_p = tune(n, "coop_per_sm", 2, [1, 2, 4])
     form, t_f, s_f = tune(n, "form", "coop", ["coop", "split"])
-    prefetch, t_q, s_q = tune(n, "coop_prefetch", False, [False, True])
+    # the library's cooperative softmax lost 12% without its next chunk's loads in flight while it waited
+    # (corpus/kernels/softmax/NOTES.md); compiled for sm_90 at 64 registers, the prefetch does not spill
+    prefetch, t_q, s_q = tune(n, "coop_prefetch", True, [False, True])
     sms = "(torch.cuda.get_device_properties(dev).multi_processor_count if dev.type == 'cuda' else 4)"
     words = sum(len(s) for s in g.slots.values())
     setup = [

@@ -74,18 +74,19 @@ def _tuned(lowered, values: dict) -> str:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("spec,options,tunables,kernel", [
-    # cooperative: 8 chunks of 128 a row, the last partial; one round (the max, and the sum of exponentials
+    # cooperative (by default with the next chunk's loads issued before the wait): 8 chunks of 128 a row, the
+    # last partial; one round (the max, and the sum of exponentials
     # each chunk takes from its own max)
     ("softmax_wide", SPLIT, {"_CHUNK": 128}, "cooperative"),
     # two levels: 8 chunks of 125, each smaller than one block of 256
     ("softmax_wide", SPLIT, {"_form": "split", "_SPLIT": 8, "_RBLOCK": 256}, "round 0"),
     # chunks of 500 in steps of 256: each lane's running max and rescaled sum over two steps
     ("softmax_wide", SPLIT, {"_form": "split", "_SPLIT": 2, "_RBLOCK": 256}, "round 0"),
-    ("softmax_wide", SPLIT, {"_CHUNK": 128, "_coop_prefetch": True}, "cooperative"),  # the next chunk's loads early
+    ("softmax_wide", SPLIT, {"_CHUNK": 128, "_coop_prefetch": False}, "cooperative"),  # no early loads of the next
     ("log_softmax_wide", SPLIT, {"_CHUNK": 256}, "cooperative"),
     # layer norm over (C, H, W): the mean's sum and the chunks' means and centred squares in one round
     ("layernorm_chw", SPLIT, {"_CHUNK": 256}, "cooperative"),
-    ("layernorm_chw", SPLIT, {"_CHUNK": 256, "_coop_prefetch": True}, "cooperative"),
+    ("layernorm_chw", SPLIT, {"_CHUNK": 256, "_coop_prefetch": False}, "cooperative"),
     ("layernorm_chw", SPLIT, {"_form": "split", "_SPLIT": 4}, "round 0"),
     ("layernorm_chw", SPLIT, {"_form": "split", "_SPLIT": 2, "_RBLOCK": 256}, "round 0"),  # lanes' Welford, 2 steps
     # a row's softmax with its max (times two) and log-sum-exp: outputs of the rows' count from the split group
