@@ -135,15 +135,13 @@ def _plan_function(pid: int, plan: Plan, graph) -> str:
         body.append(f"{buf.name} = torch.empty({tuple(buf.meta.shape)!r}, device=dev, "
                     f"dtype={_dtype(buf.meta.dtype)})")
     for k in plan.kernels:
-        body += k.setup
-        launch = [f"{tmp} = torch.empty({tuple(tshape)!r}, device=dev, dtype={_dtype(tdtype)})"
-                  for tmp, tshape, tdtype in k.temps]
+        for tmp, tshape, tdtype in k.temps:
+            body.append(f"{tmp} = torch.empty({tuple(tshape)!r}, device=dev, dtype={_dtype(tdtype)})")
+        body += k.host
         kwargs = ", ".join(f"{key}={expr}" for key, expr in k.constexprs.items())
-        launch.append(f"{k.name}[{k.grid}]({', '.join(k.args)}{', ' if kwargs else ''}{kwargs})")
-        if k.when is not None:  # one of several forms of a kernel group, chosen at run time
-            body.append(f"if {k.when}:")
-            launch = ["    " + line for line in launch]
-        body += launch
+        launch = f"{k.name}[{k.grid}]({', '.join(k.args)}{', ' if kwargs else ''}{kwargs})"
+        # one of several forms of a kernel group, chosen at run time
+        body += [f"if {k.when}:", "    " + launch] if k.when is not None else [launch]
     for path, node in plan.mutations:
         body.append(f"{_attr_path(path)}.copy_({plan.buffers[node].name})")
     results = []

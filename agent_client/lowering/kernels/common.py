@@ -24,7 +24,7 @@ class Kernel:
     kind: str = ""
     note: str = ""  # what the kernel computes, for the candidate's comments
     temps: list = field(default_factory=list)  # (python name, shape, dtype name) allocated before launch
-    setup: list[str] = field(default_factory=list)  # Python lines run before the launch (launch geometry)
+    host: list = field(default_factory=list)  # Python lines the forward runs before the launch (a packed weight)
     when: str | None = None  # launched only where this Python condition holds (one of a group's forms)
 
 

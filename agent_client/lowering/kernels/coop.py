@@ -237,7 +237,7 @@ def _launch(w: KernelWriter, g: Group, target: str) -> Kernel:
     prefetch, t_q, s_q = tune(n, "coop_prefetch", True, [False, True])
     sms = "(torch.cuda.get_device_properties(dev).multi_processor_count if dev.type == 'cuda' else 4)"
     words = sum(len(s) for s in g.slots.values())
-    setup = [
+    host = [
         f"{n}_split = triton.cdiv({g.rn}, {chunk})",
         f"{n}_per_sm = max(1, min({per_sm}, 64 // {warps}))  # resident programs an SM holds",
         f"{n}_cap = {sms} * {n}_per_sm",
@@ -255,4 +255,4 @@ def _launch(w: KernelWriter, g: Group, target: str) -> Kernel:
     return Kernel(w.name, finish(w, ["CHUNK", "SPLIT", "SPLIT_P2", "FBLOCK", "PREFETCH"]), list(w.args),
                   f"({n}_grid,)", constexprs, {**t_f, **t_c, **t_w, **t_p, **t_q}, {**s_f, **s_c, **s_w, **s_p, **s_q},
                   "reduction", note,
-                  setup=setup, when=f"{n}_use_coop")
+                  host=host, when=f"{n}_use_coop")

@@ -305,7 +305,7 @@ def _part_kernel(g: Group, k: int, reds: list, split: str, rb: str, nw: str) -> 
             w.emit(f"a{j} = {_combine(kind, f'a{j}', v)}")
     w.pop()
     w.indent -= 1
-    setup = []
+    host = []
     for j, red in enumerate(reds):
         firsts = [_partial_name(g, red)] + ([_partial_name(g, red, True)] if red in g.merged else [])
         for p in firsts:
@@ -324,12 +324,12 @@ def _part_kernel(g: Group, k: int, reds: list, split: str, rb: str, nw: str) -> 
         dtype = {"f32": "float32", "f64": "float64", "i64": "int64", "i32": "int32"}[g.acc_t[red]]
         for p, value in zip(firsts, values):
             w.emit(f"tl.store({p} + tl.program_id(0), {value})")
-            setup.append(f"{p} = torch.empty(({g.xn} * {split},), device=dev, dtype=torch.{dtype})")
+            host.append(f"{p} = torch.empty(({g.xn} * {split},), device=dev, dtype=torch.{dtype})")
     note = (f"split reduction of {g.rn} over {g.xn} rows, round {k}: partial {', '.join(r.name for r in reds)} "
             f"of each chunk")
     return Kernel(w.name, finish(w, ["SPLIT", "CHUNK", "RBLOCK"]), list(w.args), f"({g.xn} * {split},)",
                   {"SPLIT": split, "CHUNK": f"triton.cdiv({g.rn}, {split})", "RBLOCK": rb, "num_warps": nw},
-                  kind="reduction", note=note, setup=setup)
+                  kind="reduction", note=note, host=host)
 
 
 def _combine_kernel(g: Group, k: int, reds: list, split: str, last: bool) -> Kernel:
