@@ -139,7 +139,9 @@ def _plan_function(pid: int, plan: Plan, graph) -> str:
             body.append(f"{tmp} = torch.empty({tuple(tshape)!r}, device=dev, dtype={_dtype(tdtype)})")
         body += k.host
         kwargs = ", ".join(f"{key}={expr}" for key, expr in k.constexprs.items())
-        body.append(f"{k.name}[{k.grid}]({', '.join(k.args)}{', ' if kwargs else ''}{kwargs})")
+        launch = f"{k.name}[{k.grid}]({', '.join(k.args)}{', ' if kwargs else ''}{kwargs})"
+        # one of several forms of a kernel group, chosen at run time
+        body += [f"if {k.when}:", "    " + launch] if k.when is not None else [launch]
     for path, node in plan.mutations:
         body.append(f"{_attr_path(path)}.copy_({plan.buffers[node].name})")
     results = []

@@ -5,7 +5,9 @@ Usage: normalize(graph)   # in place, before scheduling
 - mean -> sum * (1 / n); var (prims) -> two sums around the mean, so every reduction is one of
   sum, prod, amax, amin, argmax, argmin, any, all over a list of dims;
 - max.dim / min.dim (values, indices) -> amax / argmax (one reduction per result);
-- reductions over no dims (`x.sum()`) -> over every dim.
+- reductions over no dims (`x.sum()`) -> over every dim;
+- a reduction computed twice (the same op of the same value) -> once;
+- flip(cumsum(flip(x))) and cat([0, cumsum(x[..., :-1])]) -> one scan of x marked "reverse" or "exclusive".
 New nodes get their meta by running the op on meta tensors.
 """
 
@@ -17,6 +19,7 @@ import operator
 import torch
 import torch.fx
 
+from agent_client.lowering import ops
 from agent_client.lowering.errors import LoweringError
 
 aten, prims = torch.ops.aten, torch.ops.prims
@@ -155,5 +158,80 @@ def normalize(gm: torch.fx.GraphModule) -> None:
                 x = node.args[0]
                 red = aten.amax.default if t is aten.max.default else aten.amin.default
                 _replace(graph, node, _add(graph, red, [x, list(range(x.meta["val"].dim())), False]))
+    _merge_equal_reductions(graph)
+    _fold_scan_views(graph)
     graph.eliminate_dead_code()
     gm.recompile()
+
+
+def _only_user(node, user) -> bool:
+    return isinstance(node, torch.fx.Node) and list(node.users) == [user]
+
+
+def _flip_dims(node) -> list | None:
+    if not isinstance(node, torch.fx.Node) or node.op != "call_function" or node.target not in (
+            prims.rev.default, aten.flip.default):
+        return None
+    return reduce_dims(node.args[0], node.args[1])
+
+
+def _fold_scan_views(graph: torch.fx.Graph) -> None:
+    """A scan read only through a flip of its flipped input (a cumulative sum from the end) or through a cat
+    after a zero that drops its input's last element (an exclusive cumulative sum) becomes one scan of the
+    input with meta["kkb_scan"] "reverse" or "exclusive": the scan kernel writes it where it computes it."""
+    for node in list(graph.nodes):
+        if node.op != "call_function" or node.target not in (aten.cumsum.default, aten.cumprod.default):
+            continue
+        x = node.args[0]
+        dim = node.args[1] % max(x.meta["val"].dim(), 1)
+        users = list(node.users)
+        if len(users) != 1:
+            continue
+        user = users[0]
+        if _flip_dims(user) == [dim] and _flip_dims(x) == [dim] and _only_user(x, node):
+            form, source, result = "reverse", x.args[0], user
+        elif node.target is aten.cumsum.default and _exclusive(node, user, dim):
+            form, source, result = "exclusive", x.args[0], user
+        else:
+            continue
+        with graph.inserting_before(user):
+            scan = _add(graph, node.target, [source, dim], dict(node.kwargs))
+        scan.meta["kkb_scan"] = form
+        _replace(graph, result, scan)
+
+
+def _exclusive(scan, cat, dim: int) -> bool:
+    """cat([zeros of length 1 along dim, scan(x[..., :n - 1])], dim) over x of length n along dim."""
+    if cat.target is not aten.cat.default or len(cat.args) < 2 or cat.args[1] % cat.meta["val"].dim() != dim:
+        return False
+    parts = cat.args[0]
+    if len(parts) != 2 or parts[1] is not scan:
+        return False
+    zero, cut = parts[0], scan.args[0]
+    if zero.target not in (aten.full_like.default, aten.full.default, aten.zeros.default, aten.zeros_like.default) \
+            or zero.meta["val"].shape[dim] != 1:
+        return False
+    if zero.target in (aten.full_like.default, aten.full.default) and zero.args[1] != 0:
+        return False
+    if cut.target is not aten.slice.Tensor or not _only_user(cut, scan) or cut.args[1] % cut.meta["val"].dim() != dim:
+        return False
+    source = cut.args[0]
+    n = source.meta["val"].shape[dim]
+    start = cut.args[2] if len(cut.args) > 2 else 0
+    end = cut.args[3] if len(cut.args) > 3 else n
+    step = cut.args[4] if len(cut.args) > 4 else 1
+    return start in (0, None) and end == n - 1 and step == 1 and cat.meta["val"].shape == source.meta["val"].shape
+
+def _merge_equal_reductions(graph: torch.fx.Graph) -> None:
+    """A reduction computed twice (a layer norm's decomposition sums x for its mean and again for its
+    variance) is computed once: the later one's users read the first."""
+    seen: dict = {}
+    for node in list(graph.nodes):
+        if node.op != "call_function" or ops.kind_of(node) != "reduction":
+            continue
+        key = (node.target, repr(node.args), repr(sorted(node.kwargs.items())))
+        if key in seen and seen[key].meta["val"].shape == node.meta["val"].shape:
+            node.replace_all_uses_with(seen[key])
+            graph.erase_node(node)
+        else:
+            seen.setdefault(key, node)

@@ -45,7 +45,7 @@ class _Group:
     anchors: list  # the reductions / the scan / the matmul or convolution it computes
     outputs: list = field(default_factory=list)  # what it stores
     key: tuple = ()  # reductions: (input shape, dims)
-    split: bool = False  # a long reduction over few rows, as partial results then their reduction
+    strategy: str = "rows"  # reductions: "rows", "column" or "split" (kernels/reduction.py chooses)
 
 
 def _meta(node) -> TensorMeta:
@@ -127,18 +127,17 @@ class _Scheduler:
             elif kind == "scatter":  # a copy of the tensor, then the written elements; readers load it
                 g = _Group("scatter", [n], [n])
             elif kind == "reduction":
-                rkind, x, dims, _ = K.reduce_info(n)
+                _, x, dims, _ = K.reduce_info(n)
                 key = (shape(x), tuple(dims))
-                split = K.should_split(shape(x), dims, rkind, self.target)
-                g = None if split else next(
-                    (q for q in groups if q.kind == "reduction" and q.key == key and not q.split
+                g = next(
+                    (q for q in groups if q.kind == "reduction" and q.key == key
                      and not any((n, a) in self.detached for a in q.anchors) and not self._through_other(n, q)),
                     None)
                 if g is not None:
                     g.anchors.append(n)
                     home_of[n] = g
                     continue
-                g = _Group("reduction", [n], key=key, split=split)
+                g = _Group("reduction", [n], key=key)
             else:
                 continue
             groups.append(g)
@@ -155,7 +154,7 @@ class _Scheduler:
                 continue
             target = None
             for h in sorted(self._homes_read(n, stored), key=self.order.get, reverse=True):
-                if (n, h) not in self.detached and not home_of[h].split \
+                if (n, h) not in self.detached \
                         and home_of[h].kind not in ("topk", "scatter") and self._fits(n, home_of[h]):
                     target = home_of[h]
                     break
@@ -245,6 +244,17 @@ class _Scheduler:
                 pending.remove(g)
         return order
 
+    def strategy(self, g: _Group, limits) -> str:
+        """How a group of reductions runs (kernels/reduction.py's reduction_strategy): its elements are read
+        twice in one program when it stores values of their size or reduces a reduction of its own."""
+        full, dims = g.key
+        numel = math.prod(full)
+        anchors = set(g.anchors)
+        passes = 2 if any(math.prod(shape(o)) == numel and o not in anchors for o in g.outputs) \
+            or any(anchors & self._homes_above(a) for a in g.anchors) else 1
+        kinds = [K.reduce_info(a)[0] for a in g.anchors]
+        return K.reduction_strategy(full, list(dims), kinds, passes, limits)
+
     def learn(self, exc: FusionError, groups) -> None:
         """FusionError(node) while `exc.culprit` was computed: store node; keep culprit out of its kernel."""
         node, culprit = exc.node, getattr(exc, "culprit", None)
@@ -279,13 +289,17 @@ def schedule(graph: OpGraph, target: str = "cuda", options: dict | None = None, 
             for o in g.outputs:
                 buffers[o] = Buffer(f"buf{len(allocations)}", _meta(o))
                 allocations.append(o)
-        for g in groups:  # a split reduction stores its value whoever reads it
-            if g.split and g.anchors[0] not in g.outputs:
-                g.outputs.append(g.anchors[0])
-                buffers[g.anchors[0]] = Buffer(f"buf{len(allocations)}", _meta(g.anchors[0]))
-                allocations.append(g.anchors[0])
+        limits = K.row_limits(target, options)
+        for g in groups:  # a split reduction's two-level form stores each row's results, whoever reads them
+            if g.kind == "reduction":
+                g.strategy = s.strategy(g, limits)
+            for red in g.anchors if g.strategy == "split" else []:
+                if red not in buffers:
+                    buffers[red] = Buffer(f"buf{len(allocations)}", _meta(red))
+                    allocations.append(red)
         try:
-            kernels = [k for i, g in enumerate(groups) for k in _generate(g, f"{prefix}k{i}", buffers, target, options)]
+            kernels = [k for i, g in enumerate(groups)
+                       for k in _generate(g, f"{prefix}k{i}", buffers, target, options, limits)]
         except FusionError as exc:
             s.learn(exc, groups)
             continue
@@ -293,18 +307,18 @@ def schedule(graph: OpGraph, target: str = "cuda", options: dict | None = None, 
     raise LoweringError("no schedule found: the fusion rules did not settle")
 
 
-def _generate(g: _Group, tag: str, buffers, target, options) -> list[K.Kernel]:
+def _generate(g: _Group, tag: str, buffers, target, options, limits) -> list[K.Kernel]:
     name = f"_{tag}_{g.kind}"
     if g.kind == "pointwise":
         return [K.pointwise_kernel(name, g.outputs, buffers, target)]
-    if g.kind == "reduction" and g.split:
+    if g.kind == "reduction" and g.strategy == "split":
         full, dims = g.key
-        return K.split_reduction_kernels(name, full, list(dims), g.anchors[0], buffers, target)
+        return K.split_kernels(name, full, list(dims), g.anchors, g.outputs, buffers, target, limits)
     if g.kind == "reduction":
         full, dims = g.key
-        return [K.reduction_kernel(name, full, list(dims), g.anchors, g.outputs, buffers, target)]
+        return [K.reduction_kernel(name, full, list(dims), g.anchors, g.outputs, buffers, target, limits)]
     if g.kind == "scan":
-        return [K.scan_kernel(name, g.anchors[0], g.outputs, buffers, target)]
+        return [K.scan_kernel(name, g.anchors[0], g.outputs, buffers, target, limits)]
     if g.kind == "topk":
         return [K.topk_kernel(name, g.anchors[0], g.outputs, buffers, target)]
     if g.kind == "scatter":

@@ -417,5 +417,5 @@ def _tile_vars(mask: str | None) -> list[str]:
         return []
     found = ["xi"] if "xmask" in mask else []
     found += ["ri"] if "rmask" in mask else []
-    return found + [v for v in ("mi", "ni", "ka", "kb") if re.search(rf"\b{v}\b", mask)]
+    return found + [v for v in ("mi", "ni", "ka", "kb", "fi") if re.search(rf"\b{v}\b", mask)]
 

@@ -333,9 +333,10 @@ def _param(op: OpCall, index: int, name: str, family: str) -> str:
 @renderer("layernorm")
 def _layernorm(sig: OpSignature) -> list[str]:
     op = _single(sig)
-    shape = _const(op, 1, "normalized_shape")
-    if len(tuple(shape)) != 1:
-        raise AdaptError(f"layernorm over {shape}: the library kernel normalises the last dimension only")
+    shape = tuple(_const(op, 1, "normalized_shape"))
+    x_shape = tuple(op.args[0].shape or ())
+    if not shape or x_shape[len(x_shape) - len(shape):] != shape:
+        raise AdaptError(f"layernorm over {shape}: they must be the input's trailing dims, got {x_shape}")
     weight, bias = _param(op, 2, "weight", "layernorm"), _param(op, 3, "bias", "layernorm")
     eps = _const(op, 4, "eps", 1e-5)
     return [f"return layer_norm_rows({expr(op.args[0])}, {weight}, {bias}, {eps!r})"]
@@ -345,25 +346,62 @@ def _layernorm(sig: OpSignature) -> list[str]:
 def _rmsnorm(sig: OpSignature) -> list[str]:
     if len(sig.ops) == 1 and sig.ops[0].name == "rms_norm":
         op = sig.ops[0]
-        if len(tuple(_const(op, 1, "normalized_shape"))) != 1:
-            raise AdaptError("rmsnorm: the library kernel normalises the last dimension only")
+        shape = tuple(_const(op, 1, "normalized_shape"))
+        x_shape = tuple(op.args[0].shape or ())
+        if not shape or x_shape[len(x_shape) - len(shape):] != shape:
+            raise AdaptError(f"rmsnorm over {shape}: they must be the input's trailing dims, got {x_shape}")
         weight = _param(op, 2, "weight", "rmsnorm")
         eps = _const(op, 3, "eps", None)
         if eps is None:
             raise AdaptError("rmsnorm: eps=None (dtype-dependent) is not adapted; give eps explicitly")
         return [f"return rms_norm_rows({expr(op.args[0])}, {weight}, {eps!r})"]
-    # the hand-written form: x * rsqrt(mean(x^2, -1, keepdim) + eps) * weight
-    params = [a for op in sig.ops for a in op.args if a.kind == "param"]
-    adds = [a.ref for op in sig.ops if op.name == "add" for a in op.args
-            if a.kind == "const" and isinstance(a.ref, float)]
-    means = [op for op in sig.ops if op.name == "mean"]
-    if len(params) != 1 or len(adds) != 1 or len(means) != 1:
-        raise AdaptError(f"rmsnorm: expected one weight, one eps and one mean in {sig.text}")
-    dim = _const(means[0], 1, "dim")
+    x, dim, eps, weight = _manual_rmsnorm(sig)
+    return [f"return rms_norm_dim({expr(x)}, {weight}, {eps!r}, {dim!r})"]
+
+
+def _manual_rmsnorm(sig: OpSignature) -> tuple[Arg, int, float, str]:
+    """(x, dim, eps, weight source or "None") of the hand-written form, checked call by call:
+    x^2 (pow or x * x), its mean over one dim (keepdim), + eps, then x / sqrt(.) or x * rsqrt(.), and
+    optionally a parameter times the result. Anything else is refused (the general lowering serves it)."""
+    ops = list(sig.ops)
+    bad = AdaptError(f"rmsnorm: the calls [{sig.text}] are not x / sqrt(mean(x^2, dim, keepdim) + eps) [* w]")
+    if len(ops) not in (5, 6):
+        raise bad
+    sq, mean, add, root, apply = ops[:5]
+    x = sq.args[0]
+    if x.kind != "input":
+        raise bad
+    squares = (sq.name == "pow" and len(sq.args) == 2 and sq.args[1].ref == 2) or \
+        (sq.name == "mul" and len(sq.args) == 2 and _same(sq.args[1], x))
+    dim = _const(mean, 1, "dim")
     dims = tuple(dim) if isinstance(dim, (tuple, list)) else (dim,)
-    if dims not in ((-1,), (len(sig.inputs[0][0]) - 1,)):
-        raise AdaptError("rmsnorm: the library kernel normalises the last dimension only")
-    return [f"return rms_norm_rows(inputs[0], {expr(params[0])}, {adds[0]!r})"]
+    if not squares or mean.name != "mean" or not _same(mean.args[0], Arg("tmp", 0)) or len(dims) != 1 \
+            or dims[0] is None or not _const(mean, 2, "keepdim", False):
+        raise bad
+    others = [a for a in add.args if not _same(a, Arg("tmp", 1))]
+    if add.name != "add" or len(others) != 1 or others[0].kind != "const" \
+            or not isinstance(others[0].ref, (int, float)):
+        raise bad
+    tensors = {(a.kind, a.ref) for a in apply.args}
+    if not (root.name == "sqrt" and apply.name == "div" and _same(apply.args[0], x)
+            and _same(apply.args[1], Arg("tmp", 3))) and not (
+            root.name == "rsqrt" and apply.name == "mul" and tensors == {(x.kind, x.ref), ("tmp", 3)}):
+        raise bad
+    if not _same(root.args[0], Arg("tmp", 2)):
+        raise bad
+    weight = "None"
+    if len(ops) == 6:
+        scale = ops[5]
+        params = [a for a in scale.args if a.kind == "param"]
+        if scale.name != "mul" or len(params) != 1 or not any(_same(a, Arg("tmp", 4)) for a in scale.args):
+            raise bad
+        rank, n = len(x.shape or ()), (x.shape or ())[dims[0]]
+        w_shape = tuple(sig.params.get(str(params[0].ref), ()))
+        along = (n,) + (1,) * (rank - 1 - dims[0] % max(rank, 1))  # broadcast along the normalised dim
+        if w_shape[len(w_shape) - len(along):] != along or any(s != 1 for s in w_shape[:len(w_shape) - len(along)]):
+            raise AdaptError(f"rmsnorm: weight of shape {w_shape} does not scale dim {dims[0]} of {x.shape}")
+        weight = expr(params[0])
+    return x, dims[0], float(others[0].ref), weight
 
 
 @renderer("groupnorm")

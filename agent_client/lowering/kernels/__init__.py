@@ -14,13 +14,16 @@ from agent_client.lowering.kernels.conv import conv_kernel
 from agent_client.lowering.kernels.dot import gemm_kernels
 from agent_client.lowering.kernels.pointwise import pointwise_kernel
 from agent_client.lowering.kernels.reduction import (
+           RowLimits,
            reduce_info,
            reduction_kernel,
-           should_split,
-           split_reduction_kernels,
+           reduction_strategy,
+           row_limits,
 )
 from agent_client.lowering.kernels.rows import scan_kernel, topk_kernel
 from agent_client.lowering.kernels.scatter import scatter_kernels
+from agent_client.lowering.kernels.split import split_kernels
 
-__all__ = ["Kernel", "conv_kernel", "gemm_kernels", "pointwise_kernel", "reduce_info", "reduction_kernel",
-           "scan_kernel", "scatter_kernels", "should_split", "split_reduction_kernels", "topk_kernel"]
+__all__ = ["Kernel", "RowLimits", "conv_kernel", "gemm_kernels", "pointwise_kernel", "reduce_info",
+           "reduction_kernel", "reduction_strategy", "row_limits", "scan_kernel", "scatter_kernels", "split_kernels",
+           "topk_kernel"]

@@ -26,6 +26,7 @@ class Kernel:
     temps: list = field(default_factory=list)  # (python name, shape, dtype name) allocated before launch
     host: list = field(default_factory=list)  # Python lines the forward runs before the launch (a packed weight)
     helpers: list = field(default_factory=list)  # source blocks (jit functions it calls) a candidate holds once
+    when: str | None = None  # launched only where this Python condition holds (one of a group's forms)
 
 
 def pow2(n: int) -> int:

@@ -1,16 +1,20 @@
-"""Reduction kernels: groups of reductions over the same elements and dims, persistent or looped, and
-split reductions (partial results of row chunks, then theirs) for long rows on few rows.
+"""Reduction kernels: groups of reductions over the same elements and dims, as whole rows in one program
+(persistent, or looped over the row) or, over outer dims, as columns; and the choice of strategy, which
+sends long rows to the split forms of kernels/split.py.
 
 Usage: k = reduction_kernel("k1", full_shape, dims, reductions, outputs, buffers, "cuda")
+       reduction_strategy(full_shape, dims, kinds, passes, limits) -> "rows" | "column" | "split"
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, fields
 
 from agent_client.lowering import ops
 from agent_client.lowering.index import Index, delinearize, linearize
 from agent_client.lowering.kernels.common import (
+    INT32_MAX,
     Kernel,
     evaluate,
     finish,
@@ -20,7 +24,65 @@ from agent_client.lowering.kernels.common import (
     pow2_range,
     tune,
 )
-from agent_client.lowering.writer import Buffer, KernelWriter, LoweringError, shape
+from agent_client.lowering.writer import KernelWriter, LoweringError, shape
+
+
+# ---- strategies ----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class RowLimits:
+    """Where a reduction leaves the one-program-a-row kernel. The lowering's options override any field by
+    name (`{"split_min_row": 64}`), so that small tests reach the split forms."""
+
+    persistent_max: int  # longest row one program holds whole in registers
+    split_min_row: int  # rows at least this long ...
+    split_max_rows: int  # ... and fewer than this many leave most of a GPU idle: split each row
+    split_multi_pass: bool  # rows longer than persistent_max whose elements are read twice (a norm, a
+    #                         softmax) are split too: one program's row no longer stays in L2 between passes
+    column_min_inner: int = 16  # a reduction over outer dims with this many contiguous inner columns or more
+    column_persistent_max: int = 256  # column reductions over this many rows or fewer keep them in registers
+
+
+_LIMITS = {
+    "cuda": RowLimits(persistent_max=8192, split_min_row=1 << 16, split_max_rows=256, split_multi_pass=True),
+    # the interpreter pays per program and per op, not per byte: whole rows, no splits unless asked
+    "cpu": RowLimits(persistent_max=1 << 16, split_min_row=1 << 62, split_max_rows=0, split_multi_pass=False),
+}
+
+
+def row_limits(target: str, options: dict | None = None) -> RowLimits:
+    base = _LIMITS["cpu" if target == "cpu" else "cuda"]
+    names = {f.name for f in fields(RowLimits)}
+    over = {k: v for k, v in (options or {}).items() if k in names}
+    return RowLimits(**{**base.__dict__, **over})
+
+
+def column_split(full_shape: tuple, dims: list[int], limits: RowLimits) -> tuple[tuple, tuple] | None:
+    """(kept dims before, kept dims after) the reduced ones when they are one block of dims followed by at
+    least column_min_inner contiguous elements (a sum over dim 1 of (B, N, M)); else None."""
+    dims = sorted(dims)
+    if not dims or dims != list(range(dims[0], dims[-1] + 1)) or dims[-1] == len(full_shape) - 1:
+        return None
+    inner = tuple(full_shape[dims[-1] + 1:])
+    if math.prod(inner) < limits.column_min_inner:
+        return None
+    return tuple(full_shape[:dims[0]]), inner
+
+
+def reduction_strategy(full_shape: tuple, dims: list[int], kinds: list[str], passes: int,
+                       limits: RowLimits) -> str:
+    """"rows", "column" or "split" for a group of reductions; `passes` counts the reads of the row's elements
+    in one program (2 when outputs the size of the input, or a reduction of a reduction, need them again)."""
+    rows = math.prod(full_shape[k] for k in range(len(full_shape)) if k not in dims)
+    length = math.prod(full_shape[k] for k in dims)
+    if any(k in ("argmax", "argmin") for k in kinds):
+        return "column" if column_split(full_shape, dims, limits) else "rows"
+    if length >= limits.split_min_row and rows < limits.split_max_rows:
+        return "split"
+    if column_split(full_shape, dims, limits):
+        return "column"
+    if limits.split_multi_pass and passes > 1 and length > limits.persistent_max:
+        return "split"
+    return "rows"
 
 
 # ---- reductions ----------------------------------------------------------------------------------------
@@ -78,17 +140,32 @@ def _finalize(kind: str, acc: str) -> str:
 
 
 def reduction_kernel(name: str, full_shape: tuple, dims: list[int], reductions: list, outputs: list,
-                     buffers: dict, target: str) -> Kernel:
+                     buffers: dict, target: str, limits: RowLimits | None = None) -> Kernel:
+    """Whole rows in one program (persistent, or looped over the row), or, for a reduction over outer dims
+    (`column_split`), a program per (outer index, block of inner columns): its loads run along the
+    contiguous inner dims, one row of the reduced dims after another."""
+    limits = limits or row_limits(target)
     outer = [k for k in range(len(full_shape)) if k not in dims]
     xn = math.prod(full_shape[k] for k in outer)
     rn = math.prod(full_shape[k] for k in dims)
-    rmax = 1 << 16 if target == "cpu" else 8192
-    persistent = rn <= rmax
+    column = column_split(full_shape, dims, limits)
+    persistent = rn <= (limits.column_persistent_max if column else limits.persistent_max)
     w = KernelWriter(loadable(buffers, outputs), name)
-    w.emit("xi = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)[:, None]")
-    index_type(w, xn * rn, "xi")
-    w.emit(f"xmask = xi < {xn}")
-    xpart = delinearize(Index.var("xi", xn), tuple(full_shape[k] for k in outer))
+    if column:
+        before, inner = column
+        on, inn = math.prod(before), math.prod(inner)
+        w.emit(f"xo = tl.program_id(0) // tl.cdiv({inn}, XBLOCK)")
+        w.emit(f"xi = (tl.program_id(0) % tl.cdiv({inn}, XBLOCK)) * XBLOCK + tl.arange(0, XBLOCK)[:, None]")
+        if xn * rn > INT32_MAX:
+            w.emit("xo = xo.to(tl.int64)")
+        index_type(w, xn * rn, "xi")
+        w.emit(f"xmask = xi < {inn}")
+        xpart = delinearize(Index.var("xo", on), before) + delinearize(Index.var("xi", inn), inner)
+    else:
+        w.emit("xi = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)[:, None]")
+        index_type(w, xn * rn, "xi")
+        w.emit(f"xmask = xi < {xn}")
+        xpart = delinearize(Index.var("xi", xn), tuple(full_shape[k] for k in outer))
     rblock = pow2(rn)
 
     def full_idx():
@@ -195,7 +272,35 @@ def reduction_kernel(name: str, full_shape: tuple, dims: list[int], reductions: 
         if not persistent:
             w.pop()
             w.indent -= 1
+    if column:
+        return _column_kernel_object(w, name, column, rn, persistent, reductions, outputs)
     return _reduction_kernel_object(w, name, xn, rn, rblock, persistent, target, reductions, outputs)
+
+
+def _column_kernel_object(w, name, column, rn, persistent, reductions, outputs) -> Kernel:
+    """Launch parameters of a column reduction: XBLOCK inner columns a program (a wide, coalesced row of
+    loads), RBLOCK rows of the reduced dims at a time (all of them when persistent)."""
+    before, inner = column
+    on, inn = math.prod(before), math.prod(inner)
+    xcap = max(16, pow2(inn))
+    if persistent:
+        rblock = pow2(rn)
+        xdefault = min(xcap, max(16, 4096 // rblock))
+        xb, t1, s1 = tune(name, "XBLOCK", xdefault, [b for b in pow2_range(16, 512) if b <= xcap])
+        constexprs, tun, space = {"XBLOCK": xb, "RBLOCK": str(rblock)}, dict(t1), dict(s1)
+    else:
+        xdefault = min(xcap, 64)
+        while xdefault > 16 and on * -(-inn // xdefault) < 256:  # few columns (a norm over the batch): more
+            xdefault //= 2  # programs, narrower ones
+        xb, t1, s1 = tune(name, "XBLOCK", xdefault, [b for b in pow2_range(16, 512) if b <= xcap])
+        rb, t3, s3 = tune(name, "RBLOCK", min(16, pow2(rn)), [b for b in pow2_range(1, 128) if b <= pow2(rn)])
+        constexprs, tun, space = {"XBLOCK": xb, "RBLOCK": rb}, {**t1, **t3}, {**s1, **s3}
+    nw, t2, s2 = tune(name, "num_warps", 4 if persistent else 8, [2, 4, 8, 16])
+    constexprs["num_warps"] = nw
+    note = (f"column reduction of {rn} ({'persistent' if persistent else 'looped'}) over {on} x {inn} "
+            f"columns: {', '.join(r.name for r in reductions)} -> {', '.join(n.name for n in outputs)}")
+    return Kernel(name, finish(w, ["XBLOCK", "RBLOCK"]), list(w.args), f"({on} * triton.cdiv({inn}, {xb}),)",
+                  constexprs, {**tun, **t2}, {**space, **s2}, "reduction", note)
 
 
 def _reduction_kernel_object(w, name, xn, rn, rblock, persistent, target, reductions, outputs) -> Kernel:
@@ -222,80 +327,3 @@ def _reduction_kernel_object(w, name, xn, rn, rblock, persistent, target, reduct
             f"{', '.join(r.name for r in reductions)} -> {', '.join(n.name for n in outputs)}")
     return Kernel(name, finish(w, ["XBLOCK", "RBLOCK"]), list(w.args), f"(triton.cdiv({xn}, {xb}),)",
                   constexprs, tun, space, "reduction", note)
-
-
-# ---- split reductions ---------------------------------------------------------------------------------
-SPLIT_MAX_ROWS = 256  # fewer rows than this (and long ones) leave most of a GPU idle: split each row
-SPLIT_MIN_ELEMENTS = 1 << 16
-_PROGRAMS = 1024  # partial-reduction programs to aim for (several per SM)
-
-
-def should_split(full_shape: tuple, dims: list[int], kind: str, target: str) -> bool:
-    rows = math.prod(full_shape[k] for k in range(len(full_shape)) if k not in dims)
-    length = math.prod(full_shape[k] for k in dims)
-    return (target != "cpu" and kind not in ("argmax", "argmin") and rows < SPLIT_MAX_ROWS
-            and length >= SPLIT_MIN_ELEMENTS)
-
-
-def split_reduction_kernels(name: str, full_shape: tuple, dims: list[int], red, buffers: dict,
-                            target: str) -> list[Kernel]:
-    """One long reduction as two kernels: partial results of row chunks, then the rows' results."""
-    kind, x, _, _ = reduce_info(red)
-    outer = [k for k in range(len(full_shape)) if k not in dims]
-    xn = math.prod(full_shape[k] for k in outer)
-    rn = math.prod(full_shape[k] for k in dims)
-    splits = min(1024, pow2(max(1, _PROGRAMS // xn)), pow2(-(-rn // 4096)))
-    chunk = -(-rn // splits)
-    w = KernelWriter(loadable(buffers, [red]), f"{name}_part")
-    w.tile_var = "ri"
-    w.emit(f"xi = tl.program_id(0) // {splits}")
-    w.emit(f"ci = tl.program_id(0) % {splits}")
-    out_t = ops.ctype_of(red.meta["val"].dtype)
-    acc_t = _acc_type(kind, red, ops.ctype_of(x.meta["val"].dtype))
-    init = _init_lit(kind, acc_t)
-    w.emit(f"acc = tl.full([RBLOCK], {init}, {ops.TL_TYPE[acc_t]})")
-    w.emit(f"for roff in range(0, {chunk}, RBLOCK):")
-    w.indent += 1
-    w.push()
-    w.emit(f"ri = ci * {chunk} + roff + tl.arange(0, RBLOCK)")
-    w.emit(f"rmask = (ri < {rn}) & (roff + tl.arange(0, RBLOCK) < {chunk})")
-    w.mask = "rmask"
-    xpart = delinearize(Index.var("xi", xn), tuple(full_shape[k] for k in outer))
-    rpart = delinearize(Index.var("ri", rn), tuple(full_shape[k] for k in dims))
-    full, xs, rs = [], iter(xpart), iter(rpart)
-    for k in range(len(full_shape)):
-        full.append(next(rs) if k in dims else next(xs))
-    v, c = evaluate(w, x, full, red)
-    v = w.bind(f"tl.where(rmask, {w.cast(v, c, acc_t)}, {init})")
-    w.emit(f"acc = {_combine(kind, 'acc', v)}")
-    w.pop()
-    w.indent -= 1
-    part_dtype = {"f32": "float32", "f64": "float64", "i64": "int64", "i32": "int32"}[acc_t]
-    fn = {"sum": "tl.sum", "max": "tl.max", "min": "tl.min", "any": "tl.max", "all": "tl.min"}.get(kind)
-    total = f"{fn}(acc, 0)" if fn else "tl.reduce(acc, 0, _kkb_mul)"
-    part = f"{name}_partial"
-    w.args[part] = Buffer(part, None)
-    w.emit(f"tl.store({part} + tl.program_id(0), {total})")
-    rb, t1, s1 = tune(name, "RBLOCK", min(2048, pow2(chunk)), [256, 512, 1024, 2048, 4096])
-    nw, t2, s2 = tune(name, "num_warps", 8, [2, 4, 8, 16])
-    first = Kernel(w.name, finish(w, ["RBLOCK"]), list(w.args), f"({xn * splits},)",
-                   {"RBLOCK": rb, "num_warps": nw}, {**t1, **t2}, {**s1, **s2}, "reduction",
-                   f"split reduction ({kind}) of {rn} over {xn} rows, part 1: {splits} chunks of {chunk}",
-                   temps=[(part, (xn, splits), part_dtype)])
-    # part 2: the rows' results from their chunks
-    dst = buffers[red]
-    sblock = pow2(splits)
-    lines = ["xi = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)[:, None]",
-             f"si = tl.arange(0, {sblock})[None, :]",
-             f"m = (xi < {xn}) & (si < {splits})",
-             f"p = tl.load({part} + xi * {splits} + si, mask=m, other={init})",
-             f"r = {(fn + '(p, 1)') if fn else 'tl.reduce(p, 1, _kkb_mul)'}[:, None]"]
-    value = "(r != 0)" if kind in ("any", "all") else ("r" if acc_t == out_t else f"r.to({ops.TL_TYPE[out_t]})")
-    lines.append(f"tl.store({dst.name} + xi, {value}.to({dst.name}.dtype.element_ty), mask=xi < {xn})")
-    src = (f"@triton.jit\ndef {name}_final({part}, {dst.name}, XBLOCK: tl.constexpr):\n"
-           + "\n".join("    " + ln for ln in lines) + "\n")
-    xb = min(64, pow2(xn))
-    second = Kernel(f"{name}_final", src, [part, dst.name], f"(triton.cdiv({xn}, {xb}),)",
-                    {"XBLOCK": str(xb), "num_warps": "4"}, {}, {}, "reduction",
-                    f"split reduction ({kind}), part 2: {splits} partial results per row -> {red.name}")
-    return [first, second]

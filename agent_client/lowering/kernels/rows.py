@@ -19,20 +19,26 @@ from agent_client.lowering.kernels.common import (
     pow2_range,
     tune,
 )
+from agent_client.lowering.kernels.reduction import RowLimits, row_limits
 from agent_client.lowering.writer import KernelWriter, LoweringError, shape
 
 
 # ---- scans ---------------------------------------------------------------------------------------------
-def scan_kernel(name: str, node, outputs: list, buffers: dict, target: str) -> Kernel:
+def scan_kernel(name: str, node, outputs: list, buffers: dict, target: str, limits: RowLimits | None = None) -> Kernel:
+    """A cumulative sum or product along one dim, a program a row (or XBLOCK rows): whole rows in registers, or
+    RBLOCK values at a time with the running result carried. meta["kkb_scan"] (normalize.py) asks for the
+    scan from the row's end ("reverse") or of the values before each position ("exclusive", sums)."""
     x = node.args[0]
     full_shape = shape(x)
     dim = node.args[1] % max(len(full_shape), 1)
     is_prod = ops.packet(node) is ops.aten.cumprod
+    form = node.meta.get("kkb_scan", "")
+    reverse = form == "reverse"
     outer = [k for k in range(len(full_shape)) if k != dim]
     xn = math.prod(full_shape[k] for k in outer)
     rn = full_shape[dim]
-    rmax = 1 << 14 if target == "cpu" else 4096
-    persistent = rn <= rmax
+    limits = limits or row_limits(target)
+    persistent = rn <= limits.persistent_max // 2  # a scan holds its input and its running sums
     w = KernelWriter(loadable(buffers, outputs), name)
     w.emit("xi = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)[:, None]")
     index_type(w, xn * rn, "xi")
@@ -52,14 +58,18 @@ def scan_kernel(name: str, node, outputs: list, buffers: dict, target: str) -> K
         w.emit(f"for roff in range(0, {rn}, RBLOCK):")
         w.indent += 1
         w.push()
-    w.emit(f"ri = {'roff + ' if not persistent else ''}tl.arange(0, RBLOCK)[None, :]")
-    w.emit(f"rmask = ri < {rn}")
+    # reverse: blocks from the row's end, the first one partly before the row (masked)
+    start = "" if persistent else (f"{rn} - RBLOCK - roff + " if reverse else "roff + ")
+    w.emit(f"ri = {start}tl.arange(0, RBLOCK)[None, :]")
+    w.emit(f"rmask = (ri < {rn}) & (ri >= 0)" if reverse and not persistent else f"rmask = ri < {rn}")
     w.mask = "xmask & rmask"
     v, c = evaluate(w, x, full_idx(), node)
     v = w.bind(f"tl.where(xmask & rmask, {w.cast(v, c, 'f32')}, {neutral})")
-    s = w.bind(f"tl.{'cumprod' if is_prod else 'cumsum'}({v}, axis=1)")
+    s = w.bind(f"tl.{'cumprod' if is_prod else 'cumsum'}({v}, axis=1{', reverse=True' if reverse else ''})")
     if not persistent:
         s = w.bind(f"{s} * carry" if is_prod else f"{s} + carry")
+    if form == "exclusive":
+        s = w.bind(f"{s} - {v}")
     res = w.bind(w.cast(s, "f32", ctype))
     w.homes[node] = (full_idx(), res, ctype)
     for out in outputs:
@@ -85,10 +95,10 @@ def scan_kernel(name: str, node, outputs: list, buffers: dict, target: str) -> K
         tun, space = {**t1, **t3}, {**s1, **s3}
     nw, t2, s2 = tune(name, "num_warps", 4, [1, 2, 4, 8])
     constexprs["num_warps"] = nw
+    what = f"{form + ' ' if form else ''}{'cumprod' if is_prod else 'cumsum'}"
     return Kernel(name, finish(w, ["XBLOCK", "RBLOCK"]), list(w.args), f"(triton.cdiv({xn}, {xb}),)",
                   constexprs, {**tun, **t2}, {**space, **s2}, "scan",
-                  f"{'cumprod' if is_prod else 'cumsum'} over {rn} for {xn} rows -> "
-                  f"{', '.join(n.name for n in outputs)}")
+                  f"{what} over {rn} for {xn} rows -> {', '.join(n.name for n in outputs)}")
 
 
 # ---- top-k ---------------------------------------------------------------------------------------------

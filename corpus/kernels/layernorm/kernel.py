@@ -1,4 +1,5 @@
-"""Layer norm over the last dimension with an elementwise affine (weight, bias), fp32 statistics.
+"""Layer norm over the last dimension (or the trailing dims of the weight's shape, as rows of their product)
+with an elementwise affine (weight, bias), fp32 statistics.
 
 Paths, chosen by the launcher from the row width N and dtype:
 - fused (N <= MAX_FUSED_N): the row stays in registers: mean, then the centred variance (two-pass
@@ -19,6 +20,8 @@ Paths, chosen by the launcher from the row width N and dtype:
   row (L1/L2-warm) for y.
   What torch.compile generates for this op (XBLOCK 1, R0_BLOCK 2048, 16 warps on the H200 for 4096 fp32:
   benchmarks/results/inductor-code-20261201T0837Z.txt); x is read from DRAM once either way.
+- split (wider rows, fewer than one a SM: 16 rows of 4194304): each row cut into chunks, a program each: per-lane
+  Welford statistics merged into the chunk's, then a second kernel merges a row's chunks (Chan) and writes y.
 - looped (wider rows): a persistent grid walks rows; pass 1 merges per-block (count, mean, M2)
   statistics with Chan's formula (no sum-of-squares cancellation), pass 2 re-reads the row from its
   end backwards (L2-warm) and writes y.
@@ -52,6 +55,11 @@ TUNABLES = {
     "RELOAD_MIN_N": 2048,
     "RELOAD_CHUNK": 2048,  # reload kernel: values per step at most (power of 2; the row's power of 2 if less)
     "num_warps_reload": 16,
+    # rows wider than MAX_FUSED_N, fewer than SPLIT_BELOW_ROWS_PER_SM a SM: each row split over programs
+    # (about SPLIT_PROGRAMS_PER_SM a SM in all), per-chunk Welford statistics, then y (two reads, one write)
+    "SPLIT_BELOW_ROWS_PER_SM": 1,
+    "SPLIT_PROGRAMS_PER_SM": 8,
+    "num_warps_split": 8,
 }
 
 
@@ -186,6 +194,78 @@ def _layernorm_looped_kernel(
             tl.store(y_row + start + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
 
 
+@triton.jit
+def _layernorm_split_stats_kernel(
+    x_ptr, part_ptr, n_cols, stride_x,
+    SPLIT: tl.constexpr, CHUNK: tl.constexpr, BLOCK: tl.constexpr,
+):
+    """Split path, pass 1: chunk (program_id % SPLIT) of row (program_id // SPLIT): per-lane Welford
+    (count, mean, centred squares), merged into the chunk's mean and centred squares."""
+    row = tl.program_id(0) // SPLIT
+    start = (tl.program_id(0) % SPLIT) * CHUNK
+    x_row = x_ptr + tl.cast(row, tl.int64) * stride_x
+    cols = tl.arange(0, BLOCK)
+    n_l = tl.zeros([BLOCK], tl.float32)
+    mean_l = tl.zeros([BLOCK], tl.float32)
+    m2_l = tl.zeros([BLOCK], tl.float32)
+    for off in range(0, CHUNK, BLOCK):
+        mask = (off + cols < CHUNK) & (start + off + cols < n_cols)
+        x = tl.load(x_row + start + off + cols, mask=mask, other=0.0).to(tl.float32)
+        n_new = tl.where(mask, n_l + 1.0, n_l)
+        d = tl.where(mask, x - mean_l, 0.0)
+        mean_l = mean_l + d / tl.maximum(n_new, 1.0)
+        m2_l = m2_l + d * tl.where(mask, x - mean_l, 0.0)
+        n_l = n_new
+    n = tl.sum(n_l, axis=0)
+    mean = tl.sum(n_l * mean_l, axis=0) / tl.maximum(n, 1.0)
+    m2 = tl.sum(m2_l + n_l * (mean_l - mean) * (mean_l - mean), axis=0)
+    tl.store(part_ptr + tl.program_id(0) * 2, mean)
+    tl.store(part_ptr + tl.program_id(0) * 2 + 1, m2)
+
+
+@triton.jit
+def _layernorm_split_apply_kernel(
+    x_ptr, w_ptr, b_ptr, y_ptr, part_ptr, n_cols, stride_x, stride_y, eps,
+    SPLIT: tl.constexpr, SPLIT_P2: tl.constexpr, CHUNK: tl.constexpr, BLOCK: tl.constexpr,
+):
+    """Split path, pass 2: the row's statistics from its chunks' (Chan's merge), then this chunk's y."""
+    row = tl.program_id(0) // SPLIT
+    start = (tl.program_id(0) % SPLIT) * CHUNK
+    parts = tl.arange(0, SPLIT_P2)
+    live = parts < SPLIT
+    means = tl.load(part_ptr + (row * SPLIT + parts) * 2, mask=live, other=0.0)
+    m2s = tl.load(part_ptr + (row * SPLIT + parts) * 2 + 1, mask=live, other=0.0)
+    counts = tl.where(live, tl.minimum(tl.maximum(n_cols - parts * CHUNK, 0), CHUNK), 0).to(tl.float32)
+    mean = tl.sum(counts * means, axis=0) / n_cols
+    m2 = tl.sum(m2s + counts * (means - mean) * (means - mean), axis=0)
+    rstd = tl.rsqrt(m2 / n_cols + eps)
+    x_row = x_ptr + tl.cast(row, tl.int64) * stride_x
+    y_row = y_ptr + tl.cast(row, tl.int64) * stride_y
+    cols = tl.arange(0, BLOCK)
+    for off in range(0, CHUNK, BLOCK):
+        idx = start + off + cols
+        mask = (off + cols < CHUNK) & (idx < n_cols)
+        x = tl.load(x_row + idx, mask=mask, other=0.0).to(tl.float32)
+        w = tl.load(w_ptr + idx, mask=mask, other=0.0).to(tl.float32)
+        b = tl.load(b_ptr + idx, mask=mask, other=0.0).to(tl.float32)
+        tl.store(y_row + idx, ((x - mean) * rstd * w + b).to(y_ptr.dtype.element_ty), mask=mask)
+
+
+def _layernorm_split(x2, w, b, y, eps: float, t: dict) -> None:
+    """Few wide rows (KernelBench's 16 rows of 4194304): each row cut into SPLIT chunks, a program each."""
+    n_rows, n_cols = x2.shape
+    split = max(1, min(triton.cdiv(n_cols, t["BLOCK_LOOP"]), triton.next_power_of_2(
+        triton.cdiv(_num_sms(x2.device) * t["SPLIT_PROGRAMS_PER_SM"], n_rows))))
+    chunk = triton.cdiv(n_cols, split)
+    part = torch.empty((n_rows * split * 2,), dtype=torch.float32, device=x2.device)
+    grid = (n_rows * split,)
+    _layernorm_split_stats_kernel[grid](x2, part, n_cols, x2.stride(0), SPLIT=split, CHUNK=chunk,
+                                         BLOCK=t["BLOCK_LOOP"], num_warps=t["num_warps_split"])
+    _layernorm_split_apply_kernel[grid](x2, w, b, y, part, n_cols, x2.stride(0), y.stride(0), eps, SPLIT=split,
+                                         SPLIT_P2=triton.next_power_of_2(split), CHUNK=chunk,
+                                         BLOCK=t["BLOCK_LOOP"], num_warps=t["num_warps_split"])
+
+
 def _fused_warps(rows: int, n_cols: int, element_size: int, bytes_per_warp: int) -> int:
     """Warps for a program holding `rows` rows: one per bytes_per_warp of real data (not of the padded
     power-of-two tile), a power of two in [2, 32]. On the H200 a 5120-wide bf16 row runs best with 8 warps,
@@ -212,10 +292,11 @@ def _pair_words(x2: torch.Tensor, w: torch.Tensor, b: torch.Tensor):
 
 
 def layer_norm_rows(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, eps: float) -> torch.Tensor:
-    n_cols = x.shape[-1]
-    if weight.numel() != n_cols or bias.numel() != n_cols:
-        raise ValueError(f"layer norm over {n_cols} features got weight {tuple(weight.shape)}, "
-                         f"bias {tuple(bias.shape)}")
+    """Layer norm over x's trailing dims of weight's shape (nn.LayerNorm((C, H, W)): rows of C * H * W)."""
+    n_cols = weight.numel()
+    if tuple(x.shape[x.dim() - weight.dim():]) != tuple(weight.shape) or bias.numel() != n_cols:
+        raise ValueError(f"layer norm of x {tuple(x.shape)} got weight {tuple(weight.shape)}, "
+                         f"bias {tuple(bias.shape)}: they must be x's trailing dims")
     shape = x.shape
     x2 = x.reshape(-1, n_cols)
     if x2.stride(-1) != 1:
@@ -248,6 +329,8 @@ def layer_norm_rows(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, e
                 x2, w, b, y, n_rows, n_cols, x2.stride(0), y.stride(0), eps,
                 ROWS=rows, BLOCK=block, N_CONST=n_cols if t["COLS_CONSTEXPR"] else 0, num_warps=warps,
             )
+    elif n_rows < _num_sms(x.device) * t["SPLIT_BELOW_ROWS_PER_SM"]:
+        _layernorm_split(x2, w, b, y, eps, t)
     else:
         grid = (min(n_rows, _num_sms(x.device) * t["PROGRAMS_PER_SM"]),)
         _layernorm_looped_kernel[grid](

@@ -1,4 +1,5 @@
-"""RMS norm over the last dimension with a learned scale: y = x * rsqrt(mean(x^2) + eps) * w.
+"""RMS norm over the last dimension with a learned scale: y = x * rsqrt(mean(x^2) + eps) * w; or over another
+dim (rms_norm_dim: columns, coalesced along the dims after it).
 
 Paths, chosen by the launcher from the row width N and dtype:
 - fused (N <= MAX_FUSED_N): the row stays in registers; one read of x, one write of y (w stays in L2).
@@ -50,6 +51,11 @@ TUNABLES = {
     # reload kernel: warps, 0 = 16 values a thread (8192 fp32 with 16 warps: 0.5032 ms, 8 warps 0.5210, 32 0.5116;
     # 4096 bf16 with 8: 0.5018, 4 0.5382, 16 0.5716)
     "num_warps_reload": 0,
+    # a dim other than the last (KernelBench's RMSNorm over the 64 channels of (112, 64, 512, 512)): the column
+    # kernel, COLUMN_ELEMS values a program (all C of a block of inner columns), for C up to COLUMN_MAX_C
+    "COLUMN_MAX_C": 1024,
+    "COLUMN_ELEMS": 4096,
+    "num_warps_columns": 4,
 }
 
 
@@ -164,10 +170,61 @@ def _pair_words(x2: torch.Tensor, w: torch.Tensor):
     return tuple(t.view(torch.int32) for t in tensors)
 
 
+@triton.jit
+def _rmsnorm_columns_kernel(
+    x_ptr, w_ptr, y_ptr, n_inner, eps,
+    C: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK_I: tl.constexpr, HAS_W: tl.constexpr,
+):
+    """Over dim 1 of x viewed as (outer, C, inner): a program holds BLOCK_I contiguous columns of one outer
+    index, all C of their values in registers; loads and stores run along the inner dims."""
+    blocks = tl.cdiv(n_inner, BLOCK_I)
+    outer = tl.program_id(0) // blocks
+    cols = (tl.program_id(0) % blocks) * BLOCK_I + tl.arange(0, BLOCK_I)
+    ch = tl.arange(0, BLOCK_C)
+    offs = outer.to(tl.int64) * C * n_inner + ch[:, None] * n_inner + cols[None, :]
+    mask = (ch[:, None] < C) & (cols[None, :] < n_inner)
+    x = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+    rms = tl.sqrt(tl.sum(x * x, axis=0) / C + eps)
+    y = x / rms[None, :]
+    if HAS_W:
+        y = y * tl.load(w_ptr + ch, mask=ch < C, other=0.0).to(tl.float32)[:, None]
+    tl.store(y_ptr + offs, y.to(y_ptr.dtype.element_ty), mask=mask)
+
+
+def rms_norm_dim(x: torch.Tensor, weight: torch.Tensor | None, eps: float, dim: int) -> torch.Tensor:
+    """RMS norm over one dim of x (x / sqrt(mean(x^2, dim) + eps), times weight along that dim if given).
+    The last dim takes the row kernels; another dim of at most COLUMN_MAX_C values the column kernel."""
+    dim = dim % x.dim()
+    n = x.shape[dim]
+    if dim == x.dim() - 1:
+        w = weight if weight is not None else torch.ones(n, dtype=x.dtype, device=x.device)
+        return rms_norm_rows(x, w, eps)
+    if n > TUNABLES["COLUMN_MAX_C"]:
+        raise ValueError(f"rms norm over dim {dim} of {n} values: the column kernel holds at most "
+                         f"{TUNABLES['COLUMN_MAX_C']}")
+    if weight is not None and weight.numel() != n:
+        raise ValueError(f"rms norm over dim {dim} of {n} values got weight {tuple(weight.shape)}")
+    xc = x.contiguous()
+    y = torch.empty_like(xc)
+    inner = 1
+    for s in xc.shape[dim + 1:]:
+        inner *= s
+    outer = xc.numel() // (n * inner)
+    block_c = triton.next_power_of_2(n)
+    block_i = max(16, min(triton.next_power_of_2(inner), TUNABLES["COLUMN_ELEMS"] // block_c))
+    _rmsnorm_columns_kernel[(outer * triton.cdiv(inner, block_i),)](
+        xc, weight if weight is not None else xc, y, inner, eps,
+        C=n, BLOCK_C=block_c, BLOCK_I=block_i, HAS_W=weight is not None, num_warps=TUNABLES["num_warps_columns"],
+    )
+    return y
+
+
 def rms_norm_rows(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
-    n_cols = x.shape[-1]
-    if weight.numel() != n_cols:
-        raise ValueError(f"rms norm over {n_cols} features got weight {tuple(weight.shape)}")
+    """RMS norm over x's trailing dims of weight's shape, as rows of their product."""
+    n_cols = weight.numel()
+    if tuple(x.shape[x.dim() - weight.dim():]) != tuple(weight.shape):
+        raise ValueError(f"rms norm of x {tuple(x.shape)} got weight {tuple(weight.shape)}: it must be x's "
+                         "trailing dims")
     shape = x.shape
     x2 = x.reshape(-1, n_cols)
     if x2.stride(-1) != 1:

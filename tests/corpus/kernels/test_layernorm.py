@@ -28,6 +28,22 @@ def test_mismatched_weight_is_named():
         kernel().layer_norm_rows(torch.randn(2, 8), torch.ones(7), torch.zeros(7), 1e-5)
 
 
+@pytest.mark.parametrize("shape,normalized,max_fused", [
+    ((3, 4, 15, 17), (4, 15, 17), 2048),  # KernelBench's layer norm over (C, H, W): fused rows of 1020
+    ((2, 5, 40, 60), (40, 60), 2048),  # 10 rows of 2400 past MAX_FUSED_N: the looped path
+    # 3 rows of 1020, fewer than the interpreter's 4 "SMs": each row split in 16 chunks of 64 (the last partial),
+    # walked in blocks of 32
+    ((3, 4, 15, 17), (4, 15, 17), 512),
+])
+def test_layer_norm_over_trailing_dims(shape, normalized, max_fused, monkeypatch):
+    k = kernel()
+    monkeypatch.setitem(k.TUNABLES, "MAX_FUSED_N", max_fused)
+    monkeypatch.setitem(k.TUNABLES, "BLOCK_LOOP", 32)
+    x, w, b = torch.rand(*shape), torch.randn(*normalized), torch.randn(*normalized)
+    expected = torch.nn.functional.layer_norm(x, normalized, w, b, 1e-5)
+    torch.testing.assert_close(k.layer_norm_rows(x, w, b, 1e-5), expected, atol=1e-5, rtol=1e-5)
+
+
 def test_constant_rows_give_the_bias():
     x = torch.full((3, 50), 7.0)  # zero variance: rsqrt(eps), centred values are exactly 0
     w, b = torch.randn(50), torch.randn(50)

@@ -67,3 +67,29 @@ def test_pair_warps_follow_the_row_bytes():
     """One warp per 8192 bytes, rounded up to a power of two in [1, 16]."""
     k = kernel()
     assert [k._pair_warps(1, n, 8192) for n in (96, 4096, 5120, 8192, 16384)] == [1, 1, 2, 2, 4]
+
+
+@pytest.mark.parametrize("shape,dim,weighted", [
+    ((3, 8, 9, 13), 1, False),  # KernelBench's RMS norm over channels: 117 inner columns, a partial last block
+    ((2, 5, 300), 1, True),  # 5 channels (a padded power of two) with a weight along them
+    ((4, 3, 6), 0, False),  # the first dim: 18 inner columns, one outer index
+    ((6, 40), -1, False),  # the last dim goes to the row kernels, with a weight of ones
+])
+def test_rms_norm_over_a_dim_matches_torch(shape, dim, weighted):
+    k = kernel()
+    x = torch.randn(*shape) * 3.0
+    n = shape[dim]
+    w = torch.randn(n) if weighted else None
+    along = [1] * len(shape)
+    along[dim] = n
+    expected = x / torch.sqrt(torch.mean(x ** 2, dim=dim, keepdim=True) + 1e-5)
+    if weighted:
+        expected = expected * w.reshape(along)
+    torch.testing.assert_close(k.rms_norm_dim(x, w, 1e-5, dim), expected, atol=1e-5, rtol=1e-5)
+
+
+def test_rms_norm_over_trailing_dims():
+    k = kernel()
+    x, w = torch.randn(3, 4, 5), torch.randn(4, 5)
+    expected = x * torch.rsqrt(torch.mean(x ** 2, dim=(1, 2), keepdim=True) + 1e-6) * w
+    torch.testing.assert_close(k.rms_norm_rows(x, w, 1e-6), expected, atol=1e-5, rtol=1e-5)
