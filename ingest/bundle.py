@@ -74,10 +74,22 @@ def _user() -> str:
         return "anyone"
 
 
-def bundle(source: str, kernels_dir: Path, origin: str = "<kernel>") -> str:
+def library_dir() -> Path:
+    """The library that ships with kernelkb: `kernels/` of the installed corpus package, or of the checkout's."""
+    try:
+        from kernelkb_corpus import CORPUS_DIR
+    except ImportError:
+        from corpus import CORPUS_DIR
+    return Path(CORPUS_DIR) / "kernels"
+
+
+def bundle(source: str, kernels_dir: Path | None = None, origin: str = "<kernel>") -> str:
+    """`source` with its `corpus.kernels.*` imports inlined from `kernels_dir` (default: library_dir()); a
+    source that imports none (already bundled, or self-contained) comes back unchanged."""
     tree = ast.parse(source, filename=origin)
     if not any(_is_shared(node) for node in tree.body):
         return source
+    kernels_dir = kernels_dir or library_dir()
     present = {_text(source, node) for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))}
     lines = source.splitlines(keepends=True)
     out, done, last = [], set(), 0

@@ -1,0 +1,80 @@
+"""One library, one path: the knowledge base's kernel records, the library read from corpus/kernels (the
+offline provider's records where there is no store) and the provider's routes hold the same bundled source."""
+
+from __future__ import annotations
+
+import dataclasses
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from agent_client.offline import OfflineProvider
+from agent_client.offline.library import CorpusLibrary
+from agent_client.proposals import ProposalRequest
+from ingest.bundle import bundled_source, library_dir
+
+FAMILIES = sorted(p.name for p in library_dir().iterdir() if (p / "kernel.yaml").is_file())
+
+
+def test_every_family_is_read():
+    assert len(FAMILIES) >= 13
+    assert sorted(r.op_family for r in CorpusLibrary().kernels()) == FAMILIES
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_the_store_and_the_corpus_read_the_same_source(family):
+    from ingest.kernels import read_kernel
+
+    [record] = CorpusLibrary().kernels(op_family=family)
+    stored = read_kernel(library_dir() / family / "kernel.py")  # what `kkb ingest` stores
+    assert record.source == stored.source == bundled_source(library_dir() / family / "kernel.py")
+    assert "from corpus.kernels" not in record.source
+    assert record.tunables == stored.tunables and record.name == stored.name
+
+
+class _Unbundled(CorpusLibrary):
+    """A store of an older kind: records holding kernel.py as written, its helper imports not inlined."""
+
+    def kernels(self, **kw):
+        return [dataclasses.replace(r, source=Path(r.path).read_text()) for r in super().kernels(**kw)]
+
+
+SOFTMAX = """
+import torch
+import torch.nn as nn
+
+batch_size = 4
+dim = 64
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super(Model, self).__init__()
+
+    def forward(self, x):
+        return torch.softmax(x, dim=1)
+
+
+def get_inputs():
+    return [torch.rand(batch_size, dim)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_the_provider_bundles_a_record_stored_unbundled(tmp_path):
+    spec = tmp_path / "softmax.py"
+    spec.write_text(textwrap.dedent(SOFTMAX))
+    assert "from corpus.kernels" in Path(CorpusLibrary().kernels(op_family="softmax")[0].path).read_text()
+
+    def library_route(kb):
+        request = ProposalRequest(spec_path=spec, spec_source=spec.read_text(), backend="triton",
+                                  accelerator="h100", prompt="", parent=None, n=1, kb=kb)
+        return next(r for r in OfflineProvider().routes(request)[0] if r.meta["route"] == "library")
+
+    unbundled, bundled = library_route(_Unbundled()), library_route(CorpusLibrary())
+    assert "from corpus.kernels" not in unbundled.source
+    assert unbundled.source == bundled.source
