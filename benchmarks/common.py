@@ -73,8 +73,10 @@ def quantiles_ms(samples_s: Sequence[float]) -> dict:
             "p99_ms": round(pick(0.99), 3), "mean_ms": round(statistics.fmean(ms), 3)}
 
 
-def write_results(name: str, payload: dict, packages: Iterable[str] = (), path: Path | None = None) -> Path:
-    """Write one results file and return its path (`path`: rewrite that file, for runs saved as they go)."""
+def write_results(name: str, payload: dict, packages: Iterable[str] = (), path: Path | None = None,
+                  folder: Path | None = None) -> Path:
+    """Write one results file and return its path (`path`: rewrite that file, for runs saved as they go;
+    `folder`: where a new file goes, default benchmarks/results/)."""
     now = dt.datetime.now(dt.UTC)
     record = {
         "name": name,
@@ -85,7 +87,8 @@ def write_results(name: str, payload: dict, packages: Iterable[str] = (), path: 
         "versions": versions(packages),
         **payload,
     }
-    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
-    path = path or RESULTS_DIR / f"{name}-{now.strftime('%Y%m%dT%H%M%SZ')}.json"
+    folder = folder or RESULTS_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    path = path or folder / f"{name}-{now.strftime('%Y%m%dT%H%M%SZ')}.json"
     path.write_text(json.dumps(record, indent=2) + "\n")
     return path
