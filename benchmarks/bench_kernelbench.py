@@ -298,6 +298,7 @@ def main() -> None:
 
     compile_workers = 0 if cpu else args.compile_workers
     pool = WorkerPool([args.device], config=config, peaks=card.peaks, compile_workers=compile_workers)
+    stopped = False
     try:
         for i, (name, spec) in enumerate(specs.items()):
             left = None if deadline is None else deadline - time.monotonic()
@@ -309,12 +310,15 @@ def main() -> None:
             row = {"problem": name, "level": level}
             if scaled[name]:
                 row["scaled"] = scaled[name]
+            if (ready.get(name) or {}).get("warm"):
+                row["warm"] = ready[name]["warm"]  # the pre-pass's seconds and what failed there
             try:
                 row.update(search_problem(name, spec, args, pool, ready.get(name), deadline, per_candidate_s))
             except Deadline:
                 cut = list(specs)[i:]
                 print(f"[bench] --budget-s ran out during {name}: stopped ({len(cut)} problems left)", flush=True)
                 pool.terminate()
+                stopped = True
                 break
             except Exception as exc:  # noqa: BLE001 - one problem's failure is a row, not the end of the run
                 row.update(status="error", reasons=[f"{type(exc).__name__}: {exc}"[:400],
@@ -329,7 +333,8 @@ def main() -> None:
                   f"{row.get('elapsed_s', '-')} s, {time.monotonic() - t0:.0f} s in all)", flush=True)
             out = save()
     finally:
-        pool.close()
+        if not stopped:
+            pool.close()
     out = save()
     print(json.dumps(summary(rows, not_reached=cut), indent=1)[:3000])
     print(f"results: {out}")
