@@ -24,6 +24,7 @@ import hashlib
 import sys
 import tempfile
 import types
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -133,7 +134,9 @@ class LaunchProbe:
             launches: list = []
             spec = load_spec(self.spec_path)
             variant = spec.variants[0]
-            with _launches_recorded(launches), FakeTensorMode(allow_non_fake_inputs=True), torch.no_grad():
+            with _launches_recorded(launches), FakeTensorMode(allow_non_fake_inputs=True), torch.no_grad(), \
+                    warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # e.g. a launcher reading a fake tensor's data pointer
                 model = _fake_model(module.ModelNew, spec, variant, self.device)
                 model(*make_inputs(spec, variant, 0, self.device))
             return Trace(frozenset(seen), tuple(launches))
