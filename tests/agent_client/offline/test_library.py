@@ -13,6 +13,7 @@ from agent_client.offline import OfflineProvider
 from agent_client.offline.library import CorpusLibrary
 from agent_client.proposals import ProposalRequest
 from ingest.bundle import bundled_source, library_dir
+from tests.agent_client.offline.test_expansions import SOFTMAX
 
 FAMILIES = sorted(p.name for p in library_dir().iterdir() if (p / "kernel.yaml").is_file())
 
@@ -38,31 +39,6 @@ class _Unbundled(CorpusLibrary):
 
     def kernels(self, **kw):
         return [dataclasses.replace(r, source=Path(r.path).read_text()) for r in super().kernels(**kw)]
-
-
-SOFTMAX = """
-import torch
-import torch.nn as nn
-
-batch_size = 4
-dim = 64
-
-
-class Model(nn.Module):
-    def __init__(self):
-        super(Model, self).__init__()
-
-    def forward(self, x):
-        return torch.softmax(x, dim=1)
-
-
-def get_inputs():
-    return [torch.rand(batch_size, dim)]
-
-
-def get_init_inputs():
-    return []
-"""
 
 
 def test_the_provider_bundles_a_record_stored_unbundled(tmp_path):
