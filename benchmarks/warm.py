@@ -38,13 +38,12 @@ def share_compile_caches(folder: Path) -> dict[str, str]:
 def warm_spec(spec_path: str, sources: list[str], device: str, compile_baseline: bool = True) -> dict:
     """In a warm-up process: torch.compile the spec's reference on its timed variants and call each candidate
     once per variant. Returns {"errors": [...], "seconds": s}; a failure here is the harness's to judge."""
-    import importlib.util
     import tempfile
 
     import torch
 
     from harness.guard import clone_inputs
-    from harness.spec import build_model, load_spec, make_inputs
+    from harness.spec import build_model, import_file, load_spec, make_inputs
 
     t0 = time.monotonic()
     torch.backends.cudnn.allow_tf32 = False  # as the harness's worker runs the reference and the baselines
@@ -67,9 +66,7 @@ def warm_spec(spec_path: str, sources: list[str], device: str, compile_baseline:
             path = folder / f"candidate_{i}.py"
             path.write_text(source)
             try:
-                loader = importlib.util.spec_from_file_location(f"kkb_warm_candidate_{os.getpid()}_{i}", path)
-                module = importlib.util.module_from_spec(loader)
-                loader.loader.exec_module(module)
+                module = import_file(path, "kkb_warm_candidate")
                 for variant in spec.variants:
                     model = build_model(module.ModelNew, spec, variant, 0, device)
                     model(*make_inputs(spec, variant, 0, device, on_device=True))

@@ -10,16 +10,14 @@ is, with the repository on sys.path). A candidate is one file, so each such stat
 module: the imports it needs that the kernel does not already make, then its code, between two marker
 comments. Modules that import modules are inlined the same way, each once. The folders are found from the
 kernel's own path (`..`), so a copy of the corpus, or the installed package, bundles the same. Standard
-library only: benchmarks on a bare CUDA machine use it too.
+library only (import_bundled imports through the harness): benchmarks on a bare CUDA machine use it too.
 """
 
 from __future__ import annotations
 
 import ast
 import hashlib
-import importlib.util
 import os
-import sys
 import tempfile
 from pathlib import Path
 
@@ -43,10 +41,10 @@ def import_bundled(kernel: Path, prefix: str):
     """The kernel's bundled source imported as a module named from `prefix` and the source's digest (the
     same module again for the same prefix and source), from a file in a temporary folder: Triton reads a
     jit function's source from the file that defines it."""
+    from harness.spec import import_file
+
     source = bundled_source(kernel)
     name = f"{prefix}_{hashlib.sha256(source.encode()).hexdigest()[:10]}"
-    if name in sys.modules:
-        return sys.modules[name]
     folder = Path(tempfile.gettempdir()) / f"kkb-bundled-{_user()}"
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{name}.py"
@@ -54,15 +52,7 @@ def import_bundled(kernel: Path, prefix: str):
         partial = folder / f"{name}.{os.getpid()}.tmp"
         partial.write_text(source, encoding="utf-8")
         os.replace(partial, path)
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)
-    except BaseException:
-        sys.modules.pop(name, None)
-        raise
-    return module
+    return import_file(path, prefix)
 
 
 def _user() -> str:
