@@ -143,16 +143,18 @@ def prepass(specs: dict[str, Path], args, deadline: float) -> dict[str, dict]:
             futures[name] = pool.submit(need, prepare, str(spec), args, True)
         for name, fut in futures.items():
             try:
-                results[name] = fut.result(timeout=max(0.0, deadline - time.monotonic()))
+                left = deadline - time.monotonic()
+                results[name] = fut.result(timeout=max(0.0, left) if left != float("inf") else None)
             except FutureTimeout:
                 print(f"[pre-pass] time's up after {time.monotonic() - t0:.0f} s: the rest compile when timed",
                       flush=True)
                 break
             except Exception as exc:  # noqa: BLE001 - a crashed warm-up: the timed pass builds its routes
-                results[name] = {"error": f"pre-pass: {type(exc).__name__}: {str(exc)[:300]}"}
+                results[name] = {"crashed": f"{type(exc).__name__}: {str(exc)[:300]}"}
             warm = results[name].get("warm") or {}
+            said = results[name].get("crashed") or results[name].get("error") or "; ".join(warm.get("errors") or [])
             print(f"[pre-pass] {name}: {len(results[name].get('routes') or [])} routes, warm "
-                  f"{warm.get('seconds', '-')} s {'; '.join(warm.get('errors') or [])[:200]}", flush=True)
+                  f"{warm.get('seconds', '-')} s {said[:200]}", flush=True)
     print(f"[pre-pass] done in {time.monotonic() - t0:.0f} s", flush=True)
     return results
 

@@ -65,6 +65,9 @@ def summary(rows: list[dict], not_reached: list[str] = ()) -> dict:
     if comp:
         out["min_vs_compile"] = round(min(comp.values()), 4)
         out["at_or_above_1x"] = sum(1 for x in comp.values() if x >= 1.0)
+        # KernelBench's fast_p: the share of all problems run that pass and beat torch.compile by more than p
+        out["fast_p_vs_compile"] = {str(t): round(sum(1 for x in comp.values() if x > t) / len(done), 4)
+                                    for t in (0, 1, 1.5, 2)}
     out["failed"] = {r["problem"]: (r.get("reasons") or [""])[0][:300] for r in done if r["status"] != "passed"}
     if not_reached:
         out["not_reached"] = list(not_reached)
