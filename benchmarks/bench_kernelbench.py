@@ -281,6 +281,7 @@ def main() -> None:
     for level, path in problems:
         specs[f"{level}/{path.stem}"], scaled[f"{level}/{path.stem}"] = write_spec(level, path, args, work)
     ready: dict[str, dict] = {}
+    t_prepass = time.monotonic()
     if args.warm_workers is None:
         args.warm_workers = 0 if cpu else 12
     if args.warm_workers > 0 and specs:
@@ -289,12 +290,14 @@ def main() -> None:
     payload = {"device": args.device, "card": {"name": card.name, "id": card.id},
                "peaks": card.peaks.to_dict() if card.peaks else None, "search": args.search,
                "max_elements": args.max_elements, "max_flops": args.max_flops, "budget_s": args.budget_s,
-               "caches": caches, "config": config.to_dict()}
+               "caches": caches, "config": config.to_dict(), "prepass_s": round(time.monotonic() - t_prepass, 1)}
     per_candidate_s, cut = 15.0, []  # a first guess of a candidate's seconds, then the run's own average
 
     def save() -> Path:
         data = {**payload, "summary": summary(rows, not_reached=cut), "problems": rows,
-                "elapsed_s": round(time.monotonic() - t0, 1)}
+                "elapsed_s": round(time.monotonic() - t0, 1),
+                # spec baselines found in the harness's cache (an earlier run's) against those measured now
+                "baselines": {"cached": pool.baselines.hits, "measured": pool.baselines.measured}}
         return write_results(f"kernelbench-{card.id}", data, packages=["torch", "triton"], path=out,
                              folder=Path(args.out_dir) if args.out_dir else None)
 
