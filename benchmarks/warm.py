@@ -20,6 +20,7 @@ import os
 import threading
 import time
 from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from multiprocessing import get_context
 from pathlib import Path
 from typing import Self
@@ -106,12 +107,38 @@ class WarmPool:
 
     def __init__(self, workers: int, capacity_bytes: int):
         self.capacity = capacity_bytes
-        threads = max(1, (os.cpu_count() or 1) // max(1, workers))  # the CPUs shared, not each process's pool
-        self._ex = ProcessPoolExecutor(max(1, workers), mp_context=get_context("spawn"),
-                                       initializer=_compile_threads, initargs=(threads,))
+        self.workers = max(1, workers)
         self._held = 0
         self._closed = False
         self._cond = threading.Condition()
+        self._retired: list = []  # executors a crashed process broke
+        self._ex = self._executor()
+
+    def _executor(self, workers: int | None = None) -> ProcessPoolExecutor:
+        workers = workers or self.workers
+        threads = max(1, (os.cpu_count() or 1) // self.workers)  # the CPUs shared, not each process's pool
+        return ProcessPoolExecutor(workers, mp_context=get_context("spawn"), initializer=_compile_threads,
+                                   initargs=(threads,))
+
+    def _call(self, fn, args):
+        """fn(*args) in a warm-up process. A process that dies (a segfault) breaks its executor and fails every
+        task it held: those run again, each in a process of its own, so the crash costs only its own task."""
+        ex = self._ex
+        try:
+            return ex.submit(fn, *args).result()
+        except BrokenProcessPool:
+            with self._cond:
+                if self._closed:
+                    raise
+                if self._ex is ex:  # later tasks go to fresh processes
+                    self._retired.append(ex)
+                    self._ex = self._executor()
+                alone = self._executor(1)
+                self._retired.append(alone)
+        try:
+            return alone.submit(fn, *args).result()
+        finally:
+            alone.shutdown(wait=False)
 
     def submit(self, need_bytes: int, fn, *args) -> Future:
         out: Future = Future()
@@ -127,7 +154,7 @@ class WarmPool:
             try:
                 if out.set_running_or_notify_cancel():
                     try:
-                        out.set_result(self._ex.submit(fn, *args).result())
+                        out.set_result(self._call(fn, args))
                     except BaseException as exc:  # noqa: BLE001 - resolve the caller's Future whatever happened
                         out.set_exception(exc)
             finally:
@@ -143,10 +170,11 @@ class WarmPool:
         with self._cond:
             self._closed = True
             self._cond.notify_all()
-        procs = list((getattr(self._ex, "_processes", None) or {}).values())  # before shutdown clears it
-        self._ex.shutdown(wait=False, cancel_futures=True)
-        for proc in procs:  # our own warm-up processes only
-            proc.terminate()
+        for ex in [*self._retired, self._ex]:
+            procs = list((getattr(ex, "_processes", None) or {}).values())  # before shutdown clears it
+            ex.shutdown(wait=False, cancel_futures=True)
+            for proc in procs:  # our own warm-up processes only
+                proc.terminate()
 
     def __enter__(self) -> Self:
         return self
