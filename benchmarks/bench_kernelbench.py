@@ -18,7 +18,8 @@ the compile caches (torch.compile's baseline and the first candidates, benchmark
 cache folders with the harness's workers. Then one problem at a time: `--search N` spends N candidates,
 each route's default first, then the provider's expansions of the best so far (guided by its fraction of
 the hardware limit; the provider stops a search at the limit). `--budget-s` is a deadline: no problem
-starts that the time left cannot hold, a search is cut short rather than overrun, and the results file
+starts that the time left cannot hold, each problem's search gets a fair share of the time left (what one
+leaves goes to the next), a search is cut short rather than overrun, and the results file
 (written after every problem) can be continued with --resume. On the CPU each problem's size constants
 are scaled down (harness/scaling.py) and each route's default is judged.
 
@@ -171,7 +172,7 @@ def judge(pool, spec: Path, proposals: list, deadline: float | None) -> list:
 
 
 def search_problem(name: str, spec: Path, args, pool, ready: dict | None, deadline: float | None,
-                   per_candidate_s: float) -> dict:
+                   per_candidate_s: float, share_s: float | None = None) -> dict:
     """One problem's candidates through the harness: drafts, then expansions of the best (see the docstring)."""
     from agent_client.offline.library import CorpusLibrary
     from agent_client.offline.provider import OfflineProvider
@@ -214,6 +215,9 @@ def search_problem(name: str, spec: Path, args, pool, ready: dict | None, deadli
         if left is not None and left < n * per_candidate_s + 10:
             stop = "the run's --budget-s: no time for another round"
             break
+        if share_s is not None and time.monotonic() - t0 + n * per_candidate_s > share_s:
+            stop = f"its share of --budget-s ({share_s:.0f} s) spent"
+            break
         history = sorted((t[0] for t in tried), key=lambda x: -x.fitness)
         parent = history[0] if history[0].fitness > 0 else None  # nothing passed: more drafts instead
         proposals = provider.propose(_request(spec, args, kb, parent, history, n))
@@ -240,6 +244,8 @@ def main() -> None:
     ap.add_argument("--first-pass", action="store_true",
                     help="judge the routes in turn and stop at the first passing one (no timing on the CPU)")
     ap.add_argument("--budget-s", type=float, default=0, help="stop cleanly by this many seconds (0: no limit)")
+    ap.add_argument("--no-fair-share", action="store_true",
+                    help="with --budget-s, let each problem search to --search N (the rest wait for --resume)")
     ap.add_argument("--warm-workers", type=int, default=None,
                     help="pre-pass processes (default 12 on a GPU, none on the CPU; 0: no pre-pass)")
     ap.add_argument("--warm-share", type=float, default=0.35, help="share of --budget-s the pre-pass may take")
@@ -318,7 +324,11 @@ def main() -> None:
             if (ready.get(name) or {}).get("warm"):
                 row["warm"] = ready[name]["warm"]  # the pre-pass's seconds and what failed there
             try:
-                row.update(search_problem(name, spec, args, pool, ready.get(name), deadline, per_candidate_s))
+                # a fair share of the time left, so that a sample ends within --budget-s: what a problem leaves
+                # unspent goes to the ones after it
+                share = None if left is None or args.no_fair_share else (left - 10) / (len(specs) - i)
+                row["share_s"] = None if share is None else round(share, 1)
+                row.update(search_problem(name, spec, args, pool, ready.get(name), deadline, per_candidate_s, share))
             except Deadline:
                 cut = list(specs)[i:]
                 print(f"[bench] --budget-s ran out during {name}: stopped ({len(cut)} problems left)", flush=True)

@@ -237,6 +237,17 @@ class OfflineProvider:
             lead = next((r for r in routes if r.id == top.route_id), None)
             if best is not None and lead is not None:
                 base, route = best, lead
+        plan = self._around(request, route, base)
+        # once that neighbourhood is used up: the best of every other route still in the race
+        for other in sorted(table.values(), key=lambda s: -s.best_fitness):
+            alt = next((r for r in routes if r.id == other.route_id), None)
+            node = next((n for n in history if n.node_id == other.best_node_id), None)
+            if alt is not None and node is not None and alt.id != route.id and not is_behind(alt.id, table):
+                plan += self._around(request, alt, node)
+        return plan
+
+    def _around(self, request: ProposalRequest, route: Route, base: NodeView) -> list:
+        """(route, point, (base id, base point)) for the points the search tries next around `base`."""
         point = {**route.default, **(base.tunables or base.meta.get("tunables") or {})}
         relevant = self.relevant(request, route, point)
         seed = sum(len(t) for t in self._tried.values())
