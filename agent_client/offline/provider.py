@@ -29,6 +29,7 @@ from agent_client.offline.reads import LaunchProbe
 from agent_client.offline.search import (
     AT_LIMIT,
     at_limit,
+    combined_moves,
     expansion_plan,
     is_behind,
     leader,
@@ -237,21 +238,23 @@ class OfflineProvider:
             lead = next((r for r in routes if r.id == top.route_id), None)
             if best is not None and lead is not None:
                 base, route = best, lead
-        plan = self._around(request, route, base)
+        plan = self._around(request, route, base, history)
         # once that neighbourhood is used up: the best of every other route still in the race
         for other in sorted(table.values(), key=lambda s: -s.best_fitness):
             alt = next((r for r in routes if r.id == other.route_id), None)
             node = next((n for n in history if n.node_id == other.best_node_id), None)
             if alt is not None and node is not None and alt.id != route.id and not is_behind(alt.id, table):
-                plan += self._around(request, alt, node)
+                plan += self._around(request, alt, node, history)
         return plan
 
-    def _around(self, request: ProposalRequest, route: Route, base: NodeView) -> list:
-        """(route, point, (base id, base point)) for the points the search tries next around `base`."""
+    def _around(self, request: ProposalRequest, route: Route, base: NodeView, history: list[NodeView]) -> list:
+        """(route, point, (base id, base point)) for the points the search tries next around `base`: first the
+        moves of its children that beat it, together; then the plan for its bottleneck."""
         point = {**route.default, **(base.tunables or base.meta.get("tunables") or {})}
         relevant = self.relevant(request, route, point)
         seed = sum(len(t) for t in self._tried.values())
-        steps = expansion_plan(point, route.space, base.verdict, relevant, seed=seed)
+        steps = combined_moves(point, base, history) + expansion_plan(point, route.space, base.verdict, relevant,
+                                                                        seed=seed)
         # when the plan is used up, points spread over what the path reads
         steps += diverse_points(point, _only(route.space, relevant), 4 * request.n + 1, seed=seed)[1:]
         return [(route, p, (base.node_id, point)) for p in steps]

@@ -115,6 +115,24 @@ def at_limit(history: list) -> object | None:
     return None
 
 
+def combined_moves(point: dict, base, history: list) -> list[dict]:
+    """Where two or more of `base`'s children beat it by moving different tunables, those moves together
+    (each pair, then all of them), best children first."""
+    better = sorted((n for n in history if n.meta.get("expanded_from") == base.node_id and n.fitness > base.fitness),
+                    key=lambda n: -n.fitness)
+    moves = []
+    for child in better:
+        tunables = child.tunables or child.meta.get("tunables") or {}
+        move = {k: v for k, v in tunables.items() if point.get(k) != v}
+        if move and all(set(move).isdisjoint(m) for m in moves):
+            moves.append(move)
+    if len(moves) < 2:
+        return []
+    pairs = [{**point, **a, **b} for i, a in enumerate(moves) for b in moves[i + 1:]]
+    together = {**point, **{k: v for m in moves for k, v in m.items()}}
+    return pairs + ([together] if len(moves) > 2 else [])
+
+
 def expansion_plan(point: dict, space: dict[str, list], verdict: dict | None, relevant: set | None = None,
                    seed: int = 0, combos: int = 16) -> list[dict]:
     """Points near `point`, the most promising first (see the module docstring); may hold points already

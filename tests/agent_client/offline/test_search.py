@@ -7,6 +7,7 @@ import pytest
 from agent_client.offline.search import (
     AT_LIMIT,
     at_limit,
+    combined_moves,
     expansion_plan,
     is_behind,
     role,
@@ -96,3 +97,17 @@ def test_the_search_is_done_at_the_limit():
     assert at_limit([_node("n1", "lowering", 1.0, 0.5)]) is None
     assert at_limit([_node("n1", "lowering", 1.0, AT_LIMIT - 0.01), _node("n2", "x", 1.1, AT_LIMIT)]).node_id == "n2"
     assert at_limit([_node("n3", "x", 0.0, 0.99, status="wrong")]) is None  # only a passing candidate counts
+
+
+def test_moves_that_each_beat_the_parent_are_tried_together():
+    parent = NodeView("n1", "code", {"status": "passed"}, dict(POINT), {"route_id": "r"}, 1.0)
+
+    def child(node_id, fitness, **moved):
+        return NodeView(node_id, "code", {"status": "passed"}, {**POINT, **moved},
+                        {"route_id": "r", "expanded_from": "n1"}, fitness)
+
+    history = [parent, child("n2", 1.2, BLOCK_LOOP=8192), child("n3", 0.9, num_warps_loop=8),
+               child("n4", 1.1, PROGRAMS_PER_SM=2), child("n5", 1.3, BLOCK_LOOP=2048)]
+    # n5 and n2 move the same tunable: only the better one counts; n3 lost
+    assert combined_moves(POINT, parent, history) == [{**POINT, "BLOCK_LOOP": 2048, "PROGRAMS_PER_SM": 2}]
+    assert combined_moves(POINT, parent, history[:3]) == []  # one winning move: nothing to combine
