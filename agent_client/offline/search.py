@@ -2,6 +2,7 @@
 bottleneck says matters, and when to stop.
 
 Usage: points = expansion_plan(parent_point, route.space, parent_verdict, relevant={"BLOCK_LOOP", ...})
+       first = combined_moves(parent_point, parent_node, history)
        table = standings(history)            # route id -> RouteStanding (best fitness, fraction, ...)
        done = at_limit(history)              # a candidate reached AT_LIMIT of its hardware limit
 
@@ -13,7 +14,7 @@ first; a compute-bound one structure, tiles, stages and precision. Far from the 
 the plan jumps: every alternative of a structural tunable, two notches of the others; nearer, it steps
 one notch at a time. Tunables the spec's path does not read (agent_client/offline/reads.py) are left
 alone. The plan visits tunables round-robin, so a few candidates cover several tunables rather than
-every value of one.
+every value of one. Moves that each beat their parent are then tried together (`combined_moves`).
 """
 
 from __future__ import annotations
