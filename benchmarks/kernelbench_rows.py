@@ -1,4 +1,4 @@
-"""The rows of benchmarks/bench_kernelbench.py's results: one per candidate and per problem, the summary, the table.
+"""The rows of benchmarks/bench_kernelbench.py's results: per candidate, per problem, the summary, the table.
 
 Usage: row = problem_row([candidate_row(node, proposal, verdict), ...])
        print(table(rows)); summary(rows, not_reached=[...])
@@ -12,19 +12,19 @@ import statistics
 from agent_client.session.records import against_baseline
 
 BELOW = 0.97  # a problem whose best is under this share of torch.compile's speed counts as a loss
+VERDICT_KEYS = ("status", "latency_ms", "eager_ms", "compile_ms", "speedup_vs_eager", "speedup_vs_compile",
+                "fraction_of_limit", "limit_kind")
+TABLE_COLUMNS = ("problem", "status", "best route", "best ms", "compile ms", "x compile", "x eager", "of limit",
+                 "passing min/median/max ms", "n")
 
 
 def candidate_row(node, proposal, verdict) -> dict:
     """One judged candidate: its route, what the search moved, and the verdict's numbers."""
-    d = verdict.to_dict()
-    meta = proposal.meta
-    row = {"id": node.node_id, "route": meta.get("route_id"), "from": meta.get("expanded_from"),
-           "changed": {k: meta["tunables"][k] for k in meta.get("changed") or []},
-           **{k: d.get(k) for k in ("status", "latency_ms", "eager_ms", "compile_ms", "speedup_vs_eager",
-                                    "speedup_vs_compile", "fraction_of_limit", "limit_kind")},
-           "reasons": [r[:300] for r in d["reasons"][:3]]}
-    row["tunables"] = meta.get("tunables") or {}
-    return row
+    d, meta = verdict.to_dict(), proposal.meta
+    return {"id": node.node_id, "route": meta.get("route_id"), "from": meta.get("expanded_from"),
+            "changed": {k: meta["tunables"][k] for k in meta.get("changed") or []},
+            **{k: d.get(k) for k in VERDICT_KEYS}, "reasons": [r[:300] for r in d["reasons"][:3]],
+            "tunables": meta.get("tunables") or {}}
 
 
 def problem_row(candidates: list[dict]) -> dict:
@@ -36,12 +36,10 @@ def problem_row(candidates: list[dict]) -> dict:
         return {**out, "status": first.get("status", "no_candidate"), "reasons": first.get("reasons", [])}
     best = max(passed, key=lambda c: (c["speedup_vs_compile"] or c["speedup_vs_eager"] or 0, c["id"]))
     lat = sorted(c["latency_ms"] for c in passed if c["latency_ms"] is not None)
-    out.update(status="passed",
-               best={k: best[k] for k in ("id", "route", "latency_ms", "eager_ms", "compile_ms", "speedup_vs_eager",
-                                          "speedup_vs_compile", "fraction_of_limit", "limit_kind", "tunables")},
+    who = f"the best candidate ({best['route']})"
+    out.update(status="passed", best={k: best[k] for k in ("id", "route", *VERDICT_KEYS[1:], "tunables")},
                routes_passed=sorted({c["route"] for c in passed}),
-               against_compile=against_baseline(best["latency_ms"], best["compile_ms"], best["eager_ms"],
-                                                f"the best candidate ({best['route']})"))
+               against_compile=against_baseline(best["latency_ms"], best["compile_ms"], best["eager_ms"], who))
     if lat:
         out["spread_ms"] = {"min": lat[0], "median": statistics.median(lat), "max": lat[-1], "of": len(lat)}
     return out
@@ -80,20 +78,18 @@ def _f(x, fmt: str = ".2f") -> str:
 
 def table(rows: list[dict]) -> str:
     """The markdown table a run prints last."""
-    cols = ["problem", "status", "best route", "best ms", "compile ms", "x compile", "x eager", "of limit",
-            "passing min/median/max ms", "n"]
-    out = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    out = ["| " + " | ".join(TABLE_COLUMNS) + " |", "|" + "---|" * len(TABLE_COLUMNS)]
     for r in rows:
         b, s = r.get("best") or {}, r.get("spread_ms") or {}
-        limit = "-" if b.get("fraction_of_limit") is None else f"{b['fraction_of_limit']:.0%} {b.get('limit_kind')}"
-        spread = f"{_f(s.get('min'), '.4g')}/{_f(s.get('median'), '.4g')}/{_f(s.get('max'), '.4g')}" if s else "-"
+        frac = b.get("fraction_of_limit")
+        limit = "-" if frac is None else f"{frac:.0%} {b.get('limit_kind')}"
+        spread = "/".join(_f(s.get(k), ".4g") for k in ("min", "median", "max")) if s else "-"
         cells = [r["problem"], r.get("status", "-"), b.get("route", "-"), _f(b.get("latency_ms"), ".4g"),
                  _f(b.get("compile_ms"), ".4g"), _f(b.get("speedup_vs_compile")), _f(b.get("speedup_vs_eager")),
                  limit, spread, str(len(r.get("candidates") or []))]
         out.append("| " + " | ".join(cells) + " |")
     s = summary(rows)
-    out.append("")
-    out.append(f"{s['passed']}/{s['problems']} passed; geometric mean vs torch.compile {_f(s['geomean_vs_compile'])}x, "
-               f"vs eager {_f(s['geomean_vs_eager'])}x; {len(s['below_0.97_vs_compile'])} below {BELOW}x "
-               "torch.compile")
+    out += ["", (f"{s['passed']}/{s['problems']} passed; geometric mean vs torch.compile "
+                 f"{_f(s['geomean_vs_compile'])}x, vs eager {_f(s['geomean_vs_eager'])}x; "
+                 f"{len(s['below_0.97_vs_compile'])} below {BELOW}x torch.compile")]
     return "\n".join(out)

@@ -106,6 +106,11 @@ class OfflineProvider:
         except LoweringError as exc:
             why.append(f"general lowering: {exc}")
         routes += self._library_routes(request, why)
+        for route in [r for r in routes if r.meta.get("route") == "library"]:
+            refused = self._probe(request, route).refusal(route.default)
+            if refused:  # the kernel's own launcher refuses these shapes: no candidate would pass
+                routes.remove(route)
+                why.append(f"library: {route.meta['kernel_name']} refuses the spec: {refused}")
         return routes, why
 
     @staticmethod

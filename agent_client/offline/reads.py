@@ -103,6 +103,7 @@ class LaunchProbe:
         self.module_name = f"kkb_probe_{digest}"
         self._code = None
         self._cache: dict[str, Trace | None] = {}
+        self.refusals: dict[str, str] = {}  # point key -> the ValueError the candidate's own code raised
 
     def trace(self, point: dict) -> Trace | None:
         from agent_client.offline.tunables import key
@@ -111,9 +112,26 @@ class LaunchProbe:
         if k not in self._cache:
             try:
                 self._cache[k] = self._trace(point)
-            except Exception:  # noqa: BLE001 - any failure of a dry run means "unknown", never an error
+            except Exception as exc:  # noqa: BLE001 - any failure of a dry run means "unknown", never an error
                 self._cache[k] = None
+                if isinstance(exc, ValueError) and self._raised_here(exc):
+                    self.refusals[k] = str(exc)
         return self._cache[k]
+
+    def refusal(self, point: dict) -> str | None:
+        """The candidate's own refusal of the spec at `point` (its launcher raised ValueError, as the library's
+        launchers do for shapes they do not serve), or None."""
+        from agent_client.offline.tunables import key
+
+        self.trace(point)
+        return self.refusals.get(key(point))
+
+    def _raised_here(self, exc: BaseException) -> bool:
+        """Whether the exception was raised by a line of the candidate itself (not by torch or the fake mode)."""
+        tb = exc.__traceback__
+        while tb is not None and tb.tb_next is not None:
+            tb = tb.tb_next
+        return tb is not None and tb.tb_frame.f_code.co_filename == str(self.path)
 
     def _trace(self, point: dict) -> Trace:
         import torch
