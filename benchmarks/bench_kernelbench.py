@@ -55,11 +55,12 @@ class Deadline(Exception):
     """The run's --budget-s ran out while a candidate was being judged."""
 
 
-def read_problems(root: Path, levels: list[int], only: list[str], samples: list[str]) -> list[tuple[int, Path]]:
-    """(level, path) of the problems named (LEVEL/STEM, in --problems or sample files), else of whole levels."""
+def read_problems(root: Path, levels: list[int], only: list[str], samples: list[str]) -> list[tuple]:
+    """(level, path) of the problems named (LEVEL/STEM, in --problems or sample files), else of the levels."""
     names = list(only)
     for sample in samples:
-        names += [ln.strip() for ln in Path(sample).read_text().splitlines() if ln.strip() and not ln.startswith("#")]
+        lines = [ln.strip() for ln in Path(sample).read_text().splitlines()]
+        names += [ln for ln in lines if ln and not ln.startswith("#")]
     if names:
         out = []
         for name in dict.fromkeys(names):
@@ -69,8 +70,11 @@ def read_problems(root: Path, levels: list[int], only: list[str], samples: list[
                 raise SystemExit(f"bench_kernelbench: problem {name!r}: {path} does not exist")
             out.append((int(level), path))
         return out
-    return [(level, path) for level in levels
-            for path in sorted((root / f"level{level}").glob("*.py"), key=lambda p: int(p.stem.split("_")[0]))]
+    out = []
+    for level in levels:
+        found = sorted((root / f"level{level}").glob("*.py"), key=lambda p: int(p.stem.split("_")[0]))
+        out += [(level, p) for p in found]
+    return out
 
 
 def write_spec(level: int, path: Path, args, work: Path) -> tuple[Path, dict | None]:
@@ -92,8 +96,9 @@ def write_spec(level: int, path: Path, args, work: Path) -> tuple[Path, dict | N
 def _request(spec: Path, args, kb, parent=None, history=(), n: int = 1):
     from agent_client.proposals import ProposalRequest
 
-    return ProposalRequest(spec_path=spec, spec_source=spec.read_text(), backend="triton", accelerator=args.target,
-                           prompt="", parent=parent, n=n, kb=kb, device=args.device, history=list(history))
+    return ProposalRequest(spec_path=spec, spec_source=spec.read_text(), backend="triton", prompt="",
+                           accelerator=args.target, parent=parent, n=n, kb=kb, device=args.device,
+                           history=list(history))
 
 
 def prepare(spec: str, args, warm: bool) -> dict:
@@ -147,13 +152,14 @@ def prepass(specs: dict[str, Path], args, deadline: float) -> dict[str, dict]:
                 left = deadline - time.monotonic()
                 results[name] = fut.result(timeout=max(0.0, left) if left != float("inf") else None)
             except FutureTimeout:
-                print(f"[pre-pass] time's up after {time.monotonic() - t0:.0f} s: the rest compile when timed",
-                      flush=True)
+                print(f"[pre-pass] time's up after {time.monotonic() - t0:.0f} s: the rest compile when "
+                      "timed", flush=True)
                 break
             except Exception as exc:  # noqa: BLE001 - a crashed warm-up: the timed pass builds its routes
                 results[name] = {"crashed": f"{type(exc).__name__}: {str(exc)[:300]}"}
             warm = results[name].get("warm") or {}
-            said = results[name].get("crashed") or results[name].get("error") or "; ".join(warm.get("errors") or [])
+            got = results[name]
+            said = got.get("crashed") or got.get("error") or "; ".join(warm.get("errors", []))
             print(f"[pre-pass] {name}: {len(results[name].get('routes') or [])} routes, warm "
                   f"{warm.get('seconds', '-')} s {said[:200]}", flush=True)
     print(f"[pre-pass] done in {time.monotonic() - t0:.0f} s", flush=True)
@@ -165,7 +171,8 @@ def judge(pool, spec: Path, proposals: list, deadline: float | None) -> list:
     out = []
     for fut in futures:
         try:
-            out.append(fut.result(timeout=None if deadline is None else max(0.0, deadline - time.monotonic())))
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            out.append(fut.result(timeout=left))
         except FutureTimeout as exc:
             raise Deadline from exc
     return out
@@ -173,7 +180,7 @@ def judge(pool, spec: Path, proposals: list, deadline: float | None) -> list:
 
 def search_problem(name: str, spec: Path, args, pool, ready: dict | None, deadline: float | None,
                    per_candidate_s: float, share_s: float | None = None) -> dict:
-    """One problem's candidates through the harness: drafts, then expansions of the best (see the docstring)."""
+    """One problem's candidates through the harness: drafts, then expansions of the best (see the top)."""
     from agent_client.offline.library import CorpusLibrary
     from agent_client.offline.provider import OfflineProvider
     from agent_client.proposals import NodeView
@@ -206,7 +213,8 @@ def search_problem(name: str, spec: Path, args, pool, ready: dict | None, deadli
         for p, v in zip(proposals, verdicts):
             d = v.to_dict()
             fit = (d.get("speedup_vs_compile") or d.get("speedup_vs_eager") or 0.0) if v.passed else 0.0
-            tried.append((NodeView(f"c{len(tried) + 1}", p.code, d, p.meta.get("tunables", {}), p.meta, fit), p, v))
+            node = NodeView(f"c{len(tried) + 1}", p.code, d, p.meta.get("tunables", {}), p.meta, fit)
+            tried.append((node, p, v))
         if len(tried) >= budget or not args.search or args.first_pass:
             stop = "each route's default judged" if not args.search else f"--search {args.search} spent"
             break
@@ -239,19 +247,19 @@ def main() -> None:
     ap.add_argument("--search", type=int, default=0, help="candidates per problem (0: each route's default)")
     ap.add_argument("--library", default="", help="the library folder (default: corpus/kernels)")
     ap.add_argument("--timeout", type=float, default=0, help="seconds per candidate (0: the harness default)")
-    ap.add_argument("--trials", type=int, default=0, help="correctness trials per variant (0: the harness default)")
+    ap.add_argument("--trials", type=int, default=0, help="correctness trials a variant (0: harness default)")
     ap.add_argument("--max-timing-s", type=float, default=0, help="time cap of one timing loop (0: default)")
     ap.add_argument("--first-pass", action="store_true",
                     help="judge the routes in turn and stop at the first passing one (no timing on the CPU)")
-    ap.add_argument("--budget-s", type=float, default=0, help="stop cleanly by this many seconds (0: no limit)")
+    ap.add_argument("--budget-s", type=float, default=0, help="stop cleanly by these seconds (0: no limit)")
     ap.add_argument("--no-fair-share", action="store_true",
-                    help="with --budget-s, let each problem search to --search N (the rest wait for --resume)")
+                    help="with --budget-s, each problem searches to --search N (the rest wait for --resume)")
     ap.add_argument("--warm-workers", type=int, default=None,
                     help="pre-pass processes (default 12 on a GPU, none on the CPU; 0: no pre-pass)")
-    ap.add_argument("--warm-share", type=float, default=0.35, help="share of --budget-s the pre-pass may take")
+    ap.add_argument("--warm-share", type=float, default=0.35, help="share of --budget-s for the pre-pass")
     ap.add_argument("--compile-workers", type=int, default=2, help="harness processes compiling ahead (GPU)")
-    ap.add_argument("--cache-dir", default=str(DEFAULT_CACHE), help="Inductor and Triton caches, shared by all")
-    ap.add_argument("--resume", default="", help="a results file of an interrupted run to continue (and rewrite)")
+    ap.add_argument("--cache-dir", default=str(DEFAULT_CACHE), help="the Inductor and Triton caches (shared)")
+    ap.add_argument("--resume", default="", help="a results file of a run cut short: go on (and rewrite it)")
     ap.add_argument("--out", default="", help="write the results to this file")
     ap.add_argument("--out-dir", default="", help="or to kernelbench-<card>-<UTC>.json in this folder "
                     "(default benchmarks/results/; with --resume alone, the resumed file is rewritten)")
@@ -280,8 +288,8 @@ def main() -> None:
         rows = [r for r in json.loads(Path(args.resume).read_text()).get("problems", []) if "status" in r]
         out = out or (None if args.out_dir else Path(args.resume))
     done = {r["problem"] for r in rows}
-    problems = [(lv, p) for lv, p in read_problems(Path(args.kernelbench), args.levels, args.problems, args.sample)
-                if f"{lv}/{p.stem}" not in done]
+    named = read_problems(Path(args.kernelbench), args.levels, args.problems, args.sample)
+    problems = [(lv, p) for lv, p in named if f"{lv}/{p.stem}" not in done]
     work = Path(tempfile.mkdtemp(prefix="kkb-kernelbench-"))
     specs, scaled = {}, {}
     for level, path in problems:
@@ -296,7 +304,8 @@ def main() -> None:
     payload = {"device": args.device, "card": {"name": card.name, "id": card.id},
                "peaks": card.peaks.to_dict() if card.peaks else None, "search": args.search,
                "max_elements": args.max_elements, "max_flops": args.max_flops, "budget_s": args.budget_s,
-               "caches": caches, "config": config.to_dict(), "prepass_s": round(time.monotonic() - t_prepass, 1)}
+               "caches": caches, "config": config.to_dict(),
+               "prepass_s": round(time.monotonic() - t_prepass, 1)}
     per_candidate_s, cut = 15.0, []  # a first guess of a candidate's seconds, then the run's own average
 
     def save() -> Path:
@@ -315,7 +324,7 @@ def main() -> None:
             left = None if deadline is None else deadline - time.monotonic()
             if left is not None and left < per_candidate_s * 2 + 10:
                 cut = list(specs)[i:]
-                print(f"[bench] --budget-s: {len(cut)} problems not started (resume with --resume {out})", flush=True)
+                print(f"[bench] --budget-s: {len(cut)} problems not started (--resume {out})", flush=True)
                 break
             level = int(name.split("/")[0])
             row = {"problem": name, "level": level}
@@ -324,14 +333,15 @@ def main() -> None:
             if (ready.get(name) or {}).get("warm"):
                 row["warm"] = ready[name]["warm"]  # the pre-pass's seconds and what failed there
             try:
-                # a fair share of the time left, so that a sample ends within --budget-s: what a problem leaves
-                # unspent goes to the ones after it
+                # a fair share of the time left, so that a sample ends within --budget-s: what a problem
+                # leaves unspent goes to the ones after it
                 share = None if left is None or args.no_fair_share else (left - 10) / (len(specs) - i)
                 row["share_s"] = None if share is None else round(share, 1)
-                row.update(search_problem(name, spec, args, pool, ready.get(name), deadline, per_candidate_s, share))
+                row.update(search_problem(name, spec, args, pool, ready.get(name), deadline, per_candidate_s,
+                                          share))
             except Deadline:
                 cut = list(specs)[i:]
-                print(f"[bench] --budget-s ran out during {name}: stopped ({len(cut)} problems left)", flush=True)
+                print(f"[bench] --budget-s ran out in {name}: stopped, {len(cut)} problems left", flush=True)
                 pool.terminate()
                 stopped = True
                 break

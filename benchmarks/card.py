@@ -61,7 +61,8 @@ def _peaks(facts: dict):
     from harness import HardwarePeaks
 
     bw = facts.get("memory_bandwidth") or {}
-    bandwidth = float(bw["value"]) * _BANDWIDTH_UNITS[bw["unit"]] if bw.get("unit") in _BANDWIDTH_UNITS else None
+    unit = _BANDWIDTH_UNITS.get(bw.get("unit"))
+    bandwidth = float(bw["value"]) * unit if unit else None
     flops = {_DTYPES.get(k, k): float(v["value"]) * 1e12 for k, v in (facts.get("peak_tflops") or {}).items()
              if isinstance(v, dict) and v.get("unit") == "TFLOP/s"}
     return HardwarePeaks(bandwidth, flops)

@@ -112,22 +112,22 @@ class LaunchProbe:
         if k not in self._cache:
             try:
                 self._cache[k] = self._trace(point)
-            except Exception as exc:  # noqa: BLE001 - any failure of a dry run means "unknown", never an error
+            except Exception as exc:  # noqa: BLE001 - a failed dry run means "unknown", never an error
                 self._cache[k] = None
                 if isinstance(exc, ValueError) and self._raised_here(exc):
                     self.refusals[k] = str(exc)
         return self._cache[k]
 
     def refusal(self, point: dict) -> str | None:
-        """The candidate's own refusal of the spec at `point` (its launcher raised ValueError, as the library's
-        launchers do for shapes they do not serve), or None."""
+        """The candidate's own refusal of the spec at `point` (its launcher raised ValueError, as the
+        library's launchers do for shapes they do not serve), or None."""
         from agent_client.offline.tunables import key
 
         self.trace(point)
         return self.refusals.get(key(point))
 
     def _raised_here(self, exc: BaseException) -> bool:
-        """Whether the exception was raised by a line of the candidate itself (not by torch or the fake mode)."""
+        """Whether a line of the candidate itself raised the exception (not torch, not the fake mode)."""
         tb = exc.__traceback__
         while tb is not None and tb.tb_next is not None:
             tb = tb.tb_next

@@ -51,8 +51,9 @@ def _candidate(cid, route, status, latency, compile_ms, eager_ms=None):
 
 
 def test_a_problem_row_has_the_best_the_spread_and_both_times():
-    row = problem_row([_candidate("c1", "lowering", "passed", 2.0, 1.0), _candidate("c2", "library:k", "passed",
-                       1.25, 1.0), _candidate("c3", "library:k", "wrong", None, 1.0),
+    row = problem_row([_candidate("c1", "lowering", "passed", 2.0, 1.0),
+                       _candidate("c2", "library:k", "passed", 1.25, 1.0),
+                       _candidate("c3", "library:k", "wrong", None, 1.0),
                        _candidate("c4", "lowering", "passed", 4.0, 1.0)])
     assert row["status"] == "passed" and row["passed"] == 3
     assert row["best"]["id"] == "c2" and row["best"]["route"] == "library:k"
@@ -76,12 +77,14 @@ def _run(tmp_path: Path, sample: list[str], *extra: str) -> dict:
     (tmp_path / "sample.txt").write_text("# problems\n" + "\n".join(sample) + "\n")
     out = tmp_path / f"out-{len(sample)}"
     env = {**os.environ, "TRITON_INTERPRET": "1", "HF_HUB_OFFLINE": "1"}
-    done = subprocess.run([sys.executable, "benchmarks/bench_kernelbench.py", "--kernelbench", str(tmp_path / "kb"),
-                           "--device", "cpu", "--sample", str(tmp_path / "sample.txt"), "--search", "2",
+    done = subprocess.run([sys.executable, "benchmarks/bench_kernelbench.py", "--device", "cpu",
+                           "--kernelbench", str(tmp_path / "kb"), "--sample", str(tmp_path / "sample.txt"),
+                           "--search", "2",
                            "--cache-dir", str(tmp_path / "cache"), "--out-dir", str(out), *extra],
                           check=False, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
-    assert "passed; geometric mean vs torch.compile" in done.stdout.rstrip().splitlines()[-1]  # the table last
+    last = done.stdout.rstrip().splitlines()[-1]
+    assert "passed; geometric mean vs torch.compile" in last  # the table comes last
     [path] = list(out.glob("kernelbench-cpu-*.json"))
     return json.loads(path.read_text()) | {"_path": str(path)}
 

@@ -63,8 +63,8 @@ def test_a_kernel_that_refuses_the_spec_shapes_is_no_route(tmp_path):
     spec = tmp_path / "sdpa.py"
     spec.write_text(SOFTMAX.replace("torch.softmax(x, dim=1)", attention)
                     .replace("torch.rand(batch_size, dim)", "torch.rand(batch_size, 2, 8, 24)"))
-    request = ProposalRequest(spec_path=spec, spec_source=spec.read_text(), backend="triton", accelerator="h100",
-                              prompt="", parent=None, n=1, kb=CorpusLibrary())
+    request = ProposalRequest(spec_path=spec, spec_source=spec.read_text(), backend="triton", prompt="",
+                              accelerator="h100", parent=None, n=1, kb=CorpusLibrary())
     routes, why = OfflineProvider().routes(request)
     assert [r.id for r in routes] == ["lowering"]
     assert any("attention_fwd_triton refuses the spec" in w and "head_dim 24" in w for w in why), why
