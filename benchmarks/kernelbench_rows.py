@@ -61,6 +61,9 @@ def summary(rows: list[dict], not_reached: list[str] = ()) -> dict:
            "geomean_vs_eager": geomean([r["best"].get("speedup_vs_eager") for r in passed]),
            "below_0.97_vs_compile": sorted(k for k, x in comp.items() if x < BELOW),
            "candidates": sum(len(r.get("candidates") or []) for r in done)}
+    # where nothing beat torch.compile, both times
+    out["torch_compile_faster"] = {r["problem"]: r["against_compile"] for r in passed
+                                   if r["problem"] in comp and comp[r["problem"]] < 1.0}
     if comp:
         out["min_vs_compile"] = round(min(comp.values()), 4)
         out["at_or_above_1x"] = sum(1 for x in comp.values() if x >= 1.0)

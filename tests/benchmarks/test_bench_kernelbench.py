@@ -71,6 +71,8 @@ def test_the_summary_counts_losses_against_torch_compile():
     assert s["below_0.97_vs_compile"] == ["1/2", "1/3"]  # 1.0/1.1 and 1.0/2.0
     assert s["geomean_vs_compile"] == pytest.approx((2.0 * 1.0 / 1.1 * 0.5) ** 0.25, rel=1e-3)
     assert "1/9" in s["failed"] and "| 1/9 | wrong |" in table(rows)
+    assert sorted(s["torch_compile_faster"]) == ["1/2", "1/3"]  # both times said where compile wins
+    assert "1 ms against the best candidate (lowering)'s 2 ms" in s["torch_compile_faster"]["1/3"]
 
 
 def _run(tmp_path: Path, sample: list[str], *extra: str) -> dict:
