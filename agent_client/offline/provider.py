@@ -109,9 +109,9 @@ class OfflineProvider:
         routes += self._library_routes(request, why)
         for route in [r for r in routes if r.meta.get("route") == "library"]:
             refused = self._probe(request, route).refusal(route.default)
-            if refused:  # the kernel's own launcher refuses these shapes: no candidate would pass
+            if refused:  # its launcher refuses these shapes, or the adapted forward cannot run them
                 routes.remove(route)
-                why.append(f"library: {route.meta['kernel_name']} refuses the spec: {refused}")
+                why.append(f"library: {route.meta['kernel_name']} cannot run the spec: {refused}")
         return routes, why
 
     @staticmethod
