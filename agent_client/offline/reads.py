@@ -145,8 +145,8 @@ class LaunchProbe:
         limits = tuple(getattr(fake_tensor, n) for n in names if hasattr(fake_tensor, n))
         text = str(exc)
         return (type(exc) is RuntimeError and not isinstance(exc, limits) and ours in frames
-                and not any(word in text for word in ("CUDA", "compiled with", "data pointer", "FakeTensor",
-                                                      "fake", "meta", "backend")))
+                and not any(word in text for word in ("CUDA", "compiled with", "data pointer", "storage",
+                                                      "FakeTensor", "fake", "meta", "backend")))
 
     def _trace(self, point: dict) -> Trace:
         import torch
