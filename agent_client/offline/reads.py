@@ -143,10 +143,10 @@ class LaunchProbe:
             return bool(frames) and frames[-1] == ours
         names = ("DataDependentOutputException", "DynamicOutputShapeException", "UnsupportedOperatorException")
         limits = tuple(getattr(fake_tensor, n) for n in names if hasattr(fake_tensor, n))
-        text = str(exc)
+        text = str(exc).lower()
         return (type(exc) is RuntimeError and not isinstance(exc, limits) and ours in frames
-                and not any(word in text for word in ("CUDA", "compiled with", "data pointer", "storage",
-                                                      "FakeTensor", "fake", "meta", "backend")))
+                and not any(word in text for word in ("cuda", "compiled with", "linked with", "data pointer",
+                                                      "storage", "fake", "meta", "backend", "device")))
 
     def _trace(self, point: dict) -> Trace:
         import torch
