@@ -11,7 +11,7 @@ Usage: python3 benchmarks/bench_kernelbench.py --kernelbench PATH/KernelBench --
 PATH is a local copy of ScalingIntelligence/KernelBench (never committed here; results hold only problem
 names and numbers). Each problem goes through the offline provider (agent_client/offline), whose library
 routes read corpus/kernels through the one bundling function (agent_client/offline/library.py), and is
-judged by the harness on the card's peaks (benchmarks/card.py).
+judged by the harness on the card's nominal peaks (agent_client/card.py).
 
 On a GPU, before anything is timed, a pre-pass in parallel processes builds each problem's routes and warms
 the compile caches (torch.compile's baseline and the first candidates, benchmarks/warm.py), sharing the
@@ -43,7 +43,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.card import card_of
 from benchmarks.common import write_results
 from benchmarks.kernelbench_rows import candidate_row, problem_row, summary, table
 
@@ -272,9 +271,11 @@ def main() -> None:
     from benchmarks.warm import share_compile_caches
 
     caches = share_compile_caches(Path(args.cache_dir))  # before any process starts: they all inherit it
-    from harness import EvalConfig, WorkerPool
+    from agent_client.card import card_peaks
+    from harness import EvalConfig, HardwarePeaks, WorkerPool
 
-    card = card_of(args.device)
+    card = card_peaks(args.device)
+    peaks = HardwarePeaks.from_dict(card.hardware_peaks()) if not cpu else None
     overrides = {k: v for k, v in (("timeout_s", args.timeout), ("trials", args.trials),
                                    ("max_timing_s", args.max_timing_s)) if v}
     if cpu and args.first_pass:  # the interpreter's times mean nothing: check correctness only
@@ -301,8 +302,7 @@ def main() -> None:
     if args.warm_workers > 0 and specs:
         share = args.warm_share * args.budget_s if args.budget_s else float("inf")
         ready = prepass(specs, args, time.monotonic() + share)
-    payload = {"device": args.device, "card": {"name": card.name, "id": card.id},
-               "peaks": card.peaks.to_dict() if card.peaks else None, "search": args.search,
+    payload = {"device": args.device, "peaks": peaks.to_dict() if peaks else None, "search": args.search,
                "max_elements": args.max_elements, "max_flops": args.max_flops, "budget_s": args.budget_s,
                "caches": caches, "config": config.to_dict(),
                "prepass_s": round(time.monotonic() - t_prepass, 1)}
@@ -313,11 +313,11 @@ def main() -> None:
                 "elapsed_s": round(time.monotonic() - t0, 1),
                 # spec baselines found in the harness's cache (an earlier run's) against those measured now
                 "baselines": {"cached": pool.baselines.hits, "measured": pool.baselines.measured}}
-        return write_results(f"kernelbench-{card.id}", data, packages=["torch", "triton"], path=out,
+        return write_results("kernelbench", data, packages=["torch", "triton"], path=out, card=card,
                              folder=Path(args.out_dir) if args.out_dir else None)
 
     compile_workers = 0 if cpu else args.compile_workers
-    pool = WorkerPool([args.device], config=config, peaks=card.peaks, compile_workers=compile_workers)
+    pool = WorkerPool([args.device], config=config, peaks=peaks, compile_workers=compile_workers)
     stopped = False
     try:
         for i, (name, spec) in enumerate(specs.items()):

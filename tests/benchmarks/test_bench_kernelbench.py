@@ -97,7 +97,7 @@ def test_a_sample_runs_and_resumes_on_the_cpu(tmp_path):
         (tmp_path / "kb" / f"level{level}").mkdir(parents=True, exist_ok=True)
         (tmp_path / "kb" / f"level{level}" / f"{name}.py").write_text(source)
     first = _run(tmp_path, ["1/23_Softmax", "1/19_ReLU"])
-    assert first["card"] == {"name": "cpu", "id": "cpu"} and first["search"] == 2
+    assert first["card"]["short_id"] == "cpu" and first["search"] == 2
     rows = {r["problem"]: r for r in first["problems"]}
     assert set(rows) == {"1/23_Softmax", "1/19_ReLU"}
     softmax = rows["1/23_Softmax"]
