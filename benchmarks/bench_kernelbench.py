@@ -54,6 +54,10 @@ class Deadline(Exception):
     """The run's --budget-s ran out while a candidate was being judged."""
 
 
+class ProblemCut(Exception):
+    """One problem's candidates took far more than its share: the run goes on without waiting for them."""
+
+
 def read_problems(root: Path, levels: list[int], only: list[str], samples: list[str]) -> list[tuple]:
     """(level, path) of the problems named (LEVEL/STEM, in --problems or sample files), else of the levels."""
     names = list(only)
@@ -165,15 +169,17 @@ def prepass(specs: dict[str, Path], args, deadline: float) -> dict[str, dict]:
     return results
 
 
-def judge(pool, spec: Path, proposals: list, deadline: float | None) -> list:
+def judge(pool, spec: Path, proposals: list, deadline: float | None, cap: float | None = None) -> list:
+    """Verdicts of `proposals`; Deadline at the run's deadline, ProblemCut at the problem's `cap` (monotonic
+    seconds) when that comes first."""
     futures = [pool.submit(spec, p.code, "triton") for p in proposals]
+    until = min((t for t in (deadline, cap) if t is not None), default=None)
     out = []
     for fut in futures:
         try:
-            left = None if deadline is None else max(0.0, deadline - time.monotonic())
-            out.append(fut.result(timeout=left))
+            out.append(fut.result(timeout=None if until is None else max(0.0, until - time.monotonic())))
         except FutureTimeout as exc:
-            raise Deadline from exc
+            raise (ProblemCut if until == cap and cap != deadline else Deadline) from exc
     return out
 
 
@@ -197,18 +203,27 @@ def search_problem(name: str, spec: Path, args, pool, ready: dict | None, deadli
     if not routes:
         return {**info, "status": "no_candidate", "reasons": why}
     budget = max(args.search, 1) if args.search else len(routes)
+    # a problem far beyond its share (a profile or a candidate that takes minutes) is left, not waited for
+    cap = None if share_s is None else t0 + max(4 * share_s, 120.0)
     tried: list = []  # (node view, proposal, verdict)
     proposals = provider.propose(_request(spec, args, kb, n=first_round(args, routes)))
     stop = ""
     while proposals:
-        if args.first_pass:  # one passing route answers the question: the rest are judged only if it fails
-            verdicts = []
-            for p in proposals:
-                verdicts += judge(pool, spec, [p], deadline)
-                if verdicts[-1].status.value == "passed":
-                    break
-        else:
-            verdicts = judge(pool, spec, proposals, deadline)
+        try:
+            if args.first_pass:  # one passing route answers the question: the rest only if it fails
+                verdicts = []
+                for p in proposals:
+                    verdicts += judge(pool, spec, [p], deadline, cap)
+                    if verdicts[-1].status.value == "passed":
+                        break
+            else:
+                verdicts = judge(pool, spec, proposals, deadline, cap)
+        except ProblemCut:
+            stop = f"cut at {cap - t0:.0f} s, four times its share: the harness's workers were restarted"
+            done = problem_row([candidate_row(*t) for t in tried]) if tried else {"status": "timeout",
+                                                                                  "reasons": [stop]}
+            return {**info, **done, "search_stop": stop, "pool_stuck": True,
+                    "elapsed_s": round(time.monotonic() - t0, 1)}
         for p, v in zip(proposals, verdicts):
             d = v.to_dict()
             fit = (d.get("speedup_vs_compile") or d.get("speedup_vs_eager") or 0.0) if v.passed else 0.0
@@ -273,6 +288,7 @@ def main() -> None:
     caches = share_compile_caches(Path(args.cache_dir))  # before any process starts: they all inherit it
     from agent_client.card import card_peaks
     from harness import EvalConfig, HardwarePeaks, WorkerPool
+    from harness.baselines import BaselineCache
 
     card = card_peaks(args.device)
     peaks = HardwarePeaks.from_dict(card.hardware_peaks()) if not cpu else None
@@ -312,12 +328,19 @@ def main() -> None:
         data = {**payload, "summary": summary(rows, not_reached=cut), "problems": rows,
                 "elapsed_s": round(time.monotonic() - t0, 1),
                 # spec baselines found in the harness's cache (an earlier run's) against those measured now
-                "baselines": {"cached": pool.baselines.hits, "measured": pool.baselines.measured}}
+                "baselines": {"cached": baselines.hits, "measured": baselines.measured}}
         return write_results("kernelbench", data, packages=["torch", "triton"], path=out, card=card,
                              folder=Path(args.out_dir) if args.out_dir else None)
 
     compile_workers = 0 if cpu else args.compile_workers
-    pool = WorkerPool([args.device], config=config, peaks=peaks, compile_workers=compile_workers)
+
+    baselines = BaselineCache()  # one for the run, whatever pools judge it (on disk: shared with earlier runs)
+
+    def new_pool() -> WorkerPool:
+        return WorkerPool([args.device], config=config, peaks=peaks, compile_workers=compile_workers,
+                          baselines=baselines)
+
+    pool = new_pool()
     stopped = False
     try:
         for i, (name, spec) in enumerate(specs.items()):
@@ -348,6 +371,9 @@ def main() -> None:
             except Exception as exc:  # noqa: BLE001 - one problem's failure is a row, not the end of the run
                 row.update(status="error", reasons=[f"{type(exc).__name__}: {exc}"[:400],
                                                     traceback.format_exc()[-600:]])
+            if row.pop("pool_stuck", False):  # its evaluations still run: stop them, go on with fresh workers
+                pool.terminate()
+                pool = new_pool()
             rows.append(row)
             n = len(row.get("candidates") or [])
             if n and row.get("elapsed_s"):

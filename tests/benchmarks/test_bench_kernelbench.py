@@ -108,3 +108,49 @@ def test_a_sample_runs_and_resumes_on_the_cpu(tmp_path):
     again = {r["problem"]: r for r in second["problems"]}
     assert again["1/23_Softmax"] == softmax  # kept, not judged again
     assert again["2/1_Sum"]["status"] == "passed" and second["summary"]["problems"] == 3
+
+
+SLOW = """import time
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _relu(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, tl.maximum(tl.load(x_ptr + offs, mask=offs < n), 0.0), mask=offs < n)
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        end = time.perf_counter() + 60  # far slower than any share of a run
+        while time.perf_counter() < end:
+            pass
+        y = torch.empty_like(x)
+        _relu[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), BLOCK=1024)
+        return y
+"""
+
+
+def test_a_problem_past_its_cap_is_left_and_the_run_deadline_ends_the_run(tmp_path):
+    from types import SimpleNamespace
+
+    from benchmarks.bench_kernelbench import Deadline, ProblemCut, judge
+    from harness import EvalConfig, WorkerPool
+
+    spec = tmp_path / "relu.py"
+    spec.write_text(RELU)
+    slow = [SimpleNamespace(code=SLOW)]
+    config = EvalConfig.for_cpu_tests(time_candidate=False, time_eager_baseline=False, timeout_s=120)
+    with WorkerPool(["cpu"], config=config) as pool:
+        now = __import__("time").monotonic()
+        with pytest.raises(ProblemCut):
+            judge(pool, spec, slow, deadline=now + 600, cap=now + 3)
+        pool.terminate()
+    with WorkerPool(["cpu"], config=config) as pool:
+        now = __import__("time").monotonic()
+        with pytest.raises(Deadline):
+            judge(pool, spec, slow, deadline=now + 3, cap=now + 600)
+        pool.terminate()
