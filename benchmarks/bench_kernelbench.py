@@ -322,7 +322,7 @@ def main() -> None:
                "max_elements": args.max_elements, "max_flops": args.max_flops, "budget_s": args.budget_s,
                "caches": caches, "config": config.to_dict(),
                "prepass_s": round(time.monotonic() - t_prepass, 1)}
-    per_candidate_s, cut = 15.0, []  # a first guess of a candidate's seconds, then the run's own average
+    per_candidate_s, cut = 10.0, []  # a first guess of a candidate's seconds, then the run's own average
 
     def save() -> Path:
         data = {**payload, "summary": summary(rows, not_reached=cut), "problems": rows,
