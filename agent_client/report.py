@@ -111,7 +111,8 @@ def _num(value, fmt: str = "{:.3f}") -> tuple[str, str]:
 def _row(node: Node) -> str:
     v = node.verdict or {}
     outcome = node.outcome
-    cells = [("", E(node.id)), ("", E(", ".join(node.parent_ids) or "-")), ("", E(node.kind))]
+    cells = [("", E(node.id)), ("", E(", ".join(node.parent_ids) or "-")), ("", E(node.kind)),
+             ("", E(str(node.meta.get("route_id") or node.meta.get("route") or "-")))]
     cls = "passed" if outcome == "passed" else "fail"
     cells.append(("", f'<span class="{cls}">{E(outcome)}</span>'))
     for key in ("speedup_vs_eager", "speedup_vs_compile", "latency_ms"):

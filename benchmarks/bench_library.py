@@ -23,20 +23,18 @@ Prints the markdown table last (also: --table FILES).
 from __future__ import annotations
 
 import argparse
-import ast
 import json
 import math
 import platform
 import sys
 import tempfile
 import time
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
-from multiprocessing import get_context
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+from agent_client.offline.tunables import set_tunables
 from ingest.bundle import bundled_source
 
 KERNELS = REPO / "corpus" / "kernels"
@@ -48,18 +46,6 @@ class Task:
     family: str
     spec_path: Path  # the spec the harness loads (a tiny copy with --tiny)
     source: str  # kernel.py bundled (ingest/bundle.py), its TUNABLES literal replaced when --tunables names this spec
-
-
-def with_tunables(source: str, overrides: dict) -> str:
-    """kernel.py source with its module-level `TUNABLES = {...}` literal updated by `overrides`."""
-    tree = ast.parse(source)
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "TUNABLES" for t in node.targets):
-            merged = {**ast.literal_eval(node.value), **overrides}
-            lines = source.splitlines(keepends=True)
-            new = f"TUNABLES = {merged!r}\n"
-            return "".join(lines[: node.lineno - 1] + [new] + lines[node.end_lineno:])
-    raise ValueError("kernel source has no module-level TUNABLES dict literal to rewrite")
 
 
 # Specs measured first (a run cut short by a time limit keeps these): one headline spec per family.
@@ -95,7 +81,7 @@ def library_tasks(families: list[str], tiny: bool, tunables: dict[str, dict], on
             path = spec
             if tiny:
                 path = tiny_copy(spec, tiny_dir)
-            src = with_tunables(source, tunables[spec.stem]) if spec.stem in tunables else source
+            src = set_tunables(source, tunables[spec.stem]) if spec.stem in tunables else source
             tasks.append(Task(family, path, src))
     rank = {name: i for i, name in enumerate(PRIORITY)}
     return sorted(tasks, key=lambda t: rank.get(t.spec_path.stem, len(rank)))
@@ -119,43 +105,6 @@ def spec_shape(spec_path: Path) -> tuple[str, str]:
     shape = ", ".join("x".join(str(s) for s in t.shape) for t in tensors)
     dtype = spec.dtype or next((str(t.dtype) for t in tensors if t.is_floating_point()), "-")
     return shape, dtype.removeprefix("torch.")
-
-
-def prewarm(spec_path: str, source: str, device: str, compile_baseline: bool) -> str:
-    """Run in a spawned process: compile the torch.compile baseline (default variant, as the harness
-    profiles it) and the candidate on every variant, filling the on-disk caches. Returns an error or ''."""
-    import importlib.util
-
-    import torch
-
-    sys.path.insert(0, str(REPO))
-    from harness.spec import build_model, load_spec, make_inputs
-
-    spec = load_spec(spec_path)
-    errors = []
-    if compile_baseline:
-        try:
-            variant = spec.variants[0]
-            model = build_model(spec.module.Model, spec, variant, 0, device)
-            torch.compile(model)(*make_inputs(spec, variant, 0, device))
-        except Exception as exc:  # noqa: BLE001 - the harness will report it in the profile
-            errors.append(f"compile baseline: {type(exc).__name__}: {str(exc)[:200]}")
-    path = Path(tempfile.mkdtemp(prefix="kkb_prewarm_")) / "candidate.py"
-    path.write_text(source)
-    try:
-        loader = importlib.util.spec_from_file_location("kkb_prewarm_candidate", path)
-        module = importlib.util.module_from_spec(loader)
-        loader.loader.exec_module(module)
-        for variant in spec.variants:
-            model = build_model(module.ModelNew, spec, variant, 0, device)
-            model(*make_inputs(spec, variant, 0, device))
-        if device.startswith("cuda"):
-            torch.cuda.synchronize()
-    except Exception as exc:  # noqa: BLE001 - the harness will classify it
-        errors.append(f"candidate: {type(exc).__name__}: {str(exc)[:200]}")
-    if device.startswith("cuda"):
-        torch.cuda.empty_cache()  # this process stays alive for the next spec: give the memory back
-    return "; ".join(errors)
 
 
 def row_of(task: Task, verdict, peaks) -> dict:
@@ -289,11 +238,17 @@ def run(args) -> int:
     t0 = time.time()
     print(f"[bench_library] {len(tasks)} specs of {','.join(families)} on {device}", flush=True)
     warm: dict[str, object] = {}  # spec name -> Future of its warm-up (GPU only)
-    ex = None
+    pool_warm = None
     if not cpu and args.prewarm_workers > 0:
-        ex = ProcessPoolExecutor(args.prewarm_workers, mp_context=get_context("spawn"))
-        warm = {t.spec_path.stem: ex.submit(prewarm, str(t.spec_path), t.source, device,
-                                            config.time_compile_baseline) for t in tasks}
+        from benchmarks.warm import WarmPool, free_bytes, warm_spec
+        from harness.memory import estimate_footprint
+        from harness.spec import load_spec
+
+        pool_warm = WarmPool(args.prewarm_workers, int(0.85 * free_bytes(device)))
+        for t in tasks:
+            need = estimate_footprint(load_spec(t.spec_path), config, device).compile_bytes
+            warm[t.spec_path.stem] = pool_warm.submit(need, warm_spec, str(t.spec_path), [t.source], device,
+                                                      config.time_compile_baseline)
     info = {**machine(device), "card": card.to_dict()}
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     out = Path(args.out) if args.out else RESULTS / f"library-{card.short_id}-{args.label}-{stamp}.json"
@@ -333,15 +288,13 @@ def run(args) -> int:
                 skipped.append(t.spec_path.stem)
                 continue
             if t.spec_path.stem in warm:
-                err = warm[t.spec_path.stem].exception() or warm[t.spec_path.stem].result()
+                fut = warm[t.spec_path.stem]
+                err = fut.exception() or "; ".join(fut.result()["errors"])
                 print(f"[bench_library] warm {t.spec_path.stem}: {err or 'ok'} ({time.time() - t0:.0f} s)",
                       flush=True)
             record(t, pool.submit(t.spec_path, t.source, "triton"))
-    if ex is not None:
-        procs = list((getattr(ex, "_processes", None) or {}).values())  # before shutdown clears it
-        ex.shutdown(wait=False, cancel_futures=True)
-        for proc in procs:  # our own warm-up processes only
-            proc.terminate()
+    if pool_warm is not None:
+        pool_warm.close()
     if skipped:
         print(f"[bench_library] time budget of {args.budget_s:.0f} s: skipped {', '.join(skipped)}", flush=True)
     print(f"[bench_library] wrote {out.relative_to(REPO) if out.is_relative_to(REPO) else out} "

@@ -95,9 +95,10 @@ def results_name(name: str, card=None, now: dt.datetime | None = None) -> str:
 
 
 def write_results(name: str, payload: dict, packages: Iterable[str] = (), path: Path | None = None,
-                  card=None) -> Path:
+                  card=None, folder: Path | None = None) -> Path:
     """Write one results file and return its path (`path`: rewrite that file, for runs saved as they go;
-    `card`: the device the run measured, which names the file and is recorded)."""
+    `card`: the device the run measured, which names the file and is recorded; `folder`: where a new file
+    goes, default benchmarks/results/)."""
     now = dt.datetime.now(dt.UTC)
     card = card_of(card)
     record = {
@@ -110,7 +111,8 @@ def write_results(name: str, payload: dict, packages: Iterable[str] = (), path: 
         "versions": versions(packages),
         **payload,
     }
-    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
-    path = path or RESULTS_DIR / results_name(name, card, now)
+    folder = folder or RESULTS_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    path = path or folder / results_name(name, card, now)
     path.write_text(json.dumps(record, indent=2) + "\n")
     return path

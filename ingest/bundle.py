@@ -10,16 +10,14 @@ is, with the repository on sys.path). A candidate is one file, so each such stat
 module: the imports it needs that the kernel does not already make, then its code, between two marker
 comments. Modules that import modules are inlined the same way, each once. The folders are found from the
 kernel's own path (`..`), so a copy of the corpus, or the installed package, bundles the same. Standard
-library only: benchmarks on a bare CUDA machine use it too.
+library only (import_bundled imports through the harness): benchmarks on a bare CUDA machine use it too.
 """
 
 from __future__ import annotations
 
 import ast
 import hashlib
-import importlib.util
 import os
-import sys
 import tempfile
 from pathlib import Path
 
@@ -43,10 +41,10 @@ def import_bundled(kernel: Path, prefix: str):
     """The kernel's bundled source imported as a module named from `prefix` and the source's digest (the
     same module again for the same prefix and source), from a file in a temporary folder: Triton reads a
     jit function's source from the file that defines it."""
+    from harness.spec import import_file
+
     source = bundled_source(kernel)
     name = f"{prefix}_{hashlib.sha256(source.encode()).hexdigest()[:10]}"
-    if name in sys.modules:
-        return sys.modules[name]
     folder = Path(tempfile.gettempdir()) / f"kkb-bundled-{_user()}"
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{name}.py"
@@ -54,15 +52,7 @@ def import_bundled(kernel: Path, prefix: str):
         partial = folder / f"{name}.{os.getpid()}.tmp"
         partial.write_text(source, encoding="utf-8")
         os.replace(partial, path)
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)
-    except BaseException:
-        sys.modules.pop(name, None)
-        raise
-    return module
+    return import_file(path, prefix)
 
 
 def _user() -> str:
@@ -74,10 +64,22 @@ def _user() -> str:
         return "anyone"
 
 
-def bundle(source: str, kernels_dir: Path, origin: str = "<kernel>") -> str:
+def library_dir() -> Path:
+    """The library that ships with kernelkb: `kernels/` of the installed corpus package, or of the checkout's."""
+    try:
+        from kernelkb_corpus import CORPUS_DIR
+    except ImportError:
+        from corpus import CORPUS_DIR
+    return Path(CORPUS_DIR) / "kernels"
+
+
+def bundle(source: str, kernels_dir: Path | None = None, origin: str = "<kernel>") -> str:
+    """`source` with its `corpus.kernels.*` imports inlined from `kernels_dir` (default: library_dir()); a
+    source that imports none (already bundled, or self-contained) comes back unchanged."""
     tree = ast.parse(source, filename=origin)
     if not any(_is_shared(node) for node in tree.body):
         return source
+    kernels_dir = kernels_dir or library_dir()
     present = {_text(source, node) for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))}
     lines = source.splitlines(keepends=True)
     out, done, last = [], set(), 0

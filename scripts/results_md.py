@@ -211,7 +211,7 @@ def _kernelbench_run(device: str, path: Path) -> list[str]:
               if failed else ["", "No problem failed."])
     timed = [r for r in d["problems"] if r.get("status") == "passed" and (r.get("best") or {}).get("latency_ms")]
     if timed and device == "gpu":
-        rows = [[f"`{r['problem']}`", r["best_route"], f(r["best"]["latency_ms"], ".4f"),
+        rows = [[f"`{r['problem']}`", r.get("best_route") or r["best"].get("route"), f(r["best"]["latency_ms"], ".4f"),
                  f(r["best"]["speedup_vs_eager"], ".2f"), f(r["best"]["speedup_vs_compile"], ".2f")] for r in timed]
         fast = ", ".join(f"p={k}: {v:.2f}" for k, v in (s.get("fast_p_vs_compile") or {}).items())
         parts += ["", table(["problem", "best route", "ms", "x eager", "x torch.compile"], rows), "",
@@ -220,13 +220,22 @@ def _kernelbench_run(device: str, path: Path) -> list[str]:
     return parts
 
 
+def newest_kernelbench(device: str) -> Path | None:
+    """The newest run of bench_kernelbench on the CPU (kernelbench-cpu-*) or on a GPU: kernelbench-gpu-* of
+    older runs, kernelbench-<card>-* (h100, h200, ...) since runs name their card."""
+    if device == "cpu":
+        return newest("kernelbench-cpu-*.json")
+    return newest("kernelbench-*.json", where=lambda d: (d.get("card") or {}).get("short_id", "gpu") != "cpu"
+                  and d.get("name", "").startswith("kernelbench-") and d.get("device", "cpu") != "cpu")
+
+
 def kernelbench() -> str:
     parts = ["## KernelBench through the offline mode", "",
              ("`python3 benchmarks/bench_kernelbench.py`: KernelBench's problems as published (a local copy; only "
               "problem names and numbers are committed), each through the offline provider's routes (the general "
               "lowering and the library's kernels), judged by the harness.")]
     for device, title in (("cpu", "CPU (Triton interpreter, reduced sizes)"), ("gpu", "GPU")):
-        path = newest(f"kernelbench-{device}-*.json")
+        path = newest_kernelbench(device)
         parts += ["", f"### {title}", ""]
         parts += _kernelbench_run(device, path) if path else [f"No `kernelbench-{device}-*.json` is committed yet."]
     extra = (("level3", "CPU, level 3 (full models; a subset, reduced sizes)"),
@@ -341,10 +350,11 @@ def headline() -> str:
          f"({link(kb_file, '')})."),
     ]
     for device in ("cpu", "gpu"):
-        path = newest(f"kernelbench-{device}-*.json")
+        path = newest_kernelbench(device)
         if path:
             d = load(path)
-            where = ("the Triton interpreter" if device == "cpu" else "an H200") + (
+            card = (d.get("card") or {}).get("name") or "an H200"  # files before the card was recorded: an H200
+            where = ("the Triton interpreter" if device == "cpu" else card) + (
                 ", sizes scaled down" if d.get("max_elements") else "")
             lines.append(f"- KernelBench through the offline mode, on {where}: {d['summary']['passed']} of the "
                          f"{d['summary']['problems']} problems it ran pass ({link(path, '')}).")

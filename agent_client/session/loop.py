@@ -76,6 +76,7 @@ class Tuner:
         self.inflight: dict[Future, str] = {}
         self.provider_failures = 0
         self.exhausted = False
+        self.stop_note = ""  # why the provider proposed nothing more, when it says
         self.best: Node | None = None
         self.since_best = 0  # evaluated nodes since the best improved
         self.log: list[str] = []  # recent events for the live view
@@ -204,7 +205,9 @@ class Tuner:
         self.provider_failures = 0
         if not proposals:
             self.exhausted = True
-            self.store.set_request_error(step, "the provider returned no proposal")
+            note = getattr(self.provider, "stop_note", "")  # e.g. the offline search at the hardware limit
+            self.store.set_request_error(step, "the provider returned no proposal" + (f": {note}" if note else ""))
+            self.stop_note = note
             return
         for proposal in proposals[:remaining]:
             self._add_node(step, kind, parent, proposal)
@@ -317,5 +320,5 @@ class Tuner:
             time_to_best_s=(best.evaluated_at - created) if best and best.evaluated_at else None,
             elapsed_s=time.monotonic() - self._t0, written_kernels=written,
             failures={k: c for k, c in outcomes.items() if k not in ("passed", "pending")},
-            conclusion=conclusion(best, nodes),
+            conclusion=conclusion(best, nodes) + (f" The search stopped: {self.stop_note}." if self.stop_note else ""),
         )

@@ -114,6 +114,22 @@ def stand_in_verdict(status: str, reasons: list[str]) -> dict:
             "speedup_vs_compile": None, "limit_kind": None, "fraction_of_limit": None, "diagnostics": {}}
 
 
+def against_baseline(latency_ms: float | None, compile_ms: float | None, eager_ms: float | None,
+                     who: str) -> str:
+    """One sentence with both times: `who` against torch.compile (against eager where compile was not timed)."""
+    if latency_ms is not None and compile_ms is not None:
+        if latency_ms <= compile_ms:
+            return (f"{who} runs in {latency_ms:.4g} ms against torch.compile's {compile_ms:.4g} ms "
+                    f"({speedup_text(compile_ms / latency_ms)}): use it.")
+        return (f"torch.compile is faster: {compile_ms:.4g} ms against {who}'s {latency_ms:.4g} ms "
+                f"({speedup_text(compile_ms / latency_ms)}); keep torch.compile.")
+    if latency_ms is not None and eager_ms is not None:
+        return (f"{who} runs in {latency_ms:.4g} ms against eager's {eager_ms:.4g} ms "
+                f"({speedup_text(eager_ms / latency_ms)}); torch.compile was not timed here, so nothing is claimed "
+                "against it.")
+    return f"{who} was not timed."
+
+
 def conclusion(best: Node | None, nodes: list[Node]) -> str:
     """What a user should do after the session, with both timings: never a winner slower than torch.compile."""
     routes = next((n.meta for n in nodes if n.meta.get("general_lowering_only") is not None), None)
@@ -123,17 +139,8 @@ def conclusion(best: Node | None, nodes: list[Node]) -> str:
     if best is None:
         return "No candidate passed: keep the reference (or torch.compile)." + served
     v = best.verdict or {}
-    lat, comp, eager = v.get("latency_ms"), v.get("compile_ms"), v.get("eager_ms")
-    if best.fitness_basis == "compile" and comp is not None and lat is not None:
-        if best.fitness >= 1.0:
-            text = (f"{best.id} runs in {lat:.4g} ms against torch.compile's {comp:.4g} ms "
-                    f"({speedup_text(best.fitness)}): use it.")
-        else:
-            text = (f"torch.compile is faster: {comp:.4g} ms against the best candidate's {lat:.4g} ms "
-                    f"({best.id}, {speedup_text(best.fitness)}); keep torch.compile for this spec.")
-    elif lat is not None and eager is not None:
-        text = (f"{best.id} runs in {lat:.4g} ms against eager's {eager:.4g} ms ({speedup_text(best.fitness)}); "
-                "torch.compile was not timed here, so nothing is claimed against it.")
-    else:
-        text = f"{best.id} is the best candidate ({speedup_text(best.fitness)})."
-    return text + served
+    route = best.meta.get("route_id")
+    who = f"{best.id}" + (f" (route {route})" if route else "")
+    if v.get("latency_ms") is None:
+        return f"{who} is the best candidate ({speedup_text(best.fitness)})." + served
+    return against_baseline(v.get("latency_ms"), v.get("compile_ms"), v.get("eager_ms"), who) + served

@@ -47,10 +47,10 @@ SEARCH_S = 110  # no new spec's search starts after this: checks and timing need
 
 def search(name: str, work: Path, device: str, budget: int, pool) -> dict:
     """The offline provider's drafts for one spec, judged; the best passing one."""
+    from agent_client.offline.library import CorpusLibrary
     from agent_client.offline.provider import OfflineProvider
     from agent_client.proposals import ProposalRequest
     from agent_client.shipping.variants import spec_at
-    from benchmarks.bench_kernelbench import CorpusKernels
 
     path, gpu_sizes, cpu_sizes = SPECS[name]
     sizes = cpu_sizes if device == "cpu" else gpu_sizes
@@ -58,7 +58,7 @@ def search(name: str, work: Path, device: str, budget: int, pool) -> dict:
     spec_file.write_text(spec_at((REPO / path).read_text(), sizes, drop_variants=False))
     request = ProposalRequest(spec_path=spec_file, spec_source=spec_file.read_text(), backend="triton",
                               accelerator="h200", prompt="", parent=None, n=budget,
-                              kb=CorpusKernels(REPO / "corpus" / "kernels"), device=device)
+                              kb=CorpusLibrary(), device=device)
     proposals = OfflineProvider(drafts_per_kernel=2).propose(request)
     verdicts = pool.evaluate_many([(spec_file, p.code, "triton") for p in proposals])
     tried = []

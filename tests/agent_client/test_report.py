@@ -61,3 +61,14 @@ def test_report_json_names_the_page(tuned_session, tmp_path):
     result = CliRunner().invoke(app, ["report", "relu-one", "--home", str(home), "-o", str(out), "--json"])
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout) == {"session": "relu-one", "output": str(out)} and out.stat().st_size > 0
+
+
+def test_a_candidate_row_names_its_route():
+    from agent_client.report import _row
+    from agent_client.session.records import Node
+
+    node = Node(id="n0002", step=1, parent_ids=["n0001"], kind="expand", code="", response="",
+                meta={"route_id": "library:softmax_rows_triton"}, status="evaluated",
+                verdict={"status": "passed", "latency_ms": 1.0}, fitness=1.2)
+    cells = _row(node).split("<td")
+    assert "library:softmax_rows_triton</td>" in cells[4]  # after node, parents and kind

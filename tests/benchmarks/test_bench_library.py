@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.bench_library import tunables_of, with_tunables
+from benchmarks.bench_library import tunables_of
 
 
 def test_sweep_best_gives_the_config_alone():
@@ -15,11 +15,6 @@ def test_sweep_best_gives_the_config_alone():
 
 def test_plain_map_is_taken_as_it_is():
     assert tunables_of({"softmax_wide_rows": {"BLOCK_LOOP": 8192}}) == {"softmax_wide_rows": {"BLOCK_LOOP": 8192}}
-
-
-def test_overrides_land_in_the_tunables_literal():
-    source = 'X = 1\nTUNABLES = {\n    "A": 1,\n    "B": 2,\n}\nY = 2\n'
-    assert with_tunables(source, {"B": 3}) == 'X = 1\nTUNABLES = {\'A\': 1, \'B\': 3}\nY = 2\n'
 
 
 def test_default_peaks_are_the_cards_nominal_facts(monkeypatch):

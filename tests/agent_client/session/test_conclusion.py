@@ -30,3 +30,8 @@ def test_no_passing_candidate_and_a_lowering_only_spec_say_so():
     meta = {"general_lowering_only": True, "unserved": ["library: no op family matches [conv2d]"]}
     text = conclusion(None, [_node(0.0, None, None, meta=meta)])
     assert text.startswith("No candidate passed") and "general lowering alone" in text and "conv2d" in text
+
+
+def test_the_route_of_the_best_is_named():
+    text = conclusion(_node(0.8, "compile", 1.25, compile_ms=1.0, meta={"route_id": "library:softmax_rows_triton"}), [])
+    assert "route library:softmax_rows_triton" in text and text.startswith("torch.compile is faster")
