@@ -28,10 +28,13 @@ class ClientSettings(BaseSettings):
     )
     anthropic_model: str = "claude-sonnet-5"  # KKB_ANTHROPIC_MODEL (a current model; 4-5 retires 2026-11-30)
     anthropic_max_tokens: int = 8192  # a full kernel file with its launcher fits comfortably
-    sdk_max_retries: int = 2  # the SDK's own retries (honours retry-after) before our loop takes over
-    retry_attempts: int = 4  # our bounded loop around the SDK on 429/529/connection errors
-    retry_base_delay_s: float = 2.0  # exponential backoff: base * 2**attempt, capped at 60 s
     tool_max_turns: int = 6  # model turns per proposal when it may search/evaluate by itself
+
+    # retries of both model providers (providers/retry.py): on rate limits, overload and connection errors
+    provider_retry_s: float = 60.0  # KKB_PROVIDER_RETRY_S: waiting in all per request before the session stops
+    retry_base_delay_s: float = 2.0  # exponential backoff: base * 2**attempt (or retry-after), capped at 60 s
+    retry_attempts: int = 8  # tries after the first, at most (the wait above usually ends them first)
+    sdk_max_retries: int = 0  # the SDKs' own retries: off, so that the wait stated above is the whole wait
 
     # any OpenAI-compatible endpoint (vLLM, llama.cpp, Ollama)
     openai_base_url: str | None = Field(
