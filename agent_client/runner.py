@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 import secrets
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,7 @@ from agent_client.prompting import PromptBuilder
 from agent_client.providers import get_provider
 from agent_client.session.evaluator import HarnessEvaluator, default_eval_options
 from agent_client.session.loop import SessionResult, Tuner
-from agent_client.session.records import SessionConfig
+from agent_client.session.records import SessionConfig, interpreter_note
 from agent_client.session.store import SessionStore
 
 
@@ -52,6 +53,10 @@ def new_config(spec_path: Path | str, settings: ClientSettings | None = None, se
         raise FileNotFoundError(f"spec {spec_path} does not exist (expected a KernelBench-format .py file)")
     fields = {k: v for k, v in fields.items() if v is not None}
     device = fields.pop("device", None) or (fields.get("devices") or [None])[0] or default_device()
+    for name in [device, *(fields.get("devices") or [])]:
+        if not re.fullmatch(r"cpu|cuda(:\d+)?", name):
+            raise ValueError(f"--device {name!r}: cpu, cuda or cuda:N")
+    check_backend(fields.get("backend", "triton"), device)
     fields.setdefault("provider", settings.default_provider())
     fields.setdefault("kb_url", settings.kb_url)
     fields.setdefault("home", str(settings.home))
@@ -60,6 +65,7 @@ def new_config(spec_path: Path | str, settings: ClientSettings | None = None, se
     if device.startswith("cuda"):  # compile ahead of timing; timing itself stays one at a time per GPU
         fields.setdefault("eval_workers", 2 + len(fields.get("devices") or [device]))
         fields.setdefault("compile_workers", 2)
+    check_eval_options(eval_overrides or {})
     eval_options = {**default_eval_options(device), **(eval_overrides or {})}
     return SessionConfig(session_id=session_id or new_session_id(spec), spec_path=str(spec), device=device,
                          eval_options=eval_options, **fields)
@@ -72,10 +78,12 @@ def run_session(config: SessionConfig, settings: ClientSettings, resume: bool = 
     folder = settings.sessions_dir / config.session_id
     if not resume and (folder / "session.sqlite").exists():
         raise FileExistsError(f"session {config.session_id!r} already exists at {folder}; use --resume")
-    kb = kb or open_kb(config.kb_url, Path(config.home) if config.home else None, api_key=settings.kb_api_key)
-    accelerator_name, peaks = _target(kb, config)
+    # the provider first: a missing key or base URL is named at once, before the knowledge base loads
     provider = provider or get_provider(config.provider, settings, **config.provider_options)
     policy = get_policy(config.policy, seed=config.seed, **config.policy_options)
+    kb = kb or open_kb(config.kb_url, Path(config.home) if config.home else None, api_key=settings.kb_api_key)
+    accelerator_name, peaks, warnings = _target(kb, config)
+    console = console or Console(stderr=True)
     evaluate = HarnessEvaluator(config.spec_path, config.backend, config.device, config.eval_options, peaks,
                                 compile_workers=config.compile_workers, devices=config.devices,
                                 ray_address=config.ray_address)
@@ -85,8 +93,13 @@ def run_session(config: SessionConfig, settings: ClientSettings, resume: bool = 
         # an unreachable Ray cluster (ConnectionError) or a spec too large for the device (SpecTooLarge, a
         # ValueError) is an error naming it before anything is written
         evaluate.open()
+        notes = [f"warning: {w}" for w in warnings]
+        if interpreter_note(config.device):
+            notes.append(f"note: {interpreter_note(config.device)}")
+        for line in notes:
+            console.print(line, markup=False, highlight=False, soft_wrap=True)
         store = SessionStore.open(folder) if resume else SessionStore.create(folder, config)
-        with make_view(console or Console(stderr=True), live) as view:
+        with make_view(console, live) as view:
             tuner = Tuner(config, store, kb, provider, policy, evaluate, prompts_for(config, kb, accelerator_name),
                           view=view)
             result = tuner.run()
@@ -111,8 +124,58 @@ def prompts_for(config: SessionConfig, kb: Any, accelerator_name: str) -> Prompt
                          tools=config.provider == "anthropic", retrieval=config.retrieval)
 
 
-def _target(kb: Any, config: SessionConfig) -> tuple[str, dict]:
-    """The target's name for the prompts and its peaks for the harness (GPU only; see agent_client.target)."""
+def check_eval_options(options: dict) -> None:
+    """Harness settings (`--eval-option KEY=VALUE`) that EvalConfig has, each of its default's type."""
+    import dataclasses
+
+    from harness import EvalConfig
+
+    defaults = EvalConfig()
+    known = {f.name for f in dataclasses.fields(EvalConfig)}
+    for key, value in options.items():
+        if key not in known:
+            raise ValueError(f"--eval-option {key}: not a harness setting; one of {', '.join(sorted(known))}")
+        default = getattr(defaults, key)
+        if default is None or value is None:
+            continue
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        fits = (type(value) is type(default) or (isinstance(default, float) and number)
+                or (isinstance(default, dict | list) and isinstance(value, type(default))))
+        if not fits:
+            kind = {"int": "an integer", "float": "a number", "bool": "true or false", "str": "a string"}.get(
+                type(default).__name__, f"a {type(default).__name__}")
+            raise ValueError(f"--eval-option {key}={value!r}: expected {kind} (default {default!r})")
+
+
+def check_backend(backend: str, device: str) -> None:
+    """A backend the harness knows and can run on `device`; else ValueError naming --backend."""
+    from harness.backends import backend_names, get_backend
+
+    if backend not in backend_names():
+        raise ValueError(f"--backend {backend!r}: one of {', '.join(backend_names())}")
+    why = get_backend(backend).available(device)
+    if why:
+        raise ValueError(f"--backend {backend} cannot run on {device}: {why}")
+
+
+def pairing_warnings(facts: Any, backend: str, device: str) -> list[str]:
+    """Why candidates in `backend` may not serve the target chip. The run goes on (its prompts, its search
+    and the verdicts on this device can still be useful), but the user is told."""
+    backends = [b.lower() for b in getattr(facts, "backends", None) or []]
+    chip = f"{facts.id} ({facts.name})"
+    if not backends:
+        return [(f"the facts of {chip} do not say which backends compile for it (add `backends: [...]` to "
+                 f"its facts file): --backend {backend} may not run on it")]
+    if backend not in backends:
+        return [(f"--backend {backend} does not compile for {chip}: its facts list {', '.join(backends)}. The "
+                 f"session goes on (prompts for {facts.id}, candidates judged on {device}), but its kernels "
+                 f"will not run on {facts.id}")]
+    return []
+
+
+def _target(kb: Any, config: SessionConfig) -> tuple[str, dict, list[str]]:
+    """The target's name for the prompts, its peaks for the harness (GPU only; see agent_client.target) and
+    warnings about the pairing of --backend with it."""
     from agent_client.target import target_peaks
 
     try:
@@ -123,7 +186,8 @@ def _target(kb: Any, config: SessionConfig) -> tuple[str, dict]:
     except Exception as exc:  # e.g. the KB server is down: say which KB, then stop
         where = f"server {config.kb_url}" if config.kb_url else f"embedded store under {config.home}"
         raise ValueError(f"cannot read the knowledge base ({where}): {type(exc).__name__}: {exc}") from exc
-    return facts.name, target_peaks(facts, all_facts, config.device, config.peaks)
+    return (facts.name, target_peaks(facts, all_facts, config.device, config.peaks),
+            pairing_warnings(facts, config.backend, config.device))
 
 
 def _all_facts(kb: Any) -> dict:
@@ -136,8 +200,7 @@ def _all_facts(kb: Any) -> dict:
 
 
 def resume_session(session_id: str, settings: ClientSettings, **kwargs: Any) -> SessionResult:
-    folder = settings.sessions_dir / session_id
-    store = SessionStore.open(folder)
+    store = SessionStore.open(session_folder(session_id, settings))
     try:
         config = store.config()
     finally:
@@ -146,8 +209,8 @@ def resume_session(session_id: str, settings: ClientSettings, **kwargs: Any) -> 
 
 
 def session_folder(session_id: str, settings: ClientSettings) -> Path:
-    folder = Path(session_id) if Path(session_id).is_dir() else settings.sessions_dir / session_id
-    if not (folder / "session.sqlite").exists():
-        known = sorted(p.name for p in settings.sessions_dir.glob("*") if (p / "session.sqlite").exists())
-        raise FileNotFoundError(f"no session {session_id!r} under {settings.sessions_dir}; known: {known[-10:]}")
-    return folder
+    """A session's folder from its id, a unique prefix of it, or the folder (SessionNotFoundError names
+    where it looked)."""
+    from agent_client.session.catalog import find_session
+
+    return find_session(session_id, settings.sessions_dir)

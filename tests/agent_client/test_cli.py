@@ -26,7 +26,7 @@ def test_tune_names_a_missing_spec(tmp_path):
 
 def test_resume_names_an_unknown_session(tmp_path):
     result = CliRunner().invoke(app, ["tune", "--resume", "ghost", "--home", str(tmp_path)])
-    assert result.exit_code == 2 and "no session at" in result.output and "ghost" in result.output
+    assert result.exit_code == 2 and "no session 'ghost' under" in result.output
 
 
 def test_session_config_round_trips_through_the_store(tmp_path):
