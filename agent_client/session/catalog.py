@@ -79,22 +79,37 @@ def summarize(folder: Path) -> SessionSummary:
     store = SessionStore.open(folder)
     try:
         config, info, nodes = store.config(), store.info(), store.nodes()
-        errors = [r["error"] for r in store.requests() if r.get("error")]
+        reason, text = why_stopped(store)
         last_seen = max([store.last_activity(), *[n.created_at for n in nodes]])
     finally:
         store.close()
     outcomes = Counter(n.outcome for n in nodes)
     best = max((n for n in nodes if n.fitness > 0), key=lambda n: (n.fitness, n.id), default=None)
-    reason = info.get("stop_reason") if info.get("status") == "done" else None
-    detail = errors[-1] if reason in ("provider_failed", "provider_exhausted") and errors else None
     return SessionSummary(
         session_id=Path(folder).name, folder=str(folder), spec=Path(config.spec_path).name, target=config.target,
         backend=config.backend, device=config.device, provider=config.provider, status=str(info.get("status")),
-        stop_reason=reason, stop_text=stop_text(reason, detail), created_at=float(info["created_at"]),
+        stop_reason=reason, stop_text=text, created_at=float(info["created_at"]),
         last_seen_s_ago=max(0.0, time.time() - last_seen),
         candidates=sum(1 for n in nodes if n.code.strip()), evaluated=sum(1 for n in nodes if n.status != "pending"),
         passed=outcomes.get("passed", 0), best_node_id=best.id if best else None,
         best_fitness=best.fitness if best else 0.0, fitness_basis=best.fitness_basis if best else None)
+
+
+def why_stopped(store: SessionStore) -> tuple[str | None, str]:
+    """The stop reason's code (None while not finished) and its plain words, with the provider's last error
+    where the provider stopped the session."""
+    info = store.info()
+    reason = info.get("stop_reason") if info.get("status") == "done" else None
+    errors = [r["error"] for r in store.requests() if r.get("error")]
+    detail = errors[-1] if reason in ("provider_failed", "provider_exhausted") and errors else None
+    return reason, stop_text(reason, detail)
+
+
+def outcome_text(summary_or_status, text: str | None = None) -> str:
+    """"stopped because ..." for a finished session, else what an unfinished one is."""
+    status = getattr(summary_or_status, "status", summary_or_status)
+    text = getattr(summary_or_status, "stop_text", text)
+    return f"stopped because {text}" if status == "done" else str(text)
 
 
 def list_sessions(sessions_dir: Path) -> tuple[list[SessionSummary], list[str]]:

@@ -72,10 +72,6 @@ def _when(seconds: float) -> str:
     return dt.datetime.fromtimestamp(seconds, dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
-def _outcome(summary) -> str:
-    return f"stopped because {summary.stop_text}" if summary.status == "done" else summary.stop_text
-
-
 def _best(summary) -> str:
     from agent_client.session.records import speedup_text
 
@@ -86,7 +82,7 @@ def _best(summary) -> str:
 
 
 def _list(sessions_dir: Path, json_out: bool) -> None:
-    from agent_client.session.catalog import list_sessions
+    from agent_client.session.catalog import list_sessions, outcome_text
 
     summaries, unreadable = list_sessions(sessions_dir)
     for line in unreadable:
@@ -102,11 +98,11 @@ def _list(sessions_dir: Path, json_out: bool) -> None:
     for s in summaries:  # two lines each: readable on any width, the id whole (what show and delete take)
         typer.echo(f"{s.session_id}  {Path(s.spec).stem} for {s.target} ({s.backend} on {s.device}, {s.provider}); "
                    f"{s.passed} of {s.candidates} candidates passed, best {_best(s)}")
-        typer.echo(f"    {_when(s.created_at)}: {_outcome(s)}")
+        typer.echo(f"    {_when(s.created_at)}: {outcome_text(s)}")
 
 
 def _show(folder: Path, json_out: bool) -> None:
-    from agent_client.session.catalog import summarize
+    from agent_client.session.catalog import outcome_text, summarize
     from agent_client.session.records import conclusion, interpreter_note, speedup_text
     from agent_client.session.store import SessionStore
 
@@ -128,7 +124,7 @@ def _show(folder: Path, json_out: bool) -> None:
     typer.echo(f"session {summary.session_id}  ({folder})")
     typer.echo(f"spec {summary.spec}; target {summary.target}; backend {summary.backend}; device {summary.device}; "
                f"provider {summary.provider}; policy {config.policy}; budget {config.budget}")
-    typer.echo(f"created {_when(summary.created_at)}; {_outcome(summary)}")
+    typer.echo(f"created {_when(summary.created_at)}; {outcome_text(summary)}")
     typer.echo(f"candidates {summary.candidates} ({summary.passed} passed); best {_best(summary)}")
     if interpreter_note(summary.device):
         typer.echo(f"note: {interpreter_note(summary.device)}")
