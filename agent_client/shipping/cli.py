@@ -33,8 +33,8 @@ def _find_record(ref: str, home: Path | None, kb_url: str | None = None):
 def export_kernel(
     source: Annotated[str, typer.Argument(help="a session id (or its folder), or a kernel record id")],
     output: Annotated[Path, typer.Option("-o", "--output", help="the module to write, e.g. my_op.py")],
-    min_speedup: Annotated[float, typer.Option(help="the kernel runs where its measured speedup is at least "
-                                                    "this (0: wherever it was right)")] = 1.0,
+    min_speedup: Annotated[float, typer.Option(min=0, help="the kernel runs where its measured speedup is at "
+                                                           "least this (0: wherever it was right)")] = 1.0,
     node: Annotated[str | None, typer.Option(help="a node of the session (default: its best passing one)")] = None,
     spec: Annotated[Path | None, typer.Option(help="the spec it was judged on, where the session is gone")] = None,
     home: Annotated[Path | None, typer.Option(help="KKB_HOME (store and sessions)")] = None,
