@@ -180,6 +180,7 @@ def tune(
     code = _report_result(result, settings, say)
     text = json.dumps(result.to_dict(), indent=2) + "\n"
     if output:
+        output.parent.mkdir(parents=True, exist_ok=True)
         output.write_text(text, encoding="utf-8")
     if json_out:
         typer.echo(text, nl=False)

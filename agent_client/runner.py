@@ -50,13 +50,17 @@ def new_config(spec_path: Path | str, settings: ClientSettings | None = None, se
     settings = settings or ClientSettings()
     spec = Path(spec_path).expanduser().resolve()
     if not spec.is_file():
-        raise FileNotFoundError(f"spec {spec_path} does not exist (expected a KernelBench-format .py file)")
+        what = "is a folder" if spec.is_dir() else "does not exist"
+        raise FileNotFoundError(f"spec {spec_path} {what} (expected a KernelBench-format .py file)")
+    if session_id is not None and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", session_id):
+        raise ValueError(f"--session-id {session_id!r}: letters, digits, '.', '_' and '-' only (it names a folder)")
     fields = {k: v for k, v in fields.items() if v is not None}
     device = fields.pop("device", None) or (fields.get("devices") or [None])[0] or default_device()
+    remote = fields.get("ray_address") is not None  # the cluster's hosts have the GPUs, not this one
     for name in [device, *(fields.get("devices") or [])]:
-        if not re.fullmatch(r"cpu|cuda(:\d+)?", name):
-            raise ValueError(f"--device {name!r}: cpu, cuda or cuda:N")
-    check_backend(fields.get("backend", "triton"), device)
+        check_device(name, here=not remote)
+    if not remote:
+        check_backend(fields.get("backend", "triton"), device)
     fields.setdefault("provider", settings.default_provider())
     fields.setdefault("kb_url", settings.kb_url)
     fields.setdefault("home", str(settings.home))
@@ -122,6 +126,22 @@ def prompts_for(config: SessionConfig, kb: Any, accelerator_name: str) -> Prompt
     return PromptBuilder(kb, spec_source, config.target, config.backend, config.token_budget,
                          config.iteration_token_budget, accelerator_name=accelerator_name,
                          tools=config.provider == "anthropic", retrieval=config.retrieval)
+
+
+def check_device(device: str, here: bool = True) -> None:
+    """cpu or cuda:N, and (`here`) a CUDA device this machine has; else ValueError naming --device."""
+    if not re.fullmatch(r"cpu|cuda(:\d+)?", device):
+        raise ValueError(f"--device {device!r}: cpu, cuda or cuda:N")
+    if device == "cpu" or not here:
+        return
+    import torch
+
+    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    index = int(device.partition(":")[2] or 0)
+    if index >= count:
+        has = f"has {count} CUDA device(s)" if count else "has no CUDA GPU (or this torch is a CPU build)"
+        raise ValueError(f"--device {device}: this machine {has}; use --device cpu (Triton's interpreter)"
+                         + (f" or cuda:0..cuda:{count - 1}" if count else ""))
 
 
 def check_eval_options(options: dict) -> None:

@@ -33,6 +33,9 @@ def tune(tmp_path, *args, env=None):
     ([str(SPEC), "--backend", "cobol"], "--backend 'cobol': one of"),
     ([str(SPEC), "--backend", "cuda", "--device", "cpu"], "--backend cuda cannot run on cpu"),
     ([str(SPEC), "--device", "gpu"], "--device 'gpu': cpu, cuda or cuda:N"),
+    ([str(SPEC), "--device", "cuda:7"], "--device cuda:7: this machine has"),  # a GPU it does not have
+    ([str(SPEC.parent)], "is a folder"),
+    ([str(SPEC), "--device", "cpu", "--session-id", "../elsewhere"], "--session-id '../elsewhere': letters"),
     ([str(SPEC), "--budget", "0"], "'--budget'"),
     ([str(SPEC), "--peaks", "guess"], "'--peaks': 'guess' is not one of facts, measured"),
     ([str(SPEC), "--eval-option", "trials"], "'trials': expected KEY=VALUE"),
@@ -94,9 +97,11 @@ def test_replies_without_a_candidate_exit_4(tmp_path):
     server = FakeModelServer([Reply(text="A persistent kernel would do; I will write it next time.")]).start()
     try:
         result = tune(tmp_path, str(SPEC), "--provider", "anthropic", "--budget", "2", "--drafts", "2", *FAST,
+                      "-o", str(tmp_path / "new" / "result.json"),  # a folder not made yet
                       env={"ANTHROPIC_API_KEY": "a-key", "ANTHROPIC_BASE_URL": server.url})
     finally:
         server.stop()
     assert result.exit_code == TuneExit.NO_CANDIDATES, result.output
+    assert json.loads((tmp_path / "new" / "result.json").read_text())["candidates"] == 0
     assert "error: no candidates were produced (2 replies without one); the session stopped because the " \
            "candidate budget (--budget) was spent" in result.output
