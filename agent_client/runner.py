@@ -56,10 +56,9 @@ def new_config(spec_path: Path | str, settings: ClientSettings | None = None, se
         raise ValueError(f"--session-id {session_id!r}: letters, digits, '.', '_' and '-' only (it names a folder)")
     fields = {k: v for k, v in fields.items() if v is not None}
     device = fields.pop("device", None) or (fields.get("devices") or [None])[0] or default_device()
-    remote = fields.get("ray_address") is not None  # the cluster's hosts have the GPUs, not this one
     for name in [device, *(fields.get("devices") or [])]:
-        check_device(name, here=not remote)
-    if not remote:
+        check_device(name, here=False)  # run_session checks that this machine has it
+    if fields.get("ray_address") is None:  # else the cluster's hosts run the backend, not this one
         check_backend(fields.get("backend", "triton"), device)
     fields.setdefault("provider", settings.default_provider())
     fields.setdefault("kb_url", settings.kb_url)
@@ -82,6 +81,9 @@ def run_session(config: SessionConfig, settings: ClientSettings, resume: bool = 
     folder = settings.sessions_dir / config.session_id
     if not resume and (folder / "session.sqlite").exists():
         raise FileExistsError(f"session {config.session_id!r} already exists at {folder}; use --resume")
+    if config.ray_address is None:  # a GPU named that this machine lacks: said before anything starts
+        for device in config.devices or [config.device]:
+            check_device(device)
     # the provider first: a missing key or base URL is named at once, before the knowledge base loads
     provider = provider or get_provider(config.provider, settings, **config.provider_options)
     policy = get_policy(config.policy, seed=config.seed, **config.policy_options)

@@ -18,8 +18,9 @@ NO_KEYS = {"ANTHROPIC_API_KEY": None, "ANTHROPIC_BASE_URL": None, "KKB_ANTHROPIC
            "OPENAI_BASE_URL": None, "KKB_OPENAI_BASE_URL": None}
 
 
-def tune(tmp_path, *args, env=None):
-    result = CliRunner().invoke(app, ["tune", *args, "--home", str(tmp_path / "home"), "--no-live"],
+def tune(tmp_path, *args, env=None, live_default=False):
+    flags = [] if live_default else ["--no-live"]
+    result = CliRunner().invoke(app, ["tune", *args, "--home", str(tmp_path / "home"), *flags],
                                 env={**NO_KEYS, **(env or {})})
     assert "Traceback" not in result.output, result.output
     return result
@@ -79,9 +80,11 @@ def test_no_network_is_a_bounded_wait_then_one_error_and_exit_3(tmp_path):
     url = closed_port_url()
     result = tune(tmp_path, str(SPEC), "--provider", "anthropic", "--session-id", "offline-net", "--json", *FAST,
                   env={"ANTHROPIC_API_KEY": "a-key", "ANTHROPIC_BASE_URL": url, "KKB_PROVIDER_RETRY_S": "0.5",
-                       "KKB_RETRY_BASE_DELAY_S": "0.1"})
+                       "KKB_RETRY_BASE_DELAY_S": "0.1", "FORCE_COLOR": "1"},  # as on a terminal
+                  live_default=True)
     assert result.exit_code == TuneExit.PROVIDER_FAILED, result.output
     printed = json.loads(result.stdout)  # stdout stays the result, as JSON
+    assert "best speedup" not in result.stderr  # --json: no live panel (its rows), even on a terminal
     assert printed["stop_reason"] == "provider_failed" and printed["candidates"] == 0
     errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and f"cannot reach {url}" in errors[0] and "KKB_PROVIDER_RETRY_S=0.5" in errors[0]
