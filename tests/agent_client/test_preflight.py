@@ -1,4 +1,4 @@
-"""The session's assembly: the backend paired with the target chip, as the facts files say."""
+"""Checks before a session starts: the backend paired with the target chip, as the facts files say."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_client.runner import pairing_warnings
+from agent_client.preflight import pairing_warnings
 from kb_server.facts import load_facts_file
 
 REPO = Path(__file__).resolve().parents[2]
