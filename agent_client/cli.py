@@ -21,7 +21,7 @@ from typing import Annotated
 
 import typer
 
-from agent_client.config import ClientSettings
+from agent_client.config import ClientSettings, SettingsError, load_settings
 from agent_client.policies import POLICIES
 from agent_client.providers import PROVIDERS
 from agent_client.target import PEAKS_CHOICES
@@ -35,8 +35,13 @@ class TuneExit(IntEnum):
     INTERRUPTED = 130  # Ctrl-C or SIGTERM: every harness worker stopped, evaluated candidates saved
 
 
-def _settings(home: Path | None) -> ClientSettings:
-    return ClientSettings(home=home) if home else ClientSettings()
+def settings_or_exit(home: Path | None) -> ClientSettings:
+    """The settings, or exit 2 with one line naming the variable whose value is refused."""
+    try:
+        return load_settings(home=home)
+    except SettingsError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(TuneExit.BAD_INPUT) from None
 
 
 def _default(field: str) -> str:
@@ -137,7 +142,7 @@ def tune(
     say = (lambda text: typer.echo(text, err=True)) if json_out else typer.echo
     live = (not json_out and None) if live is None else live  # --json: plain lines on stderr, no live panel
     try:
-        settings = _settings(home)
+        settings = settings_or_exit(home)
         session_name = resume or "SESSION_ID"  # for the message after Ctrl-C
         if resume:
             ignored = _ignored_with_resume(ctx)
@@ -246,7 +251,7 @@ def _open_session(session: str, home: Path | None):
     from agent_client.session.store import SessionStore
 
     try:
-        folder = session_folder(session, _settings(home))
+        folder = session_folder(session, settings_or_exit(home))
     except FileNotFoundError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc

@@ -97,8 +97,9 @@ def call_with_retries(call: Callable[[], T], is_retryable: Callable[[BaseExcepti
             left = retries.total_wait_s - waited
             if attempt == retries.max_attempts or left <= 0:
                 raise EndpointError(
-                    f"{what}: {describe(exc)}{_hint(exc, retries)}; gave up after {attempt + 1} tries and "
-                    f"{waited:.3g} s of waiting ({retries.setting}={retries.total_wait_s:g})") from exc
+                    f"{what}: {describe(exc)}{_hint(exc, retries)}; gave up after {attempt + 1} "
+                    f"{'try' if attempt == 0 else 'tries'} and {waited:.3g} s of waiting "
+                    f"({retries.setting}={retries.total_wait_s:g})") from exc
             if attempt == 0 and notify is not None:
                 notify(f"{what}: {describe(exc)}; retrying for up to {retries.total_wait_s:g} s in all "
                        f"({retries.setting})")

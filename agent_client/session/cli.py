@@ -19,8 +19,6 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from agent_client.config import ClientSettings
-
 ACTIONS = ("list", "show", "delete")
 
 
@@ -35,9 +33,10 @@ def sessions(
     json_out: Annotated[bool, typer.Option("--json", help="print the sessions (or the one) as JSON")] = False,
 ) -> None:
     """List the tuning sessions, show one (its settings, why it stopped, its candidates) or delete one."""
+    from agent_client.cli import settings_or_exit
     from agent_client.session.catalog import SessionNotFoundError, find_session
 
-    settings = ClientSettings(home=home) if home else ClientSettings()
+    settings = settings_or_exit(home)
     if action not in ACTIONS:
         try:  # `kkb sessions ID` shows that session
             folder = find_session(action, settings.sessions_dir) if session is None else None

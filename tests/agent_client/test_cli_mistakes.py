@@ -60,6 +60,14 @@ def test_a_provider_without_its_key_is_one_line(tmp_path, provider, setting):
     assert not (tmp_path / "home" / "sessions").exists()
 
 
+@pytest.mark.parametrize("verb", [["tune", str(SPEC), "--device", "cpu"], ["sessions"]])
+def test_a_bad_setting_names_its_variable(tmp_path, verb):
+    result = CliRunner().invoke(app, [*verb, "--home", str(tmp_path)], env={"KKB_PROVIDER_RETRY_S": "a minute"})
+    assert result.exit_code == TuneExit.BAD_INPUT and "Traceback" not in result.output
+    [line] = result.output.splitlines()
+    assert line.startswith("error: setting KKB_PROVIDER_RETRY_S='a minute': ")
+
+
 def test_resume_says_which_flags_it_ignores(tmp_path):
     result = tune(tmp_path, "--resume", "ghost", "--budget", "50")
     assert "warning: --budget ignored: a resumed session keeps the settings it was started with" in result.output
