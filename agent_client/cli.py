@@ -21,7 +21,8 @@ from typing import Annotated
 
 import typer
 
-from agent_client.config import ClientSettings, SettingsError, load_settings
+from agent_client.cli_settings import settings_or_exit
+from agent_client.config import ClientSettings
 from agent_client.policies import POLICIES
 from agent_client.providers import PROVIDERS
 from agent_client.target import PEAKS_CHOICES
@@ -29,19 +30,10 @@ from agent_client.target import PEAKS_CHOICES
 
 class TuneExit(IntEnum):
     OK = 0  # the session produced candidates (its result says whether one passed and what to use)
-    BAD_INPUT = 2  # a bad argument or setting, named in the message
+    BAD_INPUT = 2  # a bad argument or setting, named in the message (as cli_settings.BAD_INPUT)
     PROVIDER_FAILED = 3  # the model endpoint failed: no key, refused, or unreachable after the stated retry wait
     NO_CANDIDATES = 4  # the session ended without a single candidate (the provider had none, every reply malformed)
     INTERRUPTED = 130  # Ctrl-C or SIGTERM: every harness worker stopped, evaluated candidates saved
-
-
-def settings_or_exit(home: Path | None) -> ClientSettings:
-    """The settings, or exit 2 with one line naming the variable whose value is refused."""
-    try:
-        return load_settings(home=home)
-    except SettingsError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(TuneExit.BAD_INPUT) from None
 
 
 def _default(field: str) -> str:

@@ -33,7 +33,7 @@ def sessions(
     json_out: Annotated[bool, typer.Option("--json", help="print the sessions (or the one) as JSON")] = False,
 ) -> None:
     """List the tuning sessions, show one (its settings, why it stopped, its candidates) or delete one."""
-    from agent_client.cli import settings_or_exit
+    from agent_client.cli_settings import settings_or_exit
     from agent_client.session.catalog import SessionNotFoundError, find_session
 
     settings = settings_or_exit(home)

@@ -47,7 +47,7 @@ def export_kernel(
     """Write a winner (a session's or a library record) as one PyTorch custom-op module.
 
     The module runs the kernel where it was measured to win and the reference everywhere else."""
-    from agent_client.cli import settings_or_exit
+    from agent_client.cli_settings import settings_or_exit
     from agent_client.session.store import SessionStore
     from agent_client.shipping.plan import ExportError
     from agent_client.shipping.sources import plan_from_record, plan_from_session

@@ -34,7 +34,7 @@ def tune(tmp_path, *args, env=None, live_default=False):
     ([str(SPEC), "--backend", "cobol"], "--backend 'cobol': one of"),
     ([str(SPEC), "--backend", "cuda", "--device", "cpu"], "--backend cuda cannot run on cpu"),
     ([str(SPEC), "--device", "gpu"], "--device 'gpu': cpu, cuda or cuda:N"),
-    ([str(SPEC), "--device", "cuda:7"], "--device cuda:7: this machine has"),  # a GPU it does not have
+    ([str(SPEC), "--device", "cuda:99"], "--device cuda:99: this machine has"),  # a GPU it does not have
     ([str(SPEC.parent)], "is a folder"),
     ([str(SPEC), "--device", "cpu", "--session-id", "../elsewhere"], "--session-id '../elsewhere': letters"),
     ([str(SPEC), "--budget", "0"], "'--budget'"),
