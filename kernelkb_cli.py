@@ -39,6 +39,7 @@ _VERBS = {
     "kb_server.api_cli": ["serve", "mcp", "facts"],
     "harness.cli": ["bench"],
     "agent_client.cli": ["tune", "report", "export"],
+    "agent_client.session.cli": ["sessions"],
     "agent_client.shipping.cli": ["export-kernel"],
 }
 

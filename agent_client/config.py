@@ -2,6 +2,7 @@
 
 Usage: settings = ClientSettings()            # from the environment
        settings = ClientSettings(home=tmp)    # in tests
+       settings = load_settings(home=None)    # the verbs: a bad value is one SettingsError naming its variable
 
 Non-obvious defaults carry their reason.
 """
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices, Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -28,10 +29,13 @@ class ClientSettings(BaseSettings):
     )
     anthropic_model: str = "claude-sonnet-5"  # KKB_ANTHROPIC_MODEL (a current model; 4-5 retires 2026-11-30)
     anthropic_max_tokens: int = 8192  # a full kernel file with its launcher fits comfortably
-    sdk_max_retries: int = 2  # the SDK's own retries (honours retry-after) before our loop takes over
-    retry_attempts: int = 4  # our bounded loop around the SDK on 429/529/connection errors
-    retry_base_delay_s: float = 2.0  # exponential backoff: base * 2**attempt, capped at 60 s
     tool_max_turns: int = 6  # model turns per proposal when it may search/evaluate by itself
+
+    # retries of both model providers (providers/retry.py): on rate limits, overload and connection errors
+    provider_retry_s: float = Field(default=60.0, ge=0)  # KKB_PROVIDER_RETRY_S: waiting in all per request
+    retry_base_delay_s: float = Field(default=2.0, gt=0)  # backoff: base * 2**attempt (or retry-after), <= 60 s
+    retry_attempts: int = Field(default=8, ge=0)  # tries after the first, at most (the wait usually ends them first)
+    sdk_max_retries: int = Field(default=0, ge=0)  # the SDKs' own retries: off, so the stated wait is the whole wait
 
     # any OpenAI-compatible endpoint (vLLM, llama.cpp, Ollama)
     openai_base_url: str | None = Field(
@@ -52,3 +56,22 @@ class ClientSettings(BaseSettings):
 
     def default_provider(self) -> str:
         return "anthropic" if self.anthropic_api_key else "offline"
+
+
+class SettingsError(ValueError):
+    """A setting from the environment has a value its field refuses; the message names the variable."""
+
+
+def load_settings(**overrides) -> ClientSettings:
+    """ClientSettings from the environment (and non-None overrides), a bad value named in one line."""
+    try:
+        return ClientSettings(**{k: v for k, v in overrides.items() if v is not None})
+    except ValidationError as exc:
+        problems = []
+        for error in exc.errors():
+            field = str(error["loc"][0]) if error["loc"] else "?"
+            info = ClientSettings.model_fields.get(field)
+            alias = getattr(info, "validation_alias", None) if info else None
+            names = [str(c) for c in getattr(alias, "choices", [])] or [f"KKB_{field.upper()}"]
+            problems.append(f"{' or '.join(names)}={error.get('input')!r}: {error['msg']}")
+        raise SettingsError("setting " + "; ".join(problems)) from None

@@ -3,7 +3,8 @@
 Usage: with make_view(console, live=True) as view: Tuner(..., view=view).run()
 
 Both views take the loop's `summary()` dict: nodes evaluated, in flight, best speedup so far and
-its basis, failures by class, and the latest events.
+its basis, failures by class, and the latest events. On the CPU both say that times are the Triton
+interpreter's. `kkb tune --json` shows no live panel (plain lines on stderr; stdout is the JSON).
 """
 
 from __future__ import annotations
@@ -13,10 +14,11 @@ from typing import Self
 from rich.console import Console, Group
 from rich.live import Live
 from rich.panel import Panel
+from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
-from agent_client.session.records import speedup_text
+from agent_client.session.records import interpreter_note, speedup_text
 
 
 def render(summary: dict) -> Panel:
@@ -28,6 +30,7 @@ def render(summary: dict) -> Panel:
     head.add_column()
     head.add_row("candidates evaluated", Text(f"{summary['evaluated']} / {summary['budget']}"
                  f"  (in flight {summary['in_flight']}, passed {summary['passed']})"))
+    head.add_row("", ProgressBar(total=max(1, summary["budget"]), completed=summary["evaluated"], width=40))
     best = summary.get("best_fitness") or 0.0
     head.add_row("best speedup", Text(f"{speedup_text(best)} vs {basis}  [{summary.get('best_node_id') or '-'}]"
                  if best > 0 else "none yet"))
@@ -36,7 +39,9 @@ def render(summary: dict) -> Panel:
     for name, count in sorted(summary.get("failures", {}).items(), key=lambda kv: -kv[1]):
         failures.add_row(Text(name), str(count))
     log = Text("\n".join(summary.get("log", [])[-6:]), style="dim")  # Text: no markup in model output
-    return Panel(Group(head, failures, log), title=Text(f"kkb tune {summary['spec']} [{summary['session_id']}]"))
+    note = interpreter_note(summary.get("device", "cpu"))
+    parts = [head, failures, log] + ([Text(note, style="yellow")] if note else [])
+    return Panel(Group(*parts), title=Text(f"kkb tune {summary['spec']} [{summary['session_id']}]"))
 
 
 class LiveView:
@@ -75,9 +80,10 @@ class LineView:
         log, events = summary.get("log", []), summary.get("events", 0)
         new = min(len(log), events - self._printed)
         best = summary.get("best_fitness") or 0.0
+        suffix = f"  (best {speedup_text(best)})" if best > 0 else ""
         for line in log[len(log) - new:] if new > 0 else []:
-            self.console.print(f"[{summary['evaluated']}/{summary['budget']}] {line}  (best {speedup_text(best)})",
-                               highlight=False, markup=False)
+            self.console.print(f"[{summary['evaluated']}/{summary['budget']}] {line}{suffix}",
+                               highlight=False, markup=False, soft_wrap=True)  # a log line: never wrapped
         self._printed = events
 
 

@@ -21,6 +21,7 @@ short reason; the session records it as a node with status "malformed" and never
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
@@ -59,6 +60,9 @@ class ProposalRequest:
     history: list[NodeView] = field(default_factory=list)  # recently evaluated nodes, best first
     system: str = ""  # the system text (role and answer format) for chat providers
     cache_prefix_chars: int = 0  # prompt[:cache_prefix_chars] is the stable knowledge part (cacheable)
+    # where a provider says what it is doing while the request runs (e.g. that it starts retrying); the
+    # session shows it at once
+    notify: Callable[[str], None] | None = None
 
 
 @dataclass
@@ -80,4 +84,10 @@ class Provider(Protocol):
 
 
 class ProviderError(RuntimeError):
-    """A provider could not produce any proposal (e.g. the endpoint failed after its retries)."""
+    """A provider has no proposal for this request (e.g. the offline mode has no route for the spec, a
+    replay's recording is missing); the message says why in one line."""
+
+
+class EndpointError(ProviderError):
+    """A model's endpoint cannot be used: no key or base URL set, the key or the request refused, or the
+    endpoint unreachable or failing after the bounded retries. The message names the setting to check."""

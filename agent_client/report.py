@@ -17,7 +17,7 @@ from collections import Counter
 from pathlib import Path
 from string import Template
 
-from agent_client.session.records import Node, conclusion, speedup_text
+from agent_client.session.records import Node, conclusion, interpreter_note, speedup_text
 from agent_client.session.store import SessionStore
 
 TEMPLATE_PATH = Path(__file__).parent / "templates" / "report.html"
@@ -44,7 +44,7 @@ def render_report(store: SessionStore) -> str:
     values = {
         "session_id": E(config.session_id), "spec": E(Path(config.spec_path).name), "target": E(config.target),
         "backend": E(config.backend), "device": E(config.device), "provider": E(config.provider),
-        "policy": E(config.policy), "stop_reason": E(str(info.get("stop_reason") or info.get("status"))),
+        "policy": E(config.policy), "stopped": E(_stopped(store, info)),
         "created": E(dt.datetime.fromtimestamp(created, dt.UTC).strftime("%Y-%m-%d %H:%M UTC")),
         "best_text": speedup_text(best.fitness) if best else "none",
         "basis_note": E(basis.get(best.fitness_basis or "", "")) if best else "no correct candidate",
@@ -64,6 +64,14 @@ def render_report(store: SessionStore) -> str:
         "where": where_html(best, config.session_id),
     }
     return Template(TEMPLATE_PATH.read_text(encoding="utf-8")).substitute(values)
+
+
+def _stopped(store: SessionStore, info: dict) -> str:
+    """Why the session stopped, in plain words; on the CPU, what its times are."""
+    from agent_client.session.catalog import outcome_text, why_stopped
+
+    note = interpreter_note(store.config().device)
+    return outcome_text(info.get("status"), why_stopped(store)[1]) + (f". Note: {note}" if note else "")
 
 
 def where_html(best: Node | None, session_id: str) -> str:

@@ -21,11 +21,18 @@ from agent_client.config import ClientSettings
 from agent_client.kb import open_kb
 from agent_client.live import make_view
 from agent_client.policies import get_policy
+from agent_client.preflight import (
+    check_backend,
+    check_device,
+    check_eval_options,
+    check_session_id,
+    pairing_warnings,
+)
 from agent_client.prompting import PromptBuilder
 from agent_client.providers import get_provider
 from agent_client.session.evaluator import HarnessEvaluator, default_eval_options
 from agent_client.session.loop import SessionResult, Tuner
-from agent_client.session.records import SessionConfig
+from agent_client.session.records import SessionConfig, interpreter_note
 from agent_client.session.store import SessionStore
 
 
@@ -49,9 +56,16 @@ def new_config(spec_path: Path | str, settings: ClientSettings | None = None, se
     settings = settings or ClientSettings()
     spec = Path(spec_path).expanduser().resolve()
     if not spec.is_file():
-        raise FileNotFoundError(f"spec {spec_path} does not exist (expected a KernelBench-format .py file)")
+        what = "is a folder" if spec.is_dir() else "does not exist"
+        raise FileNotFoundError(f"spec {spec_path} {what} (expected a KernelBench-format .py file)")
+    if session_id is not None:
+        check_session_id(session_id)
     fields = {k: v for k, v in fields.items() if v is not None}
     device = fields.pop("device", None) or (fields.get("devices") or [None])[0] or default_device()
+    for name in [device, *(fields.get("devices") or [])]:
+        check_device(name, here=False)  # run_session checks that this machine has it
+    if fields.get("ray_address") is None:  # else the cluster's hosts run the backend, not this one
+        check_backend(fields.get("backend", "triton"), device)
     fields.setdefault("provider", settings.default_provider())
     fields.setdefault("kb_url", settings.kb_url)
     fields.setdefault("home", str(settings.home))
@@ -60,6 +74,7 @@ def new_config(spec_path: Path | str, settings: ClientSettings | None = None, se
     if device.startswith("cuda"):  # compile ahead of timing; timing itself stays one at a time per GPU
         fields.setdefault("eval_workers", 2 + len(fields.get("devices") or [device]))
         fields.setdefault("compile_workers", 2)
+    check_eval_options(eval_overrides or {})
     eval_options = {**default_eval_options(device), **(eval_overrides or {})}
     return SessionConfig(session_id=session_id or new_session_id(spec), spec_path=str(spec), device=device,
                          eval_options=eval_options, **fields)
@@ -72,10 +87,15 @@ def run_session(config: SessionConfig, settings: ClientSettings, resume: bool = 
     folder = settings.sessions_dir / config.session_id
     if not resume and (folder / "session.sqlite").exists():
         raise FileExistsError(f"session {config.session_id!r} already exists at {folder}; use --resume")
-    kb = kb or open_kb(config.kb_url, Path(config.home) if config.home else None, api_key=settings.kb_api_key)
-    accelerator_name, peaks = _target(kb, config)
+    if config.ray_address is None:  # a GPU named that this machine lacks: said before anything starts
+        for device in config.devices or [config.device]:
+            check_device(device)
+    # the provider first: a missing key or base URL is named at once, before the knowledge base loads
     provider = provider or get_provider(config.provider, settings, **config.provider_options)
     policy = get_policy(config.policy, seed=config.seed, **config.policy_options)
+    kb = kb or open_kb(config.kb_url, Path(config.home) if config.home else None, api_key=settings.kb_api_key)
+    accelerator_name, peaks, warnings = _target(kb, config)
+    console = console or Console(stderr=True)
     evaluate = HarnessEvaluator(config.spec_path, config.backend, config.device, config.eval_options, peaks,
                                 compile_workers=config.compile_workers, devices=config.devices,
                                 ray_address=config.ray_address)
@@ -85,8 +105,13 @@ def run_session(config: SessionConfig, settings: ClientSettings, resume: bool = 
         # an unreachable Ray cluster (ConnectionError) or a spec too large for the device (SpecTooLarge, a
         # ValueError) is an error naming it before anything is written
         evaluate.open()
+        notes = [f"warning: {w}" for w in warnings]
+        if interpreter_note(config.device):
+            notes.append(f"note: {interpreter_note(config.device)}")
+        for line in notes:
+            console.print(line, markup=False, highlight=False, soft_wrap=True)
         store = SessionStore.open(folder) if resume else SessionStore.create(folder, config)
-        with make_view(console or Console(stderr=True), live) as view:
+        with make_view(console, live) as view:
             tuner = Tuner(config, store, kb, provider, policy, evaluate, prompts_for(config, kb, accelerator_name),
                           view=view)
             result = tuner.run()
@@ -111,8 +136,9 @@ def prompts_for(config: SessionConfig, kb: Any, accelerator_name: str) -> Prompt
                          tools=config.provider == "anthropic", retrieval=config.retrieval)
 
 
-def _target(kb: Any, config: SessionConfig) -> tuple[str, dict]:
-    """The target's name for the prompts and its peaks for the harness (GPU only; see agent_client.target)."""
+def _target(kb: Any, config: SessionConfig) -> tuple[str, dict, list[str]]:
+    """The target's name for the prompts, its peaks for the harness (GPU only; see agent_client.target) and
+    warnings about the pairing of --backend with it."""
     from agent_client.target import target_peaks
 
     try:
@@ -123,7 +149,8 @@ def _target(kb: Any, config: SessionConfig) -> tuple[str, dict]:
     except Exception as exc:  # e.g. the KB server is down: say which KB, then stop
         where = f"server {config.kb_url}" if config.kb_url else f"embedded store under {config.home}"
         raise ValueError(f"cannot read the knowledge base ({where}): {type(exc).__name__}: {exc}") from exc
-    return facts.name, target_peaks(facts, all_facts, config.device, config.peaks)
+    return (facts.name, target_peaks(facts, all_facts, config.device, config.peaks),
+            pairing_warnings(facts, config.backend, config.device))
 
 
 def _all_facts(kb: Any) -> dict:
@@ -136,8 +163,7 @@ def _all_facts(kb: Any) -> dict:
 
 
 def resume_session(session_id: str, settings: ClientSettings, **kwargs: Any) -> SessionResult:
-    folder = settings.sessions_dir / session_id
-    store = SessionStore.open(folder)
+    store = SessionStore.open(session_folder(session_id, settings))
     try:
         config = store.config()
     finally:
@@ -146,8 +172,8 @@ def resume_session(session_id: str, settings: ClientSettings, **kwargs: Any) -> 
 
 
 def session_folder(session_id: str, settings: ClientSettings) -> Path:
-    folder = Path(session_id) if Path(session_id).is_dir() else settings.sessions_dir / session_id
-    if not (folder / "session.sqlite").exists():
-        known = sorted(p.name for p in settings.sessions_dir.glob("*") if (p / "session.sqlite").exists())
-        raise FileNotFoundError(f"no session {session_id!r} under {settings.sessions_dir}; known: {known[-10:]}")
-    return folder
+    """A session's folder from its id, a unique prefix of it, or the folder (SessionNotFoundError names
+    where it looked)."""
+    from agent_client.session.catalog import find_session
+
+    return find_session(session_id, settings.sessions_dir)

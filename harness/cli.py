@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
@@ -138,13 +139,13 @@ def _suite(suite: Path, candidates: Path | None, backend: str, devices: list[str
                 "candidates": str(candidates.resolve()) if candidates else None,
                 "executor": f"ray {ray}" if ray else ",".join(devices), "trials": config.trials}
     slots = len(devices) + compile_workers if not ray else 8
-    with open_executor(devices, config, peaks, compile_workers=compile_workers, ray_address=ray) as pool:
+    with open_executor(devices, config, peaks, compile_workers=compile_workers, ray_address=ray) as pool, \
+            _progress(len(problems), json_out) as on_row:
         run = run_suite(problems, pool, results, identity, candidates=candidates, backend=backend, resume=resume,
                         max_inflight=max(2, slots),
                         extra={"command": " ".join(sys.argv),
                                "limits": {**peaks.to_dict(), "line": _limits_line(peaks, devices[0])}},
-                        on_row=lambda r: print(f"{r['spec']} {r.get('candidate') or ''}: {r['status']}",
-                                               file=sys.stderr))
+                        on_row=on_row)
     if run.resumed_rows:
         print(f"resumed: {run.resumed_rows} rows from {results}", file=sys.stderr)
     human = sys.stderr if json_out else sys.stdout
@@ -166,6 +167,35 @@ def _peaks(card_lookup: CardLookup | None, device: str, bandwidth_gbps: float | 
     return HardwarePeaks(bandwidth_gbps * 1e9 if bandwidth_gbps else card.memory_bandwidth_bytes_per_s,
                          flops_per_s or card.flops_per_s, card.card,
                          "given on the command line" + (f", the rest from {card.source}" if card.source else ""))
+
+
+@contextmanager
+def _progress(problems: int, json_out: bool):
+    """What a suite shows as its rows come: a rich progress bar on a terminal, one line per row in a log,
+    nothing under --json (the results go to stdout)."""
+    if json_out:
+        yield lambda row: None
+        return
+    try:
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    except ImportError:  # a bare CUDA machine without rich: one line per row
+        console = None
+    else:
+        console = Console(stderr=True)
+    if console is None or not console.is_terminal:
+        yield lambda r: print(f"{r['spec']} {r.get('candidate') or ''}: {r['status']}", file=sys.stderr)
+        return
+    columns = (TextColumn("problems"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+               TextColumn("{task.description}"))
+    with Progress(*columns, console=console, transient=True) as progress:
+        task, seen = progress.add_task("", total=problems), set()
+
+        def on_row(row: dict) -> None:
+            seen.add(row["spec"])
+            progress.update(task, completed=len(seen), description=f"{row['spec']}: {row['status']}")
+
+        yield on_row
 
 
 def make_bench(card_lookup: CardLookup | None = None):

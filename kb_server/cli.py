@@ -103,7 +103,8 @@ def search(
 
 def kernels(
     action: Annotated[str | None, typer.Argument(help="show: one record, with where it wins")] = None,
-    kernel_id: Annotated[str | None, typer.Argument(help="with show: the record's id (or a unique prefix)")] = None,
+    kernel_id: Annotated[str | None, typer.Argument(help="with show: the record's id, a unique prefix of it, or "
+                                                        "its name")] = None,
     op_family: Annotated[str | None, typer.Option(help="e.g. softmax")] = None,
     backend: Annotated[str | None, typer.Option(help="triton | cuda | cute | hip")] = None,
     accelerator: Annotated[str | None, typer.Option(help="Accelerator id.")] = None,
@@ -126,17 +127,27 @@ def kernels(
         typer.echo(json.dumps([r.model_dump() for r in records], indent=2))
         return
     table = Table("id", "name", "op family", "signature", "backend", "accelerators", "measurements")
+    # the id and the name are what `kkb kernels show` takes: never cut, on any terminal width
+    table.columns[0].no_wrap, table.columns[0].min_width = True, 12
+    table.columns[1].overflow = "fold"
     for r in records:
         table.add_row(r.id[:12], r.name, r.op_family, r.op_signature, r.backend, ",".join(r.accelerators),
                       str(len(r.measurements)))
     Console().print(table)
 
 
+def _matching(records: list, typed: str) -> list:
+    """Records that `typed` names: a name, an id prefix, or an id as a narrow table cut it ("ab3b17b…")."""
+    typed = typed.strip().rstrip("…").rstrip(".")
+    by_name = [r for r in records if r.name == typed]
+    return by_name or ([r for r in records if r.id.startswith(typed)] if typed else [])
+
+
 def _show(kernel_id: str, json_out: bool, kb: str | None) -> None:
     store = _store(kb)
     try:
         record = store.get_kernel(kernel_id)
-        matches = [] if record else [r for r in store.list_kernels() if r.id.startswith(kernel_id)]
+        matches = [] if record else _matching(store.list_kernels(), kernel_id)
     except Exception as exc:
         if not kb:
             raise

@@ -152,6 +152,7 @@ def _trace(model):
         if getattr(model[1], "pooling_mode", None) != "mean" and not getattr(model[1], "pooling_mode_mean_tokens",
                                                                               False):
             return None
+        _name_no_loss(model[0].auto_model)
         wrapper = _mean_pooled(model[0].auto_model).eval()
         example = _tokenize(model, _TRACE_PROBE)
         if "token_type_ids" not in example:
@@ -174,6 +175,15 @@ def _trace(model):
     except Exception as exc:  # noqa: BLE001  any tracing failure only costs speed
         log.warning("cannot trace the query encoder (%s); using the eager model", exc)
         return None
+
+
+def _name_no_loss(transformer) -> None:
+    """torch.jit.trace reads every attribute of each submodule, and reading transformers' `loss_function`
+    on an encoder without a loss type logs "`loss_type=None` ... unrecognized" once per process. The
+    embedder never computes a loss, so it names none (the property's setter), and the read stays quiet."""
+    prop = getattr(type(transformer), "loss_function", None)
+    if isinstance(prop, property) and prop.fset is not None:
+        transformer.loss_function = None
 
 
 def _mean_pooled_class():

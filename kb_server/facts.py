@@ -49,6 +49,8 @@ class AcceleratorFacts(BaseModel):
     architecture: str  # e.g. "Hopper", "CDNA3", "MTIA v2"
     compute_unit_name: str  # what the vendor calls a unit: "SM", "CU", "PE"
     aliases: list[str] = Field(default_factory=list)  # other names a user may type ("h200-sxm")
+    # kernel languages that compile for this chip ("triton", "cuda", "cute", "hip"); empty: not stated
+    backends: list[str] = Field(default_factory=list)
     compute_units: Fact
     warp_width: Fact | None = None  # threads per warp / wavefront; None where it does not apply
     register_file_per_unit: Fact | None = None

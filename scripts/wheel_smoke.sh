@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Usage: bash scripts/wheel_smoke.sh [--full]
-# Builds kernelkb's wheel from the tracked files, installs it into a fresh venv outside the checkout and
-# runs kkb from an empty folder there: --version, a hardware fact, and an ingest of the bundled corpus
-# into a fresh KKB_HOME. The venv takes its dependencies from .venv, which scripts/bootstrap.sh installed
-# from requirements/lock-cpu.txt (a .pth line; .venv's editable kernelkb is not on that path), so nothing
-# is downloaded; --full installs the lock into the venv itself instead (several minutes of downloads).
+# Builds kernelkb's wheel from the tracked files (the build must print no warning), installs it into a
+# fresh venv outside the checkout and runs kkb from an empty folder there: --version, a hardware fact, and
+# an ingest of the bundled corpus into a fresh KKB_HOME. The venv takes its dependencies from .venv, which
+# scripts/bootstrap.sh installed from requirements/lock-cpu.txt (a .pth line; .venv's editable kernelkb is
+# not on that path), so nothing is downloaded; --full installs the lock into the venv itself instead
+# (several minutes of downloads).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -12,8 +13,10 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/src" "$work/dist" "$work/run"
 git ls-files -z | tar --null -T - -cf - | tar -xf - -C "$work/src"
-.venv/bin/python -m pip wheel -q --no-deps --no-build-isolation -w "$work/dist" "$work/src" 2>"$work/build.log" \
+.venv/bin/python -m pip wheel -v --no-deps --no-build-isolation -w "$work/dist" "$work/src" >"$work/build.log" 2>&1 \
   || { cat "$work/build.log" >&2; exit 1; }
+# a clean build: setuptools' warning blocks (a data folder left out of `packages`) fail the smoke test
+if grep -q "Warning" "$work/build.log"; then grep "Warning" "$work/build.log" >&2; echo "wheel smoke: the build warned" >&2; exit 1; fi
 "$PY" -m venv "$work/venv"
 if [ "${1:-}" = "--full" ]; then
   "$work/venv/bin/python" -m pip install -q --no-deps -r requirements/lock-cpu.txt

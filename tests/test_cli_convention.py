@@ -71,6 +71,7 @@ def test_every_verb_is_classified():
         "report",
         "export",
         "export-kernel",
+        "sessions",
     } == set(VERBS)
     assert WRITES_A_FILE <= set(VERBS) and REMOTE_KB <= set(VERBS) and set(NO_JSON) <= set(VERBS)
 

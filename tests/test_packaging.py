@@ -61,3 +61,35 @@ def test_bundled_corpus_resolves_from_the_package():
     assert (corpus / "accelerators" / "h100.yaml").is_file()
     assert (corpus / "kernels" / "softmax" / "kernel.yaml").is_file()
     assert KBSettings(model="unused").corpus_dir == corpus
+
+
+def test_wheel_builds_without_warnings(tmp_path):
+    """The wheel of the tracked files builds with no setuptools warning block and holds the run-time data."""
+    import shutil
+    import subprocess
+    import sys
+    import zipfile
+
+    names = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=True).stdout
+    src = tmp_path / "src"
+    for name in names.decode().split("\0"):
+        if name and (REPO / name).is_file():  # a file deleted in the working tree is not built
+            (src / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / name, src / name)
+    run = subprocess.run([sys.executable, "-m", "pip", "wheel", "-v", "--no-deps", "--no-build-isolation",
+                          "-w", str(tmp_path / "dist"), str(src)],
+                         check=False, capture_output=True, text=True, timeout=300)
+    output = run.stdout + run.stderr
+    assert run.returncode == 0, output[-3000:]
+    warnings = [line.strip() for line in output.splitlines() if "Warning" in line]
+    assert not warnings, f"the wheel build warned: {warnings[:5]}"
+    [wheel] = (tmp_path / "dist").glob("kernelkb-*.whl")
+    held = set(zipfile.ZipFile(wheel).namelist())
+    for needed in ("kernelkb_cli.py", "agent_client/prompts/iteration.toml", "agent_client/templates/report.html",
+                   "kernelkb_corpus/accelerators/h100.yaml", "kernelkb_corpus/kernels/softmax/kernel.yaml",
+                   "kernelkb_corpus/kernels/softmax/kernel.py"):
+        assert needed in held, f"the wheel lacks {needed}"
+    tracked_corpus = {"kernelkb_corpus/" + n[len("corpus/"):] for n in names.decode().split("\0")
+                      if n.startswith("corpus/") and (REPO / n).is_file()}
+    left_out = sorted(tracked_corpus - held)
+    assert not left_out, f"tracked corpus files the wheel left out: {left_out[:5]}"

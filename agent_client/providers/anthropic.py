@@ -6,8 +6,13 @@ Usage: provider = make_provider(ClientSettings(anthropic_api_key="...", anthropi
 Per proposal: the system text and the knowledge part of the prompt go in system blocks, the last
 one marked `cache_control` (tools + system + knowledge are the stable, cached prefix); the
 iteration part is the user message. The model may call tools (providers/tools.py) for up to
-`tool_max_turns` turns; the last turn forbids tools so that an answer comes. Rate limits (429)
-and overload (529) are retried by the SDK and then by our bounded loop (providers/retry.py).
+`tool_max_turns` turns; the last turn forbids tools so that an answer comes. Rate limits (429),
+overload (529) and connection errors are retried by our bounded loop (providers/retry.py) for at most
+KKB_PROVIDER_RETRY_S seconds of waiting; then, or at once for a refused key or an unknown model, the
+request fails with EndpointError naming the setting to check.
+
+Settings (agent_client/config.py): ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL (or KKB_ANTHROPIC_BASE_URL),
+KKB_ANTHROPIC_MODEL (or --model), KKB_ANTHROPIC_MAX_TOKENS, KKB_PROVIDER_RETRY_S.
 """
 
 from __future__ import annotations
@@ -16,9 +21,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from agent_client.proposals import Proposal, ProposalRequest, ProviderError
+from agent_client.proposals import EndpointError, Proposal, ProposalRequest
 from agent_client.providers.extract import extract_code
-from agent_client.providers.retry import RETRYABLE_STATUS, call_with_retries, status_of
+from agent_client.providers.retry import RETRYABLE_STATUS, Retries, call_with_retries, status_of
 from agent_client.providers.tools import TOOLS, run_tool
 
 
@@ -34,23 +39,22 @@ class AnthropicProvider:
     name = "anthropic"
 
     def __init__(self, client: Any, model: str, max_tokens: int = 8192, tool_max_turns: int = 6,
-                 use_tools: bool = True, retry_attempts: int = 4, retry_base_delay_s: float = 2.0,
+                 use_tools: bool = True, retries: Retries | None = None,
                  sleep: Callable[[float], None] = time.sleep):
         self.client = client
         self.model = model
         self.max_tokens = max_tokens
         self.tool_max_turns = max(1, tool_max_turns)
         self.use_tools = use_tools
-        self.retry_attempts = retry_attempts
-        self.retry_base_delay_s = retry_base_delay_s
+        self.retries = retries or Retries()
         self.sleep = sleep
 
     def propose(self, request: ProposalRequest) -> list[Proposal]:
         return [self._one(request) for _ in range(max(1, request.n))]
 
-    def _create(self, **kwargs):
-        return call_with_retries(lambda: self.client.messages.create(**kwargs), _retryable, self.retry_attempts,
-                                 self.retry_base_delay_s, f"anthropic model {self.model}", self.sleep)
+    def _create(self, notify, **kwargs):
+        return call_with_retries(lambda: self.client.messages.create(**kwargs), _retryable, self.retries,
+                                 f"provider anthropic (model {self.model})", notify, self.sleep)
 
     def _one(self, request: ProposalRequest) -> Proposal:
         split = max(0, min(request.cache_prefix_chars, len(request.prompt)))
@@ -71,7 +75,7 @@ class AnthropicProvider:
                 kwargs["tools"] = TOOLS
                 if turn == self.tool_max_turns - 1:
                     kwargs["tool_choice"] = {"type": "none"}  # last turn: answer now
-            response = self._create(**kwargs)
+            response = self._create(request.notify, **kwargs)
             _add_usage(usage, response.usage)
             uses = [b for b in response.content if b.type == "tool_use"]
             text = "".join(b.text for b in response.content if b.type == "text")
@@ -113,17 +117,22 @@ def _short(value: Any) -> Any:
 def make_provider(settings: Any, client: Any = None, model: str | None = None, use_tools: bool = True,
                   base_url: str | None = None, sleep: Callable[[float], None] = time.sleep,
                   **_: Any) -> AnthropicProvider:
+    model = model or settings.anthropic_model
+    base_url = base_url or settings.anthropic_base_url
     if client is None:
         try:
             import anthropic
         except ImportError as exc:
-            raise ProviderError("provider anthropic needs the `anthropic` package: pip install anthropic") from exc
-        base_url = base_url or settings.anthropic_base_url
+            raise EndpointError("provider anthropic needs the `anthropic` package: pip install anthropic") from exc
         if not settings.anthropic_api_key and not base_url:
-            raise ProviderError("provider anthropic needs ANTHROPIC_API_KEY (or ANTHROPIC_BASE_URL for a local server)")
+            raise EndpointError("provider anthropic needs an API key: set ANTHROPIC_API_KEY (or ANTHROPIC_BASE_URL "
+                                "for a local server), or use --provider offline")
         client = anthropic.Anthropic(api_key=settings.anthropic_api_key or "unused", base_url=base_url,
                                      max_retries=settings.sdk_max_retries)
-    return AnthropicProvider(client, model or settings.anthropic_model, max_tokens=settings.anthropic_max_tokens,
-                             tool_max_turns=settings.tool_max_turns, use_tools=use_tools,
-                             retry_attempts=settings.retry_attempts, retry_base_delay_s=settings.retry_base_delay_s,
-                             sleep=sleep)
+    hints = {401: "check ANTHROPIC_API_KEY", 403: "check ANTHROPIC_API_KEY and its access to the model",
+             404: "check the model name (--model or KKB_ANTHROPIC_MODEL) and ANTHROPIC_BASE_URL",
+             "connection": "check the network" + (" and ANTHROPIC_BASE_URL" if base_url else "")}
+    retries = Retries(total_wait_s=settings.provider_retry_s, base_delay_s=settings.retry_base_delay_s,
+                      max_attempts=settings.retry_attempts, hints=hints)
+    return AnthropicProvider(client, model, max_tokens=settings.anthropic_max_tokens,
+                             tool_max_turns=settings.tool_max_turns, use_tools=use_tools, retries=retries, sleep=sleep)

@@ -3,7 +3,11 @@
 Usage: provider = make_provider(ClientSettings(openai_base_url="http://127.0.0.1:8000/v1", openai_model="..."))
 
 One chat.completions call per proposal (some servers ignore `n`); no tools, since tool calling
-differs across these servers. Retries: the SDK's own, then our bounded loop (providers/retry.py).
+differs across these servers. Retries: our bounded loop (providers/retry.py), at most
+KKB_PROVIDER_RETRY_S seconds of waiting per request, then EndpointError naming the setting to check.
+
+Settings (agent_client/config.py): OPENAI_BASE_URL (or --base-url), OPENAI_API_KEY, KKB_OPENAI_MODEL
+(or --model), KKB_PROVIDER_RETRY_S.
 """
 
 from __future__ import annotations
@@ -12,9 +16,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from agent_client.proposals import Proposal, ProposalRequest, ProviderError
+from agent_client.proposals import EndpointError, Proposal, ProposalRequest
 from agent_client.providers.extract import extract_code
-from agent_client.providers.retry import RETRYABLE_STATUS, call_with_retries, status_of
+from agent_client.providers.retry import RETRYABLE_STATUS, Retries, call_with_retries, status_of
 
 
 def _retryable(exc: BaseException) -> bool:
@@ -28,14 +32,12 @@ def _retryable(exc: BaseException) -> bool:
 class OpenAICompatProvider:
     name = "openai"
 
-    def __init__(self, client: Any, model: str, max_tokens: int = 8192, retry_attempts: int = 4,
-                 retry_base_delay_s: float = 2.0, temperature: float = 0.8,
-                 sleep: Callable[[float], None] = time.sleep):
+    def __init__(self, client: Any, model: str, max_tokens: int = 8192, retries: Retries | None = None,
+                 temperature: float = 0.8, sleep: Callable[[float], None] = time.sleep):
         self.client = client
         self.model = model
         self.max_tokens = max_tokens
-        self.retry_attempts = retry_attempts
-        self.retry_base_delay_s = retry_base_delay_s
+        self.retries = retries or Retries()
         self.temperature = temperature
         self.sleep = sleep
 
@@ -47,8 +49,7 @@ class OpenAICompatProvider:
             response = call_with_retries(
                 lambda: self.client.chat.completions.create(model=self.model, messages=messages,
                                                             max_tokens=self.max_tokens, temperature=self.temperature),
-                _retryable, self.retry_attempts, self.retry_base_delay_s, f"openai-compatible model {self.model}",
-                self.sleep)
+                _retryable, self.retries, f"provider openai (model {self.model})", request.notify, self.sleep)
             text = (response.choices[0].message.content or "") if response.choices else ""
             code, error = extract_code(text)
             usage = response.usage.model_dump() if getattr(response, "usage", None) else {}
@@ -61,17 +62,22 @@ class OpenAICompatProvider:
 
 def make_provider(settings: Any, client: Any = None, model: str | None = None, base_url: str | None = None,
                   sleep: Callable[[float], None] = time.sleep, **_: Any) -> OpenAICompatProvider:
+    base_url = base_url or settings.openai_base_url
     if client is None:
         try:
             import openai
         except ImportError as exc:
-            raise ProviderError("provider openai needs the `openai` package: pip install openai") from exc
-        base_url = base_url or settings.openai_base_url
+            raise EndpointError("provider openai needs the `openai` package: pip install openai") from exc
         if not base_url:
-            raise ProviderError("provider openai needs a base URL: --base-url or OPENAI_BASE_URL "
+            raise EndpointError("provider openai needs a base URL: --base-url or OPENAI_BASE_URL "
                                 "(e.g. http://127.0.0.1:8000/v1)")
         client = openai.OpenAI(base_url=base_url, api_key=settings.openai_api_key or "unused",
                                max_retries=settings.sdk_max_retries)
+    hints = {401: "check OPENAI_API_KEY", 403: "check OPENAI_API_KEY",
+             404: "check the model name (--model or KKB_OPENAI_MODEL) and the base URL (--base-url or "
+                  "OPENAI_BASE_URL, usually ending in /v1)",
+             "connection": "check that the server at --base-url (OPENAI_BASE_URL) is running"}
+    retries = Retries(total_wait_s=settings.provider_retry_s, base_delay_s=settings.retry_base_delay_s,
+                      max_attempts=settings.retry_attempts, hints=hints)
     return OpenAICompatProvider(client, model or settings.openai_model, max_tokens=settings.anthropic_max_tokens,
-                                retry_attempts=settings.retry_attempts,
-                                retry_base_delay_s=settings.retry_base_delay_s, sleep=sleep)
+                                retries=retries, sleep=sleep)

@@ -5,7 +5,7 @@ Usage: kkb tune SPEC --provider replay --replay-from SESSION_ID
 
 Request k of the new session gets the proposals recorded for request k of the source session
 (code, raw response, meta), whatever its prompt; when the recording runs out the provider returns
-nothing and the session stops with reason "provider_exhausted".
+nothing and the session stops: "the provider had no new candidates".
 """
 
 from __future__ import annotations

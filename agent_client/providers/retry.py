@@ -1,39 +1,110 @@
-"""A bounded retry loop with exponential backoff, around an SDK call that already retries itself.
+"""A bounded retry loop with exponential backoff around a model endpoint's call, and plain words for its errors.
 
-Usage: result = call_with_retries(lambda: client.messages.create(...), is_retryable, attempts=4, base_delay_s=2)
+Usage: result = call_with_retries(lambda: client.messages.create(...), is_retryable, Retries(total_wait_s=60),
+                                  what="anthropic model claude-sonnet-5", notify=request.notify)
 
-The SDKs retry rate limits on their own (honouring retry-after); this loop adds a few longer waits
-for a long overload (HTTP 429/529), then gives up with ProviderError naming the last error.
+Every retry is this loop's (the SDKs' own are off by default), so the wait it states is the wait there is:
+rate limits, overload and connection errors are retried with waits of base * 2**attempt (or the server's
+retry-after) until `total_wait_s` of waiting is spent, the first retry announced through `notify`; then,
+or at once for an error that no retry mends (a refused key, an unknown model), EndpointError says what
+happened in one line and which setting to check.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import TypeVar
 
-from agent_client.proposals import ProviderError
+from agent_client.proposals import EndpointError
 
 T = TypeVar("T")
-MAX_DELAY_S = 60.0
+MAX_DELAY_S = 60.0  # the longest single wait, whatever retry-after says
 RETRYABLE_STATUS = {408, 409, 429, 500, 502, 503, 504, 529}
+_STATUS_WORDS = {400: "the endpoint refused the request", 401: "the endpoint refused the API key",
+                 403: "the endpoint denied access", 404: "the endpoint has no such model or path",
+                 408: "the request timed out", 413: "the request was too large", 429: "rate limited",
+                 500: "the endpoint failed", 502: "bad gateway", 503: "the endpoint is unavailable",
+                 504: "gateway timeout", 529: "the endpoint is overloaded"}
+
+
+@dataclass(frozen=True)
+class Retries:
+    """How long one request may keep retrying, and what to tell the user to check when it gives up."""
+
+    total_wait_s: float = 60.0  # waiting between tries, in all, before the request fails
+    base_delay_s: float = 2.0  # first wait; doubled after each try
+    max_attempts: int = 8  # tries after the first, at most
+    setting: str = "KKB_PROVIDER_RETRY_S"  # the setting that holds total_wait_s, named in the messages
+    hints: dict[int | str, str] = field(default_factory=dict)  # HTTP status or "connection" -> what to check
 
 
 def status_of(exc: BaseException) -> int | None:
     return getattr(exc, "status_code", None)
 
 
-def call_with_retries(call: Callable[[], T], is_retryable: Callable[[BaseException], bool], attempts: int,
-                      base_delay_s: float, what: str, sleep: Callable[[float], None] = time.sleep) -> T:
-    """`attempts` further tries after the first; non-retryable errors raise ProviderError at once."""
-    for attempt in range(attempts + 1):
+def describe(exc: BaseException) -> str:
+    """One line for people: what the endpoint said or why it could not be reached."""
+    status = status_of(exc)
+    if status is not None:
+        detail = _api_message(exc)
+        words = _STATUS_WORDS.get(status, "the endpoint answered with an error")
+        return f"{words} (HTTP {status}" + (f": {detail})" if detail else ")")
+    url = getattr(getattr(exc, "request", None), "url", None)
+    if url is not None:  # the SDKs' connection errors and timeouts carry the request they could not send
+        return f"no answer in time from {url}" if "Timeout" in type(exc).__name__ else f"cannot reach {url}"
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _api_message(exc: BaseException) -> str:
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        error = body.get("error") if isinstance(body.get("error"), dict) else body
+        message = error.get("message") if isinstance(error, dict) else None
+        if isinstance(message, str):
+            return message.strip().splitlines()[0][:200] if message.strip() else ""
+    return ""
+
+
+def _retry_after_s(exc: BaseException) -> float | None:
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None)
+    value = headers.get("retry-after") if headers is not None else None
+    try:
+        return max(0.0, float(value)) if value is not None else None
+    except ValueError:  # an HTTP date: fall back to our own backoff
+        return None
+
+
+def _hint(exc: BaseException, retries: Retries) -> str:
+    status = status_of(exc)
+    hint = retries.hints.get(status) if status is not None else retries.hints.get("connection")
+    return f"; {hint}" if hint else ""
+
+
+def call_with_retries(call: Callable[[], T], is_retryable: Callable[[BaseException], bool], retries: Retries,
+                      what: str, notify: Callable[[str], None] | None = None,
+                      sleep: Callable[[float], None] = time.sleep) -> T:
+    """The call's result, or EndpointError once the error is not retryable or the stated wait is spent."""
+    waited = 0.0
+    for attempt in range(retries.max_attempts + 1):
         try:
             return call()
         except Exception as exc:
             if not is_retryable(exc):
-                raise ProviderError(f"{what}: {type(exc).__name__}: {exc}") from exc
-            if attempt == attempts:
-                raise ProviderError(f"{what}: still failing after {attempts + 1} tries: "
-                                    f"{type(exc).__name__}: {exc}") from exc
-            sleep(min(MAX_DELAY_S, base_delay_s * 2**attempt))
+                raise EndpointError(f"{what}: {describe(exc)}{_hint(exc, retries)}") from exc
+            left = retries.total_wait_s - waited
+            if attempt == retries.max_attempts or left <= 0:
+                raise EndpointError(
+                    f"{what}: {describe(exc)}{_hint(exc, retries)}; gave up after {attempt + 1} "
+                    f"{'try' if attempt == 0 else 'tries'} and {waited:.3g} s of waiting "
+                    f"({retries.setting}={retries.total_wait_s:g})") from exc
+            if attempt == 0 and notify is not None:
+                notify(f"{what}: {describe(exc)}; retrying for up to {retries.total_wait_s:g} s in all "
+                       f"({retries.setting})")
+            backoff = min(MAX_DELAY_S, retries.base_delay_s * 2**attempt)
+            delay = min(left, MAX_DELAY_S, _retry_after_s(exc) or backoff)
+            sleep(delay)
+            waited += delay
     raise AssertionError("unreachable")

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agent_client.proposals import ProposalRequest, Provider
+from agent_client.proposals import EndpointError, ProposalRequest, Provider, ProviderError
 from agent_client.session.records import (
     Node,
     SessionConfig,
@@ -28,11 +28,12 @@ from agent_client.session.records import (
     fitness,
     speedup_text,
     stand_in_verdict,
+    stop_text,
 )
 from agent_client.session.store import SessionStore
 from agent_client.session.writeback import tunables_of, write_back
 
-MAX_PROVIDER_FAILURES = 3  # consecutive failed requests before the session stops
+MAX_PROVIDER_FAILURES = 3  # consecutive requests failing with an unexpected error before the session stops
 _WAIT = object()  # "nothing to expand yet: wait for an evaluation"
 
 
@@ -52,6 +53,9 @@ class SessionResult:
     written_kernels: list[str] = field(default_factory=list)
     failures: dict[str, int] = field(default_factory=dict)  # outcome -> count, failed nodes only
     conclusion: str = ""  # what to use, with both timings (never a winner slower than torch.compile)
+    stop_text: str = ""  # stop_reason in plain words, with what the provider said when it stopped the session
+    provider_error: str | None = None  # the provider's last error, when it stopped the session
+    candidates: int = 0  # nodes with a candidate's source (a reply without one is not a candidate)
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -77,6 +81,8 @@ class Tuner:
         self.provider_failures = 0
         self.exhausted = False
         self.stop_note = ""  # why the provider proposed nothing more, when it says
+        self.failed = False  # the provider's endpoint failed after its bounded retries
+        self.provider_error: str | None = None  # what it said last (stays None while requests succeed)
         self.best: Node | None = None
         self.since_best = 0  # evaluated nodes since the best improved
         self.log: list[str] = []  # recent events for the live view
@@ -106,7 +112,7 @@ class Tuner:
         self.store.touch_run(self._run_id)
         self.store.set_status("done", reason)
         result = self.result(reason, written)
-        self._note(f"stopped: {reason}")
+        self._note(f"stopped: {stop_text(reason)}")
         self._refresh()
         return result
 
@@ -130,10 +136,10 @@ class Tuner:
                 self._harvest(block=True)
                 continue
             self._request(parent)
+            if self.failed or self.provider_failures >= MAX_PROVIDER_FAILURES:
+                return "provider_failed"
             if self.exhausted:
                 return "provider_exhausted"
-            if self.provider_failures >= MAX_PROVIDER_FAILURES:
-                return "provider_failed"
 
     def _stop_reason(self) -> str | None:
         c = self.config
@@ -193,16 +199,22 @@ class Tuner:
             spec_path=self.spec_path, spec_source=self.spec_source, backend=c.backend, accelerator=c.target,
             prompt=prompt.text, parent=parent.view() if parent else None, n=n, kb=self.kb, device=c.device,
             session_id=c.session_id, step=step, history=[x.view() for x in history], system=prompt.system,
-            cache_prefix_chars=prompt.cache_prefix_chars,
+            cache_prefix_chars=prompt.cache_prefix_chars, notify=self._announce,
         )
         try:
             proposals = self.provider.propose(request)
-        except Exception as exc:  # noqa: BLE001 - a provider that failed after its own retries: record, maybe stop
-            self.provider_failures += 1
-            self.store.set_request_error(step, f"{type(exc).__name__}: {exc}")
-            self._note(f"step {step}: provider {self.provider.name} failed: {exc}")
+        except ProviderError as exc:  # the provider's last word (after its bounded retries): stop the session
+            self.failed, self.exhausted = isinstance(exc, EndpointError), not isinstance(exc, EndpointError)
+            self.provider_error = str(exc)  # the session's result and `kkb tune` say it once, in full
+            self.store.set_request_error(step, str(exc))
             return
-        self.provider_failures = 0
+        except Exception as exc:  # noqa: BLE001 - an unexpected error: record it, stop after a few in a row
+            self.provider_failures += 1
+            self.provider_error = f"provider {self.provider.name}: {type(exc).__name__}: {exc}"
+            self.store.set_request_error(step, self.provider_error)
+            self._note(f"step {step}: {self.provider_error}")
+            return
+        self.provider_failures, self.provider_error = 0, None
         if not proposals:
             self.exhausted = True
             note = getattr(self.provider, "stop_note", "")  # e.g. the offline search at the hardware limit
@@ -284,6 +296,11 @@ class Tuner:
             self.since_best += 1
 
     # -- reporting
+    def _announce(self, text: str) -> None:
+        """A provider's word while a request runs (that it starts retrying): shown at once."""
+        self._note(text)
+        self._refresh()
+
     def _note(self, text: str) -> None:
         self.log = (self.log + [text])[-8:]
         self.events += 1
@@ -293,6 +310,7 @@ class Tuner:
         outcomes = Counter(n.outcome for n in nodes)
         return {
             "session_id": self.config.session_id, "spec": self.spec_path.stem, "budget": self.config.budget,
+            "device": self.config.device,
             "nodes": len(nodes), "evaluated": sum(1 for n in nodes if n.status != "pending"),
             "in_flight": len(self.inflight), "best_node_id": self.best.id if self.best else None,
             "best_fitness": self.best.fitness if self.best else 0.0,
@@ -321,4 +339,6 @@ class Tuner:
             elapsed_s=time.monotonic() - self._t0, written_kernels=written,
             failures={k: c for k, c in outcomes.items() if k not in ("passed", "pending")},
             conclusion=conclusion(best, nodes) + (f" The search stopped: {self.stop_note}." if self.stop_note else ""),
+            stop_text=stop_text(reason, self.provider_error if reason.startswith("provider_") else None),
+            provider_error=self.provider_error, candidates=sum(1 for n in nodes if n.code.strip()),
         )

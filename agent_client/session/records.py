@@ -12,6 +12,33 @@ from dataclasses import dataclass, field
 
 from agent_client.proposals import NodeView
 
+# Why a session stopped, in the words every view uses (the short code stays in result.json and the store).
+STOP_REASONS = {
+    "budget": "the candidate budget (--budget) was spent",
+    "time": "the time budget (--time-budget) was spent",
+    "stalled": "no better candidate came in the last --stall candidates",
+    "target": "the best candidate reached --target-speedup",
+    "provider_exhausted": "the provider had no new candidates",
+    "provider_failed": "the provider failed",
+    "interrupted": "it was interrupted",
+    "running": "not finished: it is running, or its process was killed (kkb tune --resume continues it)",
+}
+
+
+def stop_text(reason: str | None, detail: str | None = None) -> str:
+    """The stop reason in plain words, with what the provider said where there is a detail."""
+    text = STOP_REASONS.get(reason or "running", reason or "")
+    return f"{text}: {detail}" if detail else text
+
+
+def interpreter_note(device: str) -> str:
+    """What times mean where the harness runs Triton's interpreter (empty on a GPU)."""
+    if str(device).startswith("cuda"):
+        return ""
+    return ("times on the CPU are the Triton interpreter's: they compare candidates with each other and "
+            "are not GPU times")
+
+
 FAILED_STATUSES = ("wrong", "compile_error", "runtime_error", "illegal_memory_access", "timeout",
                    "crashed", "rejected", "malformed", "eval_error")
 

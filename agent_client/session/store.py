@@ -137,6 +137,14 @@ class SessionStore:
                                    (exclude_run,)).fetchone()
         return float(row[0])
 
+    def last_activity(self) -> float:
+        """Unix seconds of the latest write a run made (its heartbeat, a verdict, a status change)."""
+        with self._lock:
+            row = self._db.execute("SELECT MAX(t) FROM (SELECT MAX(last_seen) AS t FROM runs UNION ALL "
+                                   "SELECT updated_at FROM session UNION ALL SELECT MAX(evaluated_at) FROM nodes)"
+                                   ).fetchone()
+        return float(row[0] or 0.0)
+
     def next_step(self) -> int:
         with self._lock:
             row = self._db.execute("SELECT MAX(step) AS m FROM requests").fetchone()

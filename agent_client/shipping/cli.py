@@ -33,8 +33,8 @@ def _find_record(ref: str, home: Path | None, kb_url: str | None = None):
 def export_kernel(
     source: Annotated[str, typer.Argument(help="a session id (or its folder), or a kernel record id")],
     output: Annotated[Path, typer.Option("-o", "--output", help="the module to write, e.g. my_op.py")],
-    min_speedup: Annotated[float, typer.Option(help="the kernel runs where its measured speedup is at least "
-                                                    "this (0: wherever it was right)")] = 1.0,
+    min_speedup: Annotated[float, typer.Option(min=0, help="the kernel runs where its measured speedup is at "
+                                                           "least this (0: wherever it was right)")] = 1.0,
     node: Annotated[str | None, typer.Option(help="a node of the session (default: its best passing one)")] = None,
     spec: Annotated[Path | None, typer.Option(help="the spec it was judged on, where the session is gone")] = None,
     home: Annotated[Path | None, typer.Option(help="KKB_HOME (store and sessions)")] = None,
@@ -44,15 +44,16 @@ def export_kernel(
     json_out: Annotated[bool, typer.Option("--json", help="Print what was written, and where the kernel runs, "
                                                           "as JSON.")] = False,
 ) -> None:
-    """Write a session's winner (or a library record) as one module: a PyTorch custom op that runs the kernel
-    where it was measured to win and the reference everywhere else."""
-    from agent_client.config import ClientSettings
+    """Write a winner (a session's or a library record) as one PyTorch custom-op module.
+
+    The module runs the kernel where it was measured to win and the reference everywhere else."""
+    from agent_client.cli_settings import settings_or_exit
     from agent_client.session.store import SessionStore
     from agent_client.shipping.plan import ExportError
     from agent_client.shipping.sources import plan_from_record, plan_from_session
     from agent_client.shipping.writer import render_module
 
-    settings = ClientSettings(home=home) if home else ClientSettings()
+    settings = settings_or_exit(home)
     folder = Path(source) if Path(source).is_dir() else settings.sessions_dir / source
     try:
         if (folder / "session.sqlite").exists():

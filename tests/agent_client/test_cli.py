@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
 from typer.testing import CliRunner
 
@@ -26,7 +27,7 @@ def test_tune_names_a_missing_spec(tmp_path):
 
 def test_resume_names_an_unknown_session(tmp_path):
     result = CliRunner().invoke(app, ["tune", "--resume", "ghost", "--home", str(tmp_path)])
-    assert result.exit_code == 2 and "no session at" in result.output and "ghost" in result.output
+    assert result.exit_code == 2 and "no session 'ghost' under" in result.output
 
 
 def test_session_config_round_trips_through_the_store(tmp_path):
@@ -53,3 +54,16 @@ def test_a_finished_session_resumed_prints_its_result_as_json(tuned_session, tmp
     assert printed == json.loads(out.read_text())
     assert printed["session_id"] == "relu-one" and printed["nodes"] == 5
     assert "session relu-one" in result.stderr  # the human summary, off stdout
+
+
+def test_help_and_readme_name_the_model_its_settings_and_the_exit_status():
+    from agent_client.config import ClientSettings
+
+    model = ClientSettings.model_fields["anthropic_model"].default
+    shown = " ".join(CliRunner().invoke(app, ["tune", "--help"], env={"COLUMNS": "200"}).output.split())
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    for text in (shown, readme):
+        assert model in text and "KKB_ANTHROPIC_MODEL" in text and "ANTHROPIC_BASE_URL" in text
+        assert "OPENAI_BASE_URL" in text and "KKB_PROVIDER_RETRY_S" in text
+    assert "3 the provider failed" in shown and "4 no candidates were produced" in shown
+    assert "3 when the provider failed" in readme and "4 when no candidate was produced" in readme

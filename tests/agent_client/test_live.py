@@ -30,3 +30,21 @@ def test_line_view_prints_each_event_once():
     view.update({**SUMMARY, "log": [*SUMMARY["log"], "n0004 timeout"], "events": 3})
     lines = out.getvalue().splitlines()
     assert len(lines) == 3 and lines[-1].startswith("[4/8] n0004 timeout")
+
+
+def test_panel_says_cpu_times_are_the_interpreters():
+    def text_of(summary):
+        console = Console(record=True, width=100, file=io.StringIO())
+        console.print(render(summary))
+        return " ".join(console.export_text().split())
+
+    assert "Triton interpreter's" in text_of({**SUMMARY, "device": "cpu"})
+    assert "interpreter" not in text_of({**SUMMARY, "device": "cuda:0"})
+
+
+def test_line_view_keeps_a_long_notice_on_one_line_without_a_best_yet():
+    out = io.StringIO()
+    notice = "provider anthropic (model m): cannot reach http://127.0.0.1:9/v1/messages; retrying for up to 60 s"
+    view = LineView(Console(file=out, width=80))  # a log file: rich's default width
+    view.update({**SUMMARY, "best_fitness": 0.0, "evaluated": 0, "log": [notice], "events": 1})
+    assert out.getvalue() == f"[0/8] {notice}\n"

@@ -31,6 +31,12 @@ def report_path(tuned_session):
     return out
 
 
+def test_report_says_why_the_session_stopped_in_words(report_path):
+    html = report_path.read_text()
+    assert "stopped because the candidate budget (--budget) was spent" in html and "stop: budget" not in html
+    assert "the Triton interpreter&#x27;s" in html  # a CPU session: what its times are
+
+
 def test_report_is_self_contained(report_path):
     html = report_path.read_text()
     assert not re.search(r"""(src|href)=["']?(https?:)?//""", html)  # nothing fetched from a network

@@ -63,7 +63,7 @@ def test_rate_limits_are_retried_by_the_sdk_too(kb, fake_server, tmp_path):
 
 def test_gives_up_after_its_bounded_retries(kb, fake_server, tmp_path):
     server = fake_server([Reply(status=429)])
-    with pytest.raises(ProviderError, match="still failing after 2 tries"):
+    with pytest.raises(ProviderError, match="rate limited .HTTP 429.*gave up after 2 tries"):
         provider_for(server, tmp_path, retry_attempts=1).propose(request_for(kb))
     assert len(server.messages()) == 2
 

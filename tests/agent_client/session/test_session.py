@@ -55,7 +55,7 @@ def test_provider_saw_tools_retries_and_cache(tuned_session):
 
 def test_live_lines_show_progress(tuned_session):
     text = tuned_session["console"]
-    assert "n0000 passed" in text and "n0001 malformed" in text and "stopped: budget" in text
+    assert "n0000 passed" in text and "n0001 malformed" in text and "stopped: the candidate budget (--budget) was spent" in text
 
 
 def test_winner_is_written_back_and_seen_by_the_next_session(tuned_session, kb, tmp_path):

@@ -41,9 +41,26 @@ def test_target_speedup(kb, tmp_path):
     assert result.stop_reason == "target" and result.best_fitness > 0 and result.nodes <= 3
 
 
-def test_provider_that_keeps_failing_stops_the_session(kb, tmp_path):
-    result = session(tmp_path, kb, [Reply(status=529)], "f")
-    assert result.stop_reason == "provider_failed" and result.nodes == 0
+def test_an_endpoint_that_fails_after_its_retries_stops_the_session_at_once(kb, tmp_path):
+    server = FakeModelServer([Reply(status=529)]).start()
+    try:
+        settings = client_settings(tmp_path, server.url, retry_attempts=0)
+        config = new_config(SPEC, settings, session_id="f", eval_overrides=FAST_EVAL, budget=10, device="cpu",
+                            provider="anthropic", write_back=False)
+        result = run_session(config, settings, console=Console(file=io.StringIO()), live=False, kb=kb, report=False)
+    finally:
+        server.stop()
+    assert result.stop_reason == "provider_failed" and result.nodes == 0 and result.candidates == 0
+    assert len(server.requests) == 1  # its retries were the provider's: the session does not ask again
+    assert result.stop_text.startswith("the provider failed: provider anthropic (model ")
+    assert "overloaded (HTTP 529" in result.stop_text and result.provider_error in result.stop_text
+
+
+def test_replies_without_code_are_no_candidates(kb, tmp_path):
+    result = session(tmp_path, kb, [Reply(text="I would fuse the bias into the activation.")], "m", budget=2,
+                     drafts=2)
+    assert result.stop_reason == "budget" and result.nodes == 2 and result.candidates == 0
+    assert result.stop_text == "the candidate budget (--budget) was spent" and result.provider_error is None
 
 
 def test_offline_is_registered(tmp_path):

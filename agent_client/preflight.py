@@ -1,0 +1,82 @@
+"""What is checked before a session starts, each failure a ValueError naming the flag: the device, the
+backend on it, the harness options; and what is only a warning: a backend the target chip does not run.
+
+Usage: check_session_id("relu-1"); check_device("cuda:0"); check_backend("triton", "cpu"); check_eval_options({"trials": 2})
+       warnings = pairing_warnings(facts, "triton", "cpu")
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+
+def check_session_id(session_id: str) -> None:
+    """A name for the session's folder: no path in it."""
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", session_id):
+        raise ValueError(f"--session-id {session_id!r}: letters, digits, '.', '_' and '-' only (it names a folder)")
+
+
+def check_device(device: str, here: bool = True) -> None:
+    """cpu or cuda:N, and (`here`) a CUDA device this machine has; else ValueError naming --device."""
+    if not re.fullmatch(r"cpu|cuda(:\d+)?", device):
+        raise ValueError(f"--device {device!r}: cpu, cuda or cuda:N")
+    if device == "cpu" or not here:
+        return
+    import torch
+
+    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    index = int(device.partition(":")[2] or 0)
+    if index >= count:
+        has = f"has {count} CUDA device(s)" if count else "has no CUDA GPU (or this torch is a CPU build)"
+        raise ValueError(f"--device {device}: this machine {has}; use --device cpu (Triton's interpreter)"
+                         + (f" or cuda:0..cuda:{count - 1}" if count else ""))
+
+
+def check_eval_options(options: dict) -> None:
+    """Harness settings (`--eval-option KEY=VALUE`) that EvalConfig has, each of its default's type."""
+    import dataclasses
+
+    from harness import EvalConfig
+
+    defaults = EvalConfig()
+    known = {f.name for f in dataclasses.fields(EvalConfig)}
+    for key, value in options.items():
+        if key not in known:
+            raise ValueError(f"--eval-option {key}: not a harness setting; one of {', '.join(sorted(known))}")
+        default = getattr(defaults, key)
+        if default is None or value is None:
+            continue
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        fits = (type(value) is type(default) or (isinstance(default, float) and number)
+                or (isinstance(default, dict | list) and isinstance(value, type(default))))
+        if not fits:
+            kind = {"int": "an integer", "float": "a number", "bool": "true or false", "str": "a string"}.get(
+                type(default).__name__, f"a {type(default).__name__}")
+            raise ValueError(f"--eval-option {key}={value!r}: expected {kind} (default {default!r})")
+
+
+def check_backend(backend: str, device: str) -> None:
+    """A backend the harness knows and can run on `device`; else ValueError naming --backend."""
+    from harness.backends import backend_names, get_backend
+
+    if backend not in backend_names():
+        raise ValueError(f"--backend {backend!r}: one of {', '.join(backend_names())}")
+    why = get_backend(backend).available(device)
+    if why:
+        raise ValueError(f"--backend {backend} cannot run on {device}: {why}")
+
+
+def pairing_warnings(facts: Any, backend: str, device: str) -> list[str]:
+    """Why candidates in `backend` may not serve the target chip. The run goes on (its prompts, its search
+    and the verdicts on this device can still be useful), but the user is told."""
+    backends = [b.lower() for b in getattr(facts, "backends", None) or []]
+    chip = f"{facts.id} ({facts.name})"
+    if not backends:
+        return [(f"the facts of {chip} do not say which backends compile for it (add `backends: [...]` to "
+                 f"its facts file): --backend {backend} may not run on it")]
+    if backend not in backends:
+        return [(f"--backend {backend} does not compile for {chip}: its facts list {', '.join(backends)}. The "
+                 f"session goes on (prompts for {facts.id}, candidates judged on {device}), but its kernels "
+                 f"will not run on {facts.id}")]
+    return []
