@@ -128,7 +128,7 @@ def conv_tile(
             acc = _mma(a, b, acc, PREC, UPCAST)
     else:
         NCB = (CIN_G + BLOCK_K - 1) // BLOCK_K
-        for kk in range(0, taps * NCB):
+        for kk in range(taps * NCB):
             tap = kk // NCB
             c0 = (kk % NCB) * BLOCK_K
             jw = tap % tw_n

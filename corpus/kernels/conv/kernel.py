@@ -105,7 +105,7 @@ def conv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None
     if nd not in (1, 2, 3) or weight.dim() != x.dim():
         raise ValueError(f"conv: x {tuple(x.shape)} and weight {tuple(weight.shape)} are not a 1-3 D convolution")
     if isinstance(padding, str):
-        raise ValueError(f"conv: padding={padding!r} is not served (numbers only)")
+        raise TypeError(f"conv: padding={padding!r} is not served (numbers only)")
     if x.dtype != weight.dtype:
         raise ValueError(f"conv: x is {x.dtype} but weight is {weight.dtype}")
     cfg = TUNABLES

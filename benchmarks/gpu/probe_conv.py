@@ -1,0 +1,262 @@
+"""Probe: the conv family's implicit GEMM against cuDNN (eager) and torch.compile, TF32 off, on KernelBench
+convolutions at their published sizes; decides the family's default tiles, K walk, weight order, x layout.
+
+Usage (a CUDA machine, repo root):
+    python3 benchmarks/gpu/probe_conv.py --kernelbench /path/to/KernelBench --budget-s 150 --out DIR
+    python3 benchmarks/gpu/probe_conv.py --kernelbench /path/to/KernelBench --device cpu --tiny --out /tmp/p
+Each item is one problem's first convolution run by `corpus/kernels/conv/kernel.py` with TUNABLES overrides:
+checked first against the reference module (fp32, TF32 off; |out - ref| <= 1e-4 + 1e-4 |ref|, and
+||out - ref|| / ||ref||), then timed with triton.testing.do_bench (median). Per problem the rows "cudnn"
+(the conv module eager) and, for level 2 problems, "eager_model" and "compile_model" (the whole model)
+give the times to beat. Items run in priority order (every problem's default first, then the variants) and
+the run stops cleanly at the deadline. Writes DIR/conv-probe-<card>-<UTC>.json; prints a table last.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import math
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+
+# (problem, what it represents); the first conv module of each is probed
+PROBLEMS = [
+    ("2/1_Conv2D_ReLU_BiasAdd", "2D 3x3, 64->128, Cin >= 16: taps walk"),
+    ("1/50_conv_standard_2D__square_input__square_kernel", "2D 11x11 stride 4, Cin 3: flat walk"),
+    ("1/57_conv_transposed_2D__square_input__square_kernel", "transposed 2D stride 1"),
+    ("2/2_ConvTranspose2d_BiasAdd_Clamp_Scaling_Clamp_Divide", "transposed 2D stride 2: 4 phases"),
+    ("1/54_conv_standard_3D__square_input__square_kernel", "3D 3x3x3, Cin 3"),
+    ("1/67_conv_standard_1D", "1D k3, 64->128"),
+    ("2/3_ConvTranspose3d_Sum_LayerNorm_AvgPool_GELU", "transposed 3D stride 2: 8 phases"),
+]
+TILES = {  # name -> TUNABLES overrides
+    "t128x128x32w8s3": {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "num_warps": 8, "num_stages": 3},
+    "t128x64x32w4s3": {"BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 32, "num_warps": 4, "num_stages": 3},
+    "t256x128x32w8s3": {"BLOCK_M": 256, "BLOCK_N": 128, "BLOCK_K": 32, "num_warps": 8, "num_stages": 3},
+    "t64x128x32w4s4": {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 32, "num_warps": 4, "num_stages": 4},
+    "t128x128x16w8s4": {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 16, "num_warps": 8, "num_stages": 4},
+    "t128x128x64w8s2": {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "num_warps": 8, "num_stages": 2},
+}
+# the variants after every problem's default, in priority order: (problem index, variant name, overrides)
+VARIANTS = [
+    (0, "pack_nk", {"PACK": "nk"}),
+    (0, "channels_last", {"X_LAYOUT": "channels_last"}),
+    (0, "t128x64x32w4s3", TILES["t128x64x32w4s3"]),
+    (0, "t256x128x32w8s3", TILES["t256x128x32w8s3"]),
+    (0, "flat", {"MAINLOOP": "flat"}),
+    (3, "t128x64x32w4s3", TILES["t128x64x32w4s3"]),
+    (3, "channels_last", {"X_LAYOUT": "channels_last"}),
+    (1, "t128x64x32w4s3", TILES["t128x64x32w4s3"]),
+    (1, "channels_last", {"X_LAYOUT": "channels_last"}),
+    (0, "t64x128x32w4s4", TILES["t64x128x32w4s4"]),
+    (0, "t128x128x16w8s4", TILES["t128x128x16w8s4"]),
+    (0, "t128x128x64w8s2", TILES["t128x128x64w8s2"]),
+    (2, "t128x64x32w4s3", TILES["t128x64x32w4s3"]),
+    (5, "t128x64x32w4s3", TILES["t128x64x32w4s3"]),
+    (4, "t256x128x32w8s3", TILES["t256x128x32w8s3"]),
+    (6, "t128x64x32w4s3", TILES["t128x64x32w4s3"]),
+    (0, "ieee", {"PRECISION": "ieee"}),
+    (0, "pack_nk_channels_last", {"PACK": "nk", "X_LAYOUT": "channels_last"}),
+]
+TINY = {"batch_size": 1, "height": 20, "width": 32, "depth": 6, "length": 40, "depth_in": 4, "height_in": 6,
+        "width_in": 8, "height_out": 20, "width_out": 20}
+
+
+def _load(path: Path, tiny: bool):
+    spec = importlib.util.spec_from_file_location(f"kb_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    if tiny:
+        for name, value in TINY.items():
+            if hasattr(module, name):
+                setattr(module, name, value)
+    return module
+
+
+def _first_conv(model):
+    from torch import nn
+
+    kinds = (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.ConvTranspose1d, nn.ConvTranspose2d, nn.ConvTranspose3d)
+    return next(m for m in model.modules() if isinstance(m, kinds))
+
+
+def _flops(conv, x) -> float:
+    from torch import nn
+
+    taps = math.prod(conv.kernel_size)
+    if isinstance(conv, (nn.ConvTranspose1d, nn.ConvTranspose2d, nn.ConvTranspose3d)):
+        return 2.0 * x.numel() * (conv.out_channels // conv.groups) * taps
+    out_sp = [(i + 2 * p - d * (k - 1) - 1) // s + 1 for i, k, s, p, d in
+              zip(x.shape[2:], conv.kernel_size, conv.stride, conv.padding, conv.dilation)]
+    return 2.0 * x.shape[0] * conv.out_channels * math.prod(out_sp) * (conv.in_channels // conv.groups) * taps
+
+
+class Problem:
+    def __init__(self, root: Path, name: str, device: str, tiny: bool):
+        import torch
+        from torch import nn
+
+        level, stem = name.split("/")
+        self.name, self.level = name, int(level)
+        module = _load(root / f"level{level}" / f"{stem}.py", tiny)
+        torch.manual_seed(0)
+        self.model = module.Model(*module.get_init_inputs()).to(device).eval()
+        self.inputs = [t.to(device) if isinstance(t, torch.Tensor) else t for t in module.get_inputs()]
+        self.conv = _first_conv(self.model)
+        self.transposed = isinstance(self.conv, (nn.ConvTranspose1d, nn.ConvTranspose2d, nn.ConvTranspose3d))
+        self.x = self.inputs[0]
+        with torch.no_grad():
+            self.ref = self.conv(self.x)
+        self.flops = _flops(self.conv, self.x)
+
+    def run_ours(self, kernel):
+        c = self.conv
+        return kernel.conv(self.x, c.weight, c.bias, c.stride, c.padding, c.dilation, c.groups, self.transposed,
+                           c.output_padding if self.transposed else 0)
+
+    def shape(self) -> str:
+        c = self.conv
+        return (f"x{tuple(self.x.shape)} {type(c).__name__}({c.in_channels}->{c.out_channels}, k{c.kernel_size}, "
+                f"s{c.stride}, p{c.padding}, d{c.dilation}, g{c.groups})")
+
+
+def _errors(out, ref) -> dict:
+    o, r = out.double(), ref.double()
+    diff = (o - r).abs()
+    bad = int((diff > 1e-4 + 1e-4 * r.abs()).sum())
+    return {"max_abs_err": float(diff.max()), "rel_err": float(diff.norm() / max(float(r.norm()), 1e-30)),
+            "n_outside_1e-4": bad, "ok": bad == 0 and out.shape == ref.shape}
+
+
+def _time_ms(fn, device: str, tiny: bool) -> float:
+    if device == "cpu" or tiny:
+        t = time.perf_counter()
+        fn()
+        return (time.perf_counter() - t) * 1e3
+    import triton
+
+    return float(triton.testing.do_bench(fn, warmup=10, rep=60, return_mode="median"))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--kernelbench", required=True, help="folder holding level1/ and level2/")
+    ap.add_argument("--budget-s", type=float, default=150.0)
+    ap.add_argument("--out", required=True, help="folder for the JSON")
+    ap.add_argument("--device", default="cuda:0")
+    ap.add_argument("--tiny", action="store_true", help="shrunken sizes (the CPU interpreter)")
+    ap.add_argument("--no-compile", action="store_true", help="skip torch.compile of the level 2 models")
+    args = ap.parse_args()
+    deadline = time.monotonic() + args.budget_s
+    if args.device == "cpu":
+        import os
+
+        os.environ["TRITON_INTERPRET"] = "1"
+    import torch
+    import triton
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    from corpus.kernels.conv import kernel as conv_kernel
+
+    defaults = dict(conv_kernel.TUNABLES)
+    card = torch.cuda.get_device_name(args.device) if args.device.startswith("cuda") else "cpu"
+    root = Path(args.kernelbench)
+    rows: list[dict] = []
+    problems: dict[int, Problem] = {}
+
+    def problem(i: int) -> Problem:
+        if i not in problems:
+            problems[i] = Problem(root, PROBLEMS[i][0], args.device, args.tiny)
+        return problems[i]
+
+    def item(i: int, variant: str, overrides: dict) -> None:
+        row = {"problem": PROBLEMS[i][0], "variant": variant, "overrides": overrides}
+        try:
+            p = problem(i)
+            row["shape"], row["gflop"] = p.shape(), p.flops / 1e9
+            conv_kernel.TUNABLES.clear()
+            conv_kernel.TUNABLES.update({**defaults, **overrides})
+            t0 = time.monotonic()
+            out = p.run_ours(conv_kernel)
+            if args.device.startswith("cuda"):
+                torch.cuda.synchronize()
+            row["first_call_s"] = time.monotonic() - t0
+            row.update(_errors(out, p.ref))
+            if row["ok"]:
+                row["ms"] = _time_ms(lambda: p.run_ours(conv_kernel), args.device, args.tiny)
+                row["tflops"] = p.flops / row["ms"] / 1e9
+        except Exception as exc:  # noqa: BLE001 - a failing variant is a result, the run goes on
+            row["error"] = f"{type(exc).__name__}: {str(exc)[:400]}"
+        rows.append(row)
+        print(json.dumps({k: v for k, v in row.items() if k != "overrides"}), flush=True)
+
+    def baseline(i: int) -> None:
+        p = problem(i)
+        with torch.no_grad():
+            ms = _time_ms(lambda: p.conv(p.x), args.device, args.tiny)
+            rows.append({"problem": p.name, "variant": "cudnn", "shape": p.shape(), "gflop": p.flops / 1e9,
+                         "ms": ms, "tflops": p.flops / ms / 1e9})
+            if p.level == 2:
+                ms = _time_ms(lambda: p.model(*p.inputs), args.device, args.tiny)
+                rows.append({"problem": p.name, "variant": "eager_model", "ms": ms})
+                if args.device.startswith("cuda") and not args.no_compile and deadline - time.monotonic() > 40:
+                    compiled = torch.compile(p.model)
+                    t0 = time.monotonic()
+                    compiled(*p.inputs)
+                    ms = _time_ms(lambda: compiled(*p.inputs), args.device, args.tiny)
+                    rows.append({"problem": p.name, "variant": "compile_model", "ms": ms,
+                                 "compile_s": time.monotonic() - t0})
+        print(json.dumps(rows[-1]), flush=True)
+
+    plan = [("base", i) for i in range(len(PROBLEMS))]
+    plan += [("ours", i, "default", {}) for i in range(len(PROBLEMS))]
+    plan += [("ours", *v) for v in VARIANTS]
+    stopped = None
+    for step in plan:
+        if time.monotonic() > deadline:
+            stopped = f"deadline reached before {step[:3]}"
+            break
+        if step[0] == "base":
+            try:
+                baseline(step[1])
+            except Exception as exc:  # noqa: BLE001
+                rows.append({"problem": PROBLEMS[step[1]][0], "variant": "baseline", "error": repr(exc)[:400]})
+        else:
+            item(step[1], step[2], step[3])
+    conv_kernel.TUNABLES.clear()
+    conv_kernel.TUNABLES.update(defaults)
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    tag = "cpu" if card == "cpu" else next((k for k in ("h200", "h100") if k in card.lower()), "gpu")
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"conv-probe-{tag}-{stamp}.json"
+    result = {"card": card, "torch": torch.__version__, "triton": triton.__version__, "tiny": args.tiny,
+              "budget_s": args.budget_s, "stopped": stopped, "defaults": defaults,
+              "problems": [{"problem": n, "what": w} for n, w in PROBLEMS], "rows": rows,
+              "command": " ".join(sys.argv)}
+    path.write_text(json.dumps(result, indent=1))
+    print(f"\nwrote {path}  ({card}, torch {torch.__version__}, triton {triton.__version__})")
+    print(f"{'problem':<56} {'variant':<24} {'ms':>9} {'TFLOP/s':>8} {'vs cudnn':>8} {'ok':>4} {'max err':>9}")
+    cudnn = {r["problem"]: r["ms"] for r in rows if r.get("variant") == "cudnn" and "ms" in r}
+    for r in rows:
+        ms = r.get("ms")
+        ours = ms and r["problem"] in cudnn and "model" not in r["variant"]
+        vs = f"{cudnn[r['problem']] / ms:.2f}x" if ours else ""
+        print(f"{r['problem'][:56]:<56} {r['variant']:<24} {ms if ms else float('nan'):>9.3f} "
+              f"{r.get('tflops', float('nan')):>8.1f} {vs:>8} {r.get('ok', '')!s:>4} "
+              f"{r.get('max_abs_err', float('nan')):>9.2e} {r.get('error', '')[:60]}")
+    if stopped:
+        print(stopped)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
