@@ -137,6 +137,7 @@ def _plan_function(pid: int, plan: Plan, graph) -> str:
     for k in plan.kernels:
         for tmp, tshape, tdtype in k.temps:
             body.append(f"{tmp} = torch.empty({tuple(tshape)!r}, device=dev, dtype={_dtype(tdtype)})")
+        body += k.host
         kwargs = ", ".join(f"{key}={expr}" for key, expr in k.constexprs.items())
         body.append(f"{k.name}[{k.grid}]({', '.join(k.args)}{', ' if kwargs else ''}{kwargs})")
     for path, node in plan.mutations:
@@ -155,9 +156,10 @@ def _plan_function(pid: int, plan: Plan, graph) -> str:
 def candidate_source(spec_source: str, plans: list[tuple[tuple, Plan, object]], note: str) -> str:
     """plans: (input shapes key, plan, graph) per traced variant; the first is the default."""
     tunables: dict = {}
-    kernels, functions, keys = [], [], []
+    kernels, functions, keys, helpers = [], [], [], []
     for pid, (key, plan, graph) in enumerate(plans):
         for k in plan.kernels:
+            helpers += [h for h in k.helpers if h not in helpers]
             kernels.append(f"# {k.note}\n{k.source}")
             tunables.update(k.tunables)
         functions.append(_plan_function(pid, plan, graph))
@@ -170,7 +172,8 @@ def candidate_source(spec_source: str, plans: list[tuple[tuple, Plan, object]], 
         f"{spec_body(spec_source)}\n"
         "# ---- generated kernels ----\n"
         f"TUNABLES = {tunables!r}\n"
-        f"{PRELUDE}\n\n" + "\n\n".join(kernels) + "\n\n" + "\n\n".join(functions) + "\n\n"
+        f"{PRELUDE}\n\n" + "".join(h + "\n\n" for h in helpers)
+        + "\n\n".join(kernels) + "\n\n" + "\n\n".join(functions) + "\n\n"
         "_PLANS = {\n" + "\n".join(keys) + "\n}\n"
         + (f"_OUTPUT_SPEC = torch.utils._pytree.treespec_loads({first.output_spec!r})\n" if first.output_spec else "")
         + "\n\n"

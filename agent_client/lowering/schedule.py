@@ -145,7 +145,9 @@ class _Scheduler:
             home_of[n] = g
         stored = set(needed) | self.pinned
         already = {o for g in groups for o in g.outputs}  # topk's values and indices
-        for n in needed:
+        # a value a kernel must read from memory (a convolution's computed input) is stored like a result
+        loaded = sorted((p for p in self.pinned if not _is_home(p) and p not in needed), key=self.order.get)
+        for n in needed + loaded:
             if n in already:
                 continue
             if n in home_of:

@@ -24,6 +24,8 @@ class Kernel:
     kind: str = ""
     note: str = ""  # what the kernel computes, for the candidate's comments
     temps: list = field(default_factory=list)  # (python name, shape, dtype name) allocated before launch
+    host: list = field(default_factory=list)  # Python lines the forward runs before the launch (a packed weight)
+    helpers: list = field(default_factory=list)  # source blocks (jit functions it calls) a candidate holds once
 
 
 def pow2(n: int) -> int:

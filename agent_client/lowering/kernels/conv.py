@@ -1,5 +1,5 @@
-"""Convolution kernels: the implicit matmul (tl.dot tiles with a fused epilogue), and the direct
-convolution for depthwise and thin ones.
+"""Convolution kernels: the conv family's implicit GEMM mainloop with the op graph's epilogue fused, and the
+direct convolution for depthwise and thin ones.
 
 Usage: k = conv_kernel("k6", node, outputs, buffers, "cuda")
 """
@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 
 from agent_client.lowering import ops
+from agent_client.lowering.errors import FusionError
 from agent_client.lowering.index import Index, delinearize
 from agent_client.lowering.kernels.common import (
     INT32_MAX,
@@ -21,14 +22,9 @@ from agent_client.lowering.kernels.common import (
     pow2_range,
     tune,
 )
-from agent_client.lowering.kernels.dot import (
-    _dot_line,
-    _dot_types,
-    _gemm_tunables,
-    _store_epilogue,
-    _tile_order,
-)
-from agent_client.lowering.writer import KernelWriter, shape
+from agent_client.lowering.kernels.conv_source import gcd_inverse, mainloop_source
+from agent_client.lowering.kernels.dot import _store_epilogue, _tile_order
+from agent_client.lowering.writer import Buffer, KernelWriter, shape
 
 
 def _conv_args(node):
@@ -60,63 +56,107 @@ def _conv_coords(o, kk, stride, padding, dilation, transposed, sp_in):
 
 
 def conv_kernel(name: str, node, outputs: list, buffers: dict, target: str, impl: str | None = None) -> Kernel:
+    x, wt, groups = node.args[0], node.args[1], int(node.args[8])
+    out = shape(node)
+    cin, ksz = shape(x)[1], shape(wt)[2:]
+    cin_g, cout_g = cin // groups, out[1] // groups
+    kdim = cin_g * math.prod(ksz)
+    same_type = len({str(n.meta["val"].dtype) for n in (x, wt)}) == 1
+    if impl is None:
+        impl = "dot" if cout_g >= 16 and kdim >= 16 and same_type else "direct"
+    if impl == "direct" or not same_type:
+        return _conv_direct(name, node, outputs, buffers, target)
+    return _conv_implicit_gemm(name, node, outputs, buffers, target)
+
+
+def _buffer_of(node, buffers: dict, conv) -> Buffer:
+    """The stored tensor the mainloop reads; a computed input (a padded or activated map, a transformed
+    weight) is stored first by its own kernel: FusionError asks the scheduler for that."""
+    if node not in buffers:
+        exc = FusionError(node)
+        exc.culprit = conv
+        raise exc
+    return buffers[node]
+
+
+def _conv_implicit_gemm(name: str, node, outputs: list, buffers: dict, target: str) -> Kernel:
+    """The conv family's mainloop (corpus/kernels/conv/implicit_gemm.py `conv_tile`, pasted once into the
+    candidate), then the op graph's epilogue on its accumulator: bias, whatever pointwise chain follows,
+    the stores of every output this kernel computes."""
     x, wt, bias, stride, padding, dilation, transposed, groups = _conv_args(node)
     out = shape(node)
-    nbatch, cout, sp_out = out[0], out[1], out[2:]
-    cin, sp_in = shape(x)[1], shape(x)[2:]
-    ksz = shape(wt)[2:]
+    nd = len(out) - 2
+    nbatch, cout, sp_out = out[0], out[1], list(out[2:])
+    cin, sp_in, ksz = shape(x)[1], list(shape(x)[2:]), list(shape(wt)[2:])
     cin_g, cout_g = cin // groups, cout // groups
-    kdim = cin_g * math.prod(ksz)
-    if impl is None:
-        impl = "dot" if cout_g >= 16 and kdim >= 16 else "direct"
-    if impl == "direct":
-        return _conv_direct(name, node, outputs, buffers, target)
-    m = nbatch * math.prod(sp_out)
-    dot_t = _dot_types(x, wt)
+    taps = math.prod(ksz)
+    xbuf = _buffer_of(x, buffers, node)
+    wbuf = _buffer_of(wt, buffers, node)
+    lead = 3 - nd
+    pad3 = lambda v, fill: [fill] * lead + [int(a) for a in v]
+    st, pd, dl = pad3(stride, 1), pad3(padding, 0), pad3(dilation, 1)
+    inv = [gcd_inverse(dl[j], st[j]) if transposed else (1, 0) for j in range(3)]
+    phases = math.prod(st) if transposed else 1
+    q = [-(-o // s) if transposed else o for o, s in zip(pad3(sp_out, 1), st)]
+    m_max = nbatch * math.prod(q)
+    sx = list(xbuf.meta.stride[:2]) + [0] * lead + list(xbuf.meta.stride[2:])
+    packed = f"{name}_w"
     w = KernelWriter(loadable(buffers, outputs), name)
-    w.tile_var = "(mi + ni)"
+    w.arg(xbuf)
+    w.arg(Buffer(packed, wbuf.meta))
     w.emit("pid = tl.program_id(0)")
-    _tile_order(w, m, cout_g)
+    w.emit("gp = tl.program_id(1)")
+    _tile_order(w, m_max, cout_g)
+    big = max(math.prod(shape(x)), math.prod(out)) > INT32_MAX
+    sizes = [nbatch, cin_g, cout_g, *pad3(sp_in, 1), *pad3(sp_out, 1), *pad3(ksz, 1), *st, *pd, *dl,
+             *[g for g, _ in inv], *[v for _, v in inv], *sx, taps * cin_g * cout_g, cin_g * cout_g, cout_g, 1]
+    w.emit(f"acc, cn, cod, coh, cow, mp = conv_tile({xbuf.name}, {packed}, pid_m, pid_n, gp, "
+           f"{', '.join(str(v) for v in sizes)}, {transposed}, FLAT, {big}, PREC, {target == 'cpu'}, "
+           "BLOCK_M, BLOCK_N, BLOCK_K)")
     w.emit("mi = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)[:, None]")
     w.emit("ni = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]")
-    w.emit("gi = tl.program_id(1)")
-    if max(math.prod(shape(x)), math.prod(out)) > INT32_MAX:
-        w.emit("mi = mi.to(tl.int64)")
-    mi, ni, gi = Index.var("mi", m), Index.var("ni", cout_g), Index.var("gi", groups)
-    mpart = delinearize(mi, (nbatch,) + tuple(sp_out))
-    b_idx, o = mpart[0], mpart[1:]
-    w.emit("acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)")
-    w.emit(f"for k0 in range(0, {kdim}, BLOCK_K):")
-    w.indent += 1
-    w.push()
-    w.emit("ka = k0 + tl.arange(0, BLOCK_K)[None, :]")
-    w.emit("kb = k0 + tl.arange(0, BLOCK_K)[:, None]")
-    kpart = delinearize(Index.var("ka", kdim), (cin_g,) + tuple(ksz))
-    coords, valid = _conv_coords(o, kpart[1:], stride, padding, dilation, transposed, sp_in)
-    w.mask, w.tile_var = f"(mi < {m}) & (ka < {kdim})", "(mi + ka)"
-    av, ac = evaluate(w, x, [b_idx, gi * cin_g + kpart[0]] + coords, node, valid)
-    kb = delinearize(Index.var("kb", kdim), (cin_g,) + tuple(ksz))
-    w.mask, w.tile_var = f"(kb < {kdim}) & (ni < {cout_g})", "(kb + ni)"
-    if not transposed:
-        bv, bc = evaluate(w, wt, [gi * cout_g + ni, kb[0]] + kb[1:])
-    else:
-        bv, bc = evaluate(w, wt, [gi * cin_g + kb[0], ni] + kb[1:])
-    av = w.bind(f"tl.where((mi < {m}) & (ka < {kdim}) & ({valid}), {w.cast(av, ac, 'f32')}, 0.0)")
-    bv = w.bind(f"tl.where((kb < {kdim}) & (ni < {cout_g}), {w.cast(bv, bc, 'f32')}, 0.0)")
-    w.emit(_dot_line(av, bv, dot_t, target))
-    w.pop()
-    w.indent -= 1
-    canon = [b_idx, gi * cout_g + ni] + o
-    mask = f"(mi < {m}) & (ni < {cout_g})"
+    w.emit("gi = gp" if phases == 1 else f"gi = gp // {phases}")
+    coords = ["cod", "coh", "cow"][lead:]
+    for v in ["cn"] + coords:
+        w.emit(f"{v} = {v}[:, None]")
+    canon = [Index.var("cn", nbatch), Index.var("gi", groups) * cout_g + Index.var("ni", cout_g)]
+    canon += [Index.var(v, o) for v, o in zip(coords, sp_out)]
     w.tile_var = "(mi + ni)"
-    _conv_bias_and_store(w, node, bias, canon, outputs, buffers, mask)
-    exprs, tun, space = _gemm_tunables(name, m, cout_g, kdim, target, dot_t)
-    constexprs = ["BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M"] + (["PREC"] if "PREC" in exprs else [])
-    grid = f"(triton.cdiv({m}, {exprs['BLOCK_M']}) * triton.cdiv({cout_g}, {exprs['BLOCK_N']}), {groups})"
+    _conv_bias_and_store(w, node, bias, canon, outputs, buffers, f"(mi < mp) & (ni < {cout_g})")
+    exprs, tun, space = _conv_tunables(name, m_max, cout_g, cin_g, taps, target)
+    grid = f"(triton.cdiv({m_max}, {exprs['BLOCK_M']}) * triton.cdiv({cout_g}, {exprs['BLOCK_N']}), " \
+           f"{groups * phases})"
     kind = "transposed " if transposed else ""
-    return Kernel(name, finish(w, constexprs), list(w.args), grid, exprs, tun, space, "conv",
-                  f"{kind}convolution as an implicit matmul ({m}x{cout_g}x{kdim}, {groups} groups) -> "
-                  f"{', '.join(o.name for o in outputs)}")
+    host = [f"{packed} = conv_packed_weight({wbuf.name}, {bool(transposed)}, {groups})"]
+    return Kernel(name, finish(w, ["BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "PREC", "FLAT"]), list(w.args),
+                  grid, exprs, tun, space, "conv",
+                  f"{kind}{nd}-D convolution as an implicit GEMM ({m_max}x{cout_g}x{cin_g * taps}, {groups} "
+                  f"groups{f', {phases} phases' if phases > 1 else ''}) -> {', '.join(o.name for o in outputs)}",
+                  host=host, helpers=[mainloop_source()])
+
+
+def _conv_tunables(name: str, m: int, n: int, cin_g: int, taps: int, target: str):
+    """The mainloop's tile and walk: output pixels x channels per tile, K step, pipeline depth, precision."""
+    flat = cin_g < 16  # few channels a tap: taps x channels as one K, or a channel block would be mostly padding
+    k = cin_g * taps if flat else cin_g
+    cap = lambda v, hi: max(16, min(pow2(v), hi))
+    if target == "cpu":  # the interpreter pays per operation: few, large tiles
+        defaults = {"BLOCK_M": cap(m, 1024), "BLOCK_N": cap(n, 128), "BLOCK_K": cap(k, 64)}
+    else:
+        defaults = {"BLOCK_M": 128, "BLOCK_N": cap(n, 128), "BLOCK_K": cap(k, 32)}
+    allowed = {"BLOCK_M": [64, 128, 256], "BLOCK_N": [v for v in (16, 32, 64, 128, 256) if v <= 2 * cap(n, 128)],
+               "BLOCK_K": [16, 32, 64]}
+    tun, space, exprs = {}, {}, {}
+    for key, default in defaults.items():
+        e, t, s = tune(name, key, default, allowed[key] if target != "cpu" else [default])
+        exprs[key], tun, space = e, {**tun, **t}, {**space, **s}
+    big_tile = defaults["BLOCK_M"] * defaults["BLOCK_N"] >= 128 * 128
+    for key, default, values in (("GROUP_M", 8, [1, 4, 8, 16]), ("num_warps", 8 if big_tile else 4, [4, 8]),
+                                 ("num_stages", 3, [2, 3, 4]), ("FLAT", flat, [False, True]),
+                                 ("PREC", "ieee" if target == "cpu" else "tf32x3", ["ieee", "tf32x3"])):
+        e, t, s = tune(name, key, default, values)
+        exprs[key], tun, space = e, {**tun, **t}, {**space, **s}
+    return exprs, tun, space
 
 
 def _conv_bias_and_store(w, node, bias, canon, outputs, buffers, mask):

@@ -28,7 +28,7 @@ import triton.language as tl
 
 
 @triton.jit
-def _axis(c, O: tl.constexpr, K: tl.constexpr, S: tl.constexpr, P: tl.constexpr, D: tl.constexpr,
+def _conv_axis(c, O: tl.constexpr, K: tl.constexpr, S: tl.constexpr, P: tl.constexpr, D: tl.constexpr,
           G: tl.constexpr, V: tl.constexpr, TRANSPOSED: tl.constexpr):
     """One spatial dimension of phase c: (outputs q of the phase, taps, first tap, tap step, input
     coordinate = q * qa + base + j * jstep for the j-th tap, output coordinate = q * os + c).
@@ -46,7 +46,7 @@ def _axis(c, O: tl.constexpr, K: tl.constexpr, S: tl.constexpr, P: tl.constexpr,
 
 
 @triton.jit
-def _in_range(i, n: tl.constexpr):
+def _conv_in_range(i, n: tl.constexpr):
     return (i >= 0) & (i < n)
 
 
@@ -80,9 +80,9 @@ def conv_tile(
     cd = ph // (SW * SH)
     chh = (ph // SW) % SH
     cw = ph % SW
-    qd_n, td_n, td0, td_s, ad, bd0, bd_s, osd = _axis(cd, OD, KD, SD, PD, DD, GD, VD, TRANSPOSED)
-    qh_n, th_n, th0, th_s, ah, bh0, bh_s, osh = _axis(chh, OH, KH, SH, PH, DH, GH, VH, TRANSPOSED)
-    qw_n, tw_n, tw0, tw_s, aw, bw0, bw_s, osw = _axis(cw, OW, KW, SW, PW, DW, GW, VW, TRANSPOSED)
+    qd_n, td_n, td0, td_s, ad, bd0, bd_s, osd = _conv_axis(cd, OD, KD, SD, PD, DD, GD, VD, TRANSPOSED)
+    qh_n, th_n, th0, th_s, ah, bh0, bh_s, osh = _conv_axis(chh, OH, KH, SH, PH, DH, GH, VH, TRANSPOSED)
+    qw_n, tw_n, tw0, tw_s, aw, bw0, bw_s, osw = _conv_axis(cw, OW, KW, SW, PW, DW, GW, VW, TRANSPOSED)
     mp = NB * qd_n * qh_n * qw_n
     m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     qw = m % qw_n
@@ -117,15 +117,15 @@ def conv_tile(
             idd = bd[:, None] + (jd * bd_s)[None, :]
             ihh = bh[:, None] + (jh * bh_s)[None, :]
             iww = bw[:, None] + (jw * bw_s)[None, :]
-            ok = (mok[:, None] & kok[None, :] & _in_range(idd, ID) & _in_range(ihh, IH)
-                  & _in_range(iww, IW))
+            ok = (mok[:, None] & kok[None, :] & _conv_in_range(idd, ID) & _conv_in_range(ihh, IH)
+                  & _conv_in_range(iww, IW))
             a = tl.load(xrow[:, None] + (bd * SXD + bh * SXH + bw * SXW)[:, None]
                         + (ci * SXC + jd * (bd_s * SXD) + jh * (bh_s * SXH) + jw * (bw_s * SXW))[None, :],
                         mask=ok, other=0.0)
             wtap = ((td0 + jd * td_s) * KH + (th0 + jh * th_s)) * KW + (tw0 + jw * tw_s)
             b = tl.load(wcol[None, :] + (wtap * SWT + ci * SWC)[:, None], mask=kok[:, None] & nok[None, :],
                         other=0.0)
-            acc = _mma(a, b, acc, PREC, UPCAST)
+            acc = _conv_mma(a, b, acc, PREC, UPCAST)
     else:
         NCB = (CIN_G + BLOCK_K - 1) // BLOCK_K
         for kk in range(taps * NCB):
@@ -137,7 +137,7 @@ def conv_tile(
             idd = bd + jd * bd_s
             ihh = bh + jh * bh_s
             iww = bw + jw * bw_s
-            ok = mok & _in_range(idd, ID) & _in_range(ihh, IH) & _in_range(iww, IW)
+            ok = mok & _conv_in_range(idd, ID) & _conv_in_range(ihh, IH) & _conv_in_range(iww, IW)
             xoff = idd * SXD + ihh * SXH + iww * SXW
             wtap = ((td0 + jd * td_s) * KH + (th0 + jh * th_s)) * KW + (tw0 + jw * tw_s)
             c = c0 + ck
@@ -150,12 +150,12 @@ def conv_tile(
                             other=0.0)
                 b = tl.load(wcol[None, :] + (wtap * SWT + c * SWC)[:, None], mask=cok[:, None] & nok[None, :],
                             other=0.0)
-            acc = _mma(a, b, acc, PREC, UPCAST)
-    return acc, nb, qd * osd + _phase(cd, osd), qh * osh + _phase(chh, osh), qw * osw + _phase(cw, osw), mp
+            acc = _conv_mma(a, b, acc, PREC, UPCAST)
+    return acc, nb, qd * osd + _conv_phase(cd, osd), qh * osh + _conv_phase(chh, osh), qw * osw + _conv_phase(cw, osw), mp
 
 
 @triton.jit
-def _phase(c, os: tl.constexpr):
+def _conv_phase(c, os: tl.constexpr):
     """The output offset of a phase: c for a transposed convolution (os = its stride), 0 for a plain one."""
     if os == 1:
         return 0
@@ -164,7 +164,7 @@ def _phase(c, os: tl.constexpr):
 
 
 @triton.jit
-def _mma(a, b, acc, PREC: tl.constexpr, UPCAST: tl.constexpr):
+def _conv_mma(a, b, acc, PREC: tl.constexpr, UPCAST: tl.constexpr):
     if a.dtype == tl.float32:  # "tf32x3": three TF32 products, fp32-level error; "ieee": fp32 FMA
         return tl.dot(a, b, acc, input_precision=PREC)
     elif UPCAST:  # the CPU interpreter's 16-bit dot multiplies raw bits: go through fp32
@@ -182,7 +182,7 @@ def gcd_inverse(d: int, s: int) -> tuple[int, int]:
     return g, (pow(d // g, -1, step) if step > 1 else 0)
 
 
-def packed_weight(w: torch.Tensor, transposed: bool, groups: int, order: str = "kn") -> torch.Tensor:
+def conv_packed_weight(w: torch.Tensor, transposed: bool, groups: int, order: str = "kn") -> torch.Tensor:
     """The weight as [groups, taps, Cin/groups, Cout/groups] ("kn": output channels contiguous) or
     [groups, Cout/groups, taps, Cin/groups] ("nk": input channels contiguous), made once per weight and
     kept on the tensor while its storage and version are unchanged (an in-place update repacks)."""
@@ -204,7 +204,7 @@ def packed_weight(w: torch.Tensor, transposed: bool, groups: int, order: str = "
     return packed
 
 
-def packed_strides(packed: torch.Tensor, order: str) -> tuple[int, int, int, int]:
-    """(group, tap, input channel, output channel) strides of `packed_weight`'s result."""
+def conv_packed_strides(packed: torch.Tensor, order: str) -> tuple[int, int, int, int]:
+    """(group, tap, input channel, output channel) strides of `conv_packed_weight`'s result."""
     s = packed.stride()
     return (s[0], s[1], s[2], s[3]) if order == "kn" else (s[0], s[2], s[3], s[1])

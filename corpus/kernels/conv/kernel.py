@@ -16,7 +16,7 @@ import triton
 import triton.language as tl
 from torch import nn
 
-from corpus.kernels.conv.implicit_gemm import conv_tile, gcd_inverse, packed_strides, packed_weight
+from corpus.kernels.conv.implicit_gemm import conv_packed_strides, conv_packed_weight, conv_tile, gcd_inverse
 
 TUNABLES = {
     "BLOCK_M": 128,  # output pixels a tile
@@ -133,8 +133,8 @@ def conv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None
         perm = [0, *range(2, x.dim()), 1]
         x = x.permute(perm).contiguous().permute([0, x.dim() - 1, *range(1, x.dim() - 1)])
     order = cfg["PACK"]
-    wp = packed_weight(weight, transposed, groups, order)
-    swg, swt, swc, swn = packed_strides(wp, order)
+    wp = conv_packed_weight(weight, transposed, groups, order)
+    swg, swt, swc, swn = conv_packed_strides(wp, order)
     sx = [x.stride(0), x.stride(1)] + [0] * (3 - nd) + list(x.stride()[2:])
     sy = [y.stride(0), y.stride(1)] + [0] * (3 - nd) + list(y.stride()[2:])
     inv = [gcd_inverse(dl[j], st[j]) if transposed else (1, 0) for j in range(3)]
