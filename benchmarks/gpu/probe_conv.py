@@ -8,8 +8,11 @@ Each item is one problem's first convolution run by `corpus/kernels/conv/kernel.
 checked first against the reference module (fp32, TF32 off; |out - ref| <= 1e-4 + 1e-4 |ref|, and
 ||out - ref|| / ||ref||), then timed with triton.testing.do_bench (median). Per problem the rows "cudnn"
 (the conv module eager) and, for level 2 problems, "eager_model" and "compile_model" (the whole model)
-give the times to beat. Items run in priority order (every problem's default first, then the variants) and
-the run stops cleanly at the deadline. Writes DIR/conv-probe-<card>-<UTC>.json; prints a table last.
+give the times to beat. Rows "lowering" run the offline lowering's whole default candidate for a problem
+(the family's mainloop with the problem's epilogue fused), timed against the whole model ("vs" column:
+speedup over compile, c, or eager, e); the other rows' "vs" is over the cudnn row. Items run in priority
+order (every problem's default conv, the lowering candidates, then the variants) and the run stops cleanly
+at the deadline. Writes DIR/conv-probe-<card>-<UTC>.json; prints a table last.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import importlib.util
 import json
 import math
 import sys
+import tempfile
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -35,7 +39,12 @@ PROBLEMS = [
     ("1/54_conv_standard_3D__square_input__square_kernel", "3D 3x3x3, Cin 3"),
     ("1/67_conv_standard_1D", "1D k3, 64->128"),
     ("2/3_ConvTranspose3d_Sum_LayerNorm_AvgPool_GELU", "transposed 3D stride 2: 8 phases"),
+    ("2/6_Conv3d_Softmax_MaxPool_MaxPool", "3D, Cin 3, a softmax over channels and two pools after"),
+    ("2/5_ConvTranspose2d_Subtract_Tanh", "transposed 2D k4 stride 2 with an epilogue"),
 ]
+# the offline lowering's whole default candidate (the conv family's mainloop with the epilogue fused),
+# against the whole model eager and compiled, in this order after every problem's default conv
+LOWERED = [0, 3, 7, 8, 6]
 TILES = {  # name -> TUNABLES overrides
     "t128x128x32w8s3": {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "num_warps": 8, "num_stages": 3},
     "t128x64x32w4s3": {"BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 32, "num_warps": 4, "num_stages": 3},
@@ -69,14 +78,34 @@ TINY = {"batch_size": 1, "height": 20, "width": 32, "depth": 6, "length": 40, "d
         "width_in": 8, "height_out": 20, "width_out": 20}
 
 
-def _load(path: Path, tiny: bool):
+def _source(path: Path, tiny: bool, folder: Path) -> Path:
+    """The problem's file, or with --tiny a copy whose size constants are shrunk (module-level assignments)."""
+    if not tiny:
+        return path
+    import ast
+
+    text = path.read_text()
+    lines = text.splitlines(keepends=True)
+    for node in reversed(ast.parse(text).body):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                and node.targets[0].id in TINY:
+            lines[node.lineno - 1:node.end_lineno] = [f"{node.targets[0].id} = {TINY[node.targets[0].id]}\n"]
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Tuple) \
+                and all(isinstance(t, ast.Name) and t.id in TINY for t in node.targets[0].elts):
+            names = [t.id for t in node.targets[0].elts]
+            lines[node.lineno - 1:node.end_lineno] = [f"{', '.join(names)} = {', '.join(str(TINY[n]) for n in names)}\n"]
+        elif isinstance(node, ast.Assign) and len(node.targets) > 1 \
+                and all(isinstance(t, ast.Name) and t.id in TINY for t in node.targets):
+            lines[node.lineno - 1:node.end_lineno] = [f"{t.id} = {TINY[t.id]}\n" for t in node.targets]
+    out = folder / path.name
+    out.write_text("".join(lines))
+    return out
+
+
+def _load(path: Path):
     spec = importlib.util.spec_from_file_location(f"kb_{path.stem}", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    if tiny:
-        for name, value in TINY.items():
-            if hasattr(module, name):
-                setattr(module, name, value)
     return module
 
 
@@ -99,15 +128,18 @@ def _flops(conv, x) -> float:
 
 
 class Problem:
-    def __init__(self, root: Path, name: str, device: str, tiny: bool):
+    def __init__(self, root: Path, name: str, device: str, tiny: bool, folder: Path):
         import torch
         from torch import nn
 
         level, stem = name.split("/")
         self.name, self.level = name, int(level)
-        module = _load(root / f"level{level}" / f"{stem}.py", tiny)
+        self.path = _source(root / f"level{level}" / f"{stem}.py", tiny, folder)
+        module = _load(self.path)
+        self.init = list(module.get_init_inputs())
+        self.device = device
         torch.manual_seed(0)
-        self.model = module.Model(*module.get_init_inputs()).to(device).eval()
+        self.model = module.Model(*self.init).to(device).eval()
         self.inputs = [t.to(device) if isinstance(t, torch.Tensor) else t for t in module.get_inputs()]
         self.conv = _first_conv(self.model)
         self.transposed = isinstance(self.conv, (nn.ConvTranspose1d, nn.ConvTranspose2d, nn.ConvTranspose3d))
@@ -120,6 +152,21 @@ class Problem:
         c = self.conv
         return kernel.conv(self.x, c.weight, c.bias, c.stride, c.padding, c.dilation, c.groups, self.transposed,
                            c.output_padding if self.transposed else 0)
+
+    def lowered_model(self, folder: Path):
+        """ModelNew of the offline lowering's default candidate for the whole problem (its parameters made
+        under the same seed as the reference's)."""
+        import torch
+
+        from agent_client.lowering.lower import lower_spec
+
+        target = "cpu" if self.device == "cpu" else "cuda"
+        lowered = lower_spec(self.path, target)
+        path = folder / f"cand_{self.path.stem}.py"
+        path.write_text(lowered.source)
+        module = _load(path)
+        torch.manual_seed(0)
+        return module.ModelNew(*self.init).to(self.device).eval(), lowered.kernels
 
     def shape(self) -> str:
         c = self.conv
@@ -172,9 +219,11 @@ def main() -> int:
     rows: list[dict] = []
     problems: dict[int, Problem] = {}
 
+    work = Path(tempfile.mkdtemp(prefix="probe_conv_"))
+
     def problem(i: int) -> Problem:
         if i not in problems:
-            problems[i] = Problem(root, PROBLEMS[i][0], args.device, args.tiny)
+            problems[i] = Problem(root, PROBLEMS[i][0], args.device, args.tiny, work)
         return problems[i]
 
     def item(i: int, variant: str, overrides: dict) -> None:
@@ -216,15 +265,38 @@ def main() -> int:
                                  "compile_s": time.monotonic() - t0})
         print(json.dumps(rows[-1]), flush=True)
 
+    def lowered(i: int) -> None:
+        row = {"problem": PROBLEMS[i][0], "variant": "lowering"}
+        try:
+            p = problem(i)
+            t0 = time.monotonic()
+            model, kernels = p.lowered_model(work)
+            row["kernels"] = kernels
+            with torch.no_grad():
+                out, ref = model(*p.inputs), p.model(*p.inputs)
+                if args.device.startswith("cuda"):
+                    torch.cuda.synchronize()
+                row["first_call_s"] = time.monotonic() - t0
+                row.update(_errors(out, ref))
+                if row["ok"]:
+                    row["ms"] = _time_ms(lambda: model(*p.inputs), args.device, args.tiny)
+        except Exception as exc:  # noqa: BLE001 - a failing candidate is a result, the run goes on
+            row["error"] = f"{type(exc).__name__}: {str(exc)[:400]}"
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+
     plan = [("base", i) for i in range(len(PROBLEMS))]
     plan += [("ours", i, "default", {}) for i in range(len(PROBLEMS))]
+    plan += [("lowered", i) for i in LOWERED]
     plan += [("ours", *v) for v in VARIANTS]
     stopped = None
     for step in plan:
         if time.monotonic() > deadline:
             stopped = f"deadline reached before {step[:3]}"
             break
-        if step[0] == "base":
+        if step[0] == "lowered":
+            lowered(step[1])
+        elif step[0] == "base":
             try:
                 baseline(step[1])
             except Exception as exc:  # noqa: BLE001
@@ -246,10 +318,18 @@ def main() -> int:
     print(f"\nwrote {path}  ({card}, torch {torch.__version__}, triton {triton.__version__})")
     print(f"{'problem':<56} {'variant':<24} {'ms':>9} {'TFLOP/s':>8} {'vs cudnn':>8} {'ok':>4} {'max err':>9}")
     cudnn = {r["problem"]: r["ms"] for r in rows if r.get("variant") == "cudnn" and "ms" in r}
+    for r in rows:  # the lowering's whole candidate against the whole model
+        if r.get("variant") == "lowering" and r.get("ms"):
+            for base in ("eager_model", "compile_model"):
+                b = next((x["ms"] for x in rows if x["problem"] == r["problem"] and x.get("variant") == base), None)
+                if b:
+                    r[f"speedup_vs_{base.removesuffix('_model')}"] = b / r["ms"]
     for r in rows:
         ms = r.get("ms")
-        ours = ms and r["problem"] in cudnn and "model" not in r["variant"]
+        ours = ms and r["problem"] in cudnn and "model" not in r["variant"] and r["variant"] != "lowering"
         vs = f"{cudnn[r['problem']] / ms:.2f}x" if ours else ""
+        if r.get("speedup_vs_compile") or r.get("speedup_vs_eager"):
+            vs = f"{r.get('speedup_vs_compile', r.get('speedup_vs_eager')):.2f}x" + ("c" if "speedup_vs_compile" in r else "e")
         print(f"{r['problem'][:56]:<56} {r['variant']:<24} {ms if ms else float('nan'):>9.3f} "
               f"{r.get('tflops', float('nan')):>8.1f} {vs:>8} {r.get('ok', '')!s:>4} "
               f"{r.get('max_abs_err', float('nan')):>9.2e} {r.get('error', '')[:60]}")
