@@ -104,8 +104,11 @@ def _conv_implicit_gemm(name: str, node, outputs: list, buffers: dict, target: s
     w = KernelWriter(loadable(buffers, outputs), name)
     w.arg(xbuf)
     w.arg(Buffer(packed, wbuf.meta))
-    w.emit("pid = tl.program_id(0)")
-    w.emit("gp = tl.program_id(1)")
+    # a transposed convolution's phases vary fastest: the programs writing one region's interleaved outputs
+    # run together, so each output sector is whole in L2 before it is written back
+    w.emit(f"pid = tl.program_id(0) // {phases}" if phases > 1 else "pid = tl.program_id(0)")
+    w.emit("gi = tl.program_id(1)")
+    w.emit(f"gp = gi * {phases} + tl.program_id(0) % {phases}" if phases > 1 else "gp = gi")
     _tile_order(w, m_max, cout_g)
     big = max(math.prod(shape(x)), math.prod(out)) > INT32_MAX
     sizes = [nbatch, cin_g, cout_g, *pad3(sp_in, 1), *pad3(sp_out, 1), *pad3(ksz, 1), *st, *pd, *dl,
@@ -115,7 +118,6 @@ def _conv_implicit_gemm(name: str, node, outputs: list, buffers: dict, target: s
            "BLOCK_M, BLOCK_N, BLOCK_K)")
     w.emit("mi = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)[:, None]")
     w.emit("ni = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]")
-    w.emit("gi = gp" if phases == 1 else f"gi = gp // {phases}")
     coords = ["cod", "coh", "cow"][lead:]
     for v in ["cn"] + coords:
         w.emit(f"{v} = {v}[:, None]")
@@ -124,8 +126,8 @@ def _conv_implicit_gemm(name: str, node, outputs: list, buffers: dict, target: s
     w.tile_var = "(mi + ni)"
     _conv_bias_and_store(w, node, bias, canon, outputs, buffers, f"(mi < mp) & (ni < {cout_g})")
     exprs, tun, space = _conv_tunables(name, m_max, cout_g, cin_g, taps, target)
-    grid = f"(triton.cdiv({m_max}, {exprs['BLOCK_M']}) * triton.cdiv({cout_g}, {exprs['BLOCK_N']}), " \
-           f"{groups * phases})"
+    grid = f"(triton.cdiv({m_max}, {exprs['BLOCK_M']}) * triton.cdiv({cout_g}, {exprs['BLOCK_N']}) * {phases}, " \
+           f"{groups})"
     kind = "transposed " if transposed else ""
     host = [f"{packed} = conv_packed_weight({wbuf.name}, {bool(transposed)}, {groups})"]
     return Kernel(name, finish(w, ["BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "PREC", "FLAT"]), list(w.args),

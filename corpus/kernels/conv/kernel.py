@@ -53,8 +53,16 @@ def _conv_kernel(
     UPCAST: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
     GROUP_M: tl.constexpr,
 ):
-    pid = tl.program_id(0)
-    gp = tl.program_id(1)
+    # a transposed convolution's phases are the fastest-varying index: the programs writing the interleaved
+    # outputs of one region run together, so each output sector is whole in L2 before it is written back
+    if TRANSPOSED:
+        pid = tl.program_id(0) // (SD * SH * SW)
+        g = tl.program_id(1)
+        gp = g * (SD * SH * SW) + tl.program_id(0) % (SD * SH * SW)
+    else:
+        pid = tl.program_id(0)
+        g = tl.program_id(1)
+        gp = g
     n_tiles = (COUT_G + BLOCK_N - 1) // BLOCK_N
     per_group = GROUP_M * n_tiles
     first_m = (pid // per_group) * GROUP_M
@@ -65,10 +73,6 @@ def _conv_kernel(
         x_ptr, w_ptr, pid_m, pid_n, gp, NB, CIN_G, COUT_G, ID, IH, IW, OD, OH, OW, KD, KH, KW, SD, SH, SW,
         PD, PH, PW, DD, DH, DW, GD, GH, GW, VD, VH, VW, SXN, SXC, SXD, SXH, SXW, SWG, SWT, SWC, SWN,
         TRANSPOSED, FLAT, INT64, PREC, UPCAST, BLOCK_M, BLOCK_N, BLOCK_K)
-    if TRANSPOSED:
-        g = gp // (SD * SH * SW)
-    else:
-        g = gp
     co = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     ch = g * COUT_G + co
     if HAS_BIAS:
@@ -146,7 +150,7 @@ def conv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None
     q = [-(-size_out[j] // st[j]) if transposed else size_out[j] for j in range(3)]
     m_tiles = triton.cdiv(nb * math.prod(q), block_m)
     phases = math.prod(st) if transposed else 1
-    grid = (m_tiles * triton.cdiv(cout_g, block_n), groups * phases)
+    grid = (m_tiles * triton.cdiv(cout_g, block_n) * phases, groups)
     big = max(x.numel(), y.numel()) >= 2**31
     _conv_kernel[grid](
         x, wp, bias if bias is not None else y, y,
