@@ -1,5 +1,6 @@
 """Probe: the conv family's implicit GEMM against cuDNN (eager) and torch.compile, TF32 off, on KernelBench
-convolutions at their published sizes; decides the family's default tiles, K walk, weight order, x layout.
+convolutions at their published sizes; decides the family's default tiles, K walk, weight order and split,
+x layout.
 
 Usage (a CUDA machine, repo root):
     python3 benchmarks/gpu/probe_conv.py --kernelbench /path/to/KernelBench --budget-s 150 --out DIR
@@ -56,6 +57,9 @@ TILES = {  # name -> TUNABLES overrides
 # the variants after every problem's default, in priority order: (problem index, variant name, overrides)
 VARIANTS = [
     (0, "pack_nk", {"PACK": "nk"}),
+    (0, "split_w", {"SPLIT_W": True}),
+    (0, "split_w_nk", {"SPLIT_W": True, "PACK": "nk"}),
+    (3, "split_w_nk", {"SPLIT_W": True, "PACK": "nk"}),
     (0, "channels_last", {"X_LAYOUT": "channels_last"}),
     (0, "t128x64x32w4s3", TILES["t128x64x32w4s3"]),
     (0, "t256x128x32w8s3", TILES["t256x128x32w8s3"]),
@@ -73,6 +77,9 @@ VARIANTS = [
     (6, "t128x64x32w4s3", TILES["t128x64x32w4s3"]),
     (0, "ieee", {"PRECISION": "ieee"}),
     (0, "pack_nk_channels_last", {"PACK": "nk", "X_LAYOUT": "channels_last"}),
+    (0, "split_w_nk_256x128", {"SPLIT_W": True, "PACK": "nk", **TILES["t256x128x32w8s3"]}),
+    (2, "split_w_nk", {"SPLIT_W": True, "PACK": "nk"}),
+    (1, "split_w_nk", {"SPLIT_W": True, "PACK": "nk"}),
 ]
 TINY = {"batch_size": 1, "height": 20, "width": 32, "depth": 6, "length": 40, "depth_in": 4, "height_in": 6,
         "width_in": 8, "height_out": 20, "width_out": 20}

@@ -111,10 +111,13 @@ def _conv_implicit_gemm(name: str, node, outputs: list, buffers: dict, target: s
     w.emit(f"gp = gi * {phases} + tl.program_id(0) % {phases}" if phases > 1 else "gp = gi")
     _tile_order(w, m_max, cout_g)
     big = max(math.prod(shape(x)), math.prod(out)) > INT32_MAX
+    fp32 = str(x.meta["val"].dtype) == "torch.float32"
     sizes = [nbatch, cin_g, cout_g, *pad3(sp_in, 1), *pad3(sp_out, 1), *pad3(ksz, 1), *st, *pd, *dl,
-             *[g for g, _ in inv], *[v for _, v in inv], *sx, taps * cin_g * cout_g, cin_g * cout_g, cout_g, 1]
+             *[g for g, _ in inv], *[v for _, v in inv], *sx, taps * cin_g * cout_g]
+    # the packed weight's order and split are tunables: its strides are launch-time constexprs
     w.emit(f"acc, cn, cod, coh, cow, mp = conv_tile({xbuf.name}, {packed}, pid_m, pid_n, gp, "
-           f"{', '.join(str(v) for v in sizes)}, {transposed}, FLAT, {big}, PREC, {target == 'cpu'}, "
+           f"{', '.join(str(v) for v in sizes)}, SWT, SWC, SWN, {'SPLIT' if fp32 else False}, "
+           f"{groups * taps * cin_g * cout_g}, {transposed}, FLAT, {big}, PREC, {target == 'cpu'}, "
            "BLOCK_M, BLOCK_N, BLOCK_K)")
     w.emit("mi = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)[:, None]")
     w.emit("ni = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]")
@@ -125,19 +128,27 @@ def _conv_implicit_gemm(name: str, node, outputs: list, buffers: dict, target: s
     canon += [Index.var(v, o) for v, o in zip(coords, sp_out)]
     w.tile_var = "(mi + ni)"
     _conv_bias_and_store(w, node, bias, canon, outputs, buffers, f"(mi < mp) & (ni < {cout_g})")
-    exprs, tun, space = _conv_tunables(name, m_max, cout_g, cin_g, taps, target)
+    exprs, tun, space = _conv_tunables(name, m_max, cout_g, cin_g, taps, target, fp32)
+    kn = f'{exprs["PACK"]} == "kn"'
+    exprs.update(SWT=f"({cin_g * cout_g} if {kn} else {cin_g})", SWC=f"({cout_g} if {kn} else 1)",
+                 SWN=f"(1 if {kn} else {taps * cin_g})")
+    split = exprs.pop("SPLIT", "False")
+    if fp32:
+        exprs["SPLIT"] = split
     grid = f"(triton.cdiv({m_max}, {exprs['BLOCK_M']}) * triton.cdiv({cout_g}, {exprs['BLOCK_N']}) * {phases}, " \
            f"{groups})"
     kind = "transposed " if transposed else ""
-    host = [f"{packed} = conv_packed_weight({wbuf.name}, {bool(transposed)}, {groups})"]
-    return Kernel(name, finish(w, ["BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "PREC", "FLAT"]), list(w.args),
+    pack = exprs.pop("PACK")
+    host = [f"{packed} = conv_packed_weight({wbuf.name}, {bool(transposed)}, {groups}, {pack}, {split})"]
+    constexprs = ["BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "PREC", "FLAT", "SWT", "SWC", "SWN"]
+    return Kernel(name, finish(w, constexprs + (["SPLIT"] if fp32 else [])), list(w.args),
                   grid, exprs, tun, space, "conv",
                   f"{kind}{nd}-D convolution as an implicit GEMM ({m_max}x{cout_g}x{cin_g * taps}, {groups} "
                   f"groups{f', {phases} phases' if phases > 1 else ''}) -> {', '.join(o.name for o in outputs)}",
                   host=host, helpers=[mainloop_source()])
 
 
-def _conv_tunables(name: str, m: int, n: int, cin_g: int, taps: int, target: str):
+def _conv_tunables(name: str, m: int, n: int, cin_g: int, taps: int, target: str, fp32: bool):
     """The mainloop's tile and walk: output pixels x channels per tile, K step, pipeline depth, precision."""
     flat = cin_g < 16  # few channels a tap: taps x channels as one K, or a channel block would be mostly padding
     k = cin_g * taps if flat else cin_g
@@ -155,7 +166,8 @@ def _conv_tunables(name: str, m: int, n: int, cin_g: int, taps: int, target: str
     big_tile = defaults["BLOCK_M"] * defaults["BLOCK_N"] >= 128 * 128
     for key, default, values in (("GROUP_M", 8, [1, 4, 8, 16]), ("num_warps", 8 if big_tile else 4, [4, 8]),
                                  ("num_stages", 3, [2, 3, 4]), ("FLAT", flat, [False, True]),
-                                 ("PREC", "ieee" if target == "cpu" else "tf32x3", ["ieee", "tf32x3"])):
+                                 ("PREC", "ieee" if target == "cpu" else "tf32x3", ["ieee", "tf32x3"]),
+                                 ("PACK", "kn", ["kn", "nk"]), ("SPLIT", False, [False, True] if fp32 else [False])):
         e, t, s = tune(name, key, default, values)
         exprs[key], tun, space = e, {**tun, **t}, {**space, **s}
     return exprs, tun, space

@@ -64,13 +64,16 @@ def conv_tile(
     VD: tl.constexpr, VH: tl.constexpr, VW: tl.constexpr,
     SXN: tl.constexpr, SXC: tl.constexpr, SXD: tl.constexpr, SXH: tl.constexpr, SXW: tl.constexpr,
     SWG: tl.constexpr, SWT: tl.constexpr, SWC: tl.constexpr, SWN: tl.constexpr,
+    SPLIT: tl.constexpr, SWL: tl.constexpr,
     TRANSPOSED: tl.constexpr, FLAT: tl.constexpr, INT64: tl.constexpr, PREC: tl.constexpr,
     UPCAST: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
 ):
     """(acc [BLOCK_M, BLOCK_N] fp32, batch, od, oh, ow [BLOCK_M] of each row, M of this phase).
 
     gp = group * phases + phase; weights packed as w[g, tap, ci, co] at g SWG + tap SWT + ci SWC + co SWN
-    (any order: the strides say which); x at n SXN + c SXC + d SXD + h SXH + w SXW."""
+    (any order: the strides say which); x at n SXN + c SXC + d SXD + h SXH + w SXW. SPLIT (fp32): the
+    packed weight holds its TF32 high parts, then SWL elements on its remainders (`conv_packed_weight`
+    with split=True), so 3xTF32 splits only x in the loop."""
     if TRANSPOSED:
         ph = gp % (SD * SH * SW)
         g = gp // (SD * SH * SW)
@@ -123,9 +126,9 @@ def conv_tile(
                         + (ci * SXC + jd * (bd_s * SXD) + jh * (bh_s * SXH) + jw * (bw_s * SXW))[None, :],
                         mask=ok, other=0.0)
             wtap = ((td0 + jd * td_s) * KH + (th0 + jh * th_s)) * KW + (tw0 + jw * tw_s)
-            b = tl.load(wcol[None, :] + (wtap * SWT + ci * SWC)[:, None], mask=kok[:, None] & nok[None, :],
-                        other=0.0)
-            acc = _conv_mma(a, b, acc, PREC, UPCAST)
+            b, b_lo = _conv_load_w(wcol[None, :] + (wtap * SWT + ci * SWC)[:, None], kok[:, None] & nok[None, :],
+                                   SPLIT, SWL)
+            acc = _conv_mma(a, b, b_lo, acc, PREC, UPCAST, SPLIT)
     else:
         NCB = (CIN_G + BLOCK_K - 1) // BLOCK_K
         for kk in range(taps * NCB):
@@ -142,16 +145,17 @@ def conv_tile(
             wtap = ((td0 + jd * td_s) * KH + (th0 + jh * th_s)) * KW + (tw0 + jw * tw_s)
             c = c0 + ck
             if CIN_G % BLOCK_K == 0:
-                a = tl.load(xrow[:, None] + xoff[:, None] + (c * SXC)[None, :], mask=ok[:, None], other=0.0)
-                b = tl.load(wcol[None, :] + (wtap * SWT + c * SWC)[:, None], mask=nok[None, :], other=0.0)
+                amask = ok[:, None]
+                bmask = nok[None, :]
             else:
                 cok = c < CIN_G
-                a = tl.load(xrow[:, None] + xoff[:, None] + (c * SXC)[None, :], mask=ok[:, None] & cok[None, :],
-                            other=0.0)
-                b = tl.load(wcol[None, :] + (wtap * SWT + c * SWC)[:, None], mask=cok[:, None] & nok[None, :],
-                            other=0.0)
-            acc = _conv_mma(a, b, acc, PREC, UPCAST)
-    return acc, nb, qd * osd + _conv_phase(cd, osd), qh * osh + _conv_phase(chh, osh), qw * osw + _conv_phase(cw, osw), mp
+                amask = ok[:, None] & cok[None, :]
+                bmask = cok[:, None] & nok[None, :]
+            a = tl.load(xrow[:, None] + xoff[:, None] + (c * SXC)[None, :], mask=amask, other=0.0)
+            b, b_lo = _conv_load_w(wcol[None, :] + (wtap * SWT + c * SWC)[:, None], bmask, SPLIT, SWL)
+            acc = _conv_mma(a, b, b_lo, acc, PREC, UPCAST, SPLIT)
+    od = qd * osd + _conv_phase(cd, osd)
+    return acc, nb, od, qh * osh + _conv_phase(chh, osh), qw * osw + _conv_phase(cw, osw), mp
 
 
 @triton.jit
@@ -164,13 +168,46 @@ def _conv_phase(c, os: tl.constexpr):
 
 
 @triton.jit
-def _conv_mma(a, b, acc, PREC: tl.constexpr, UPCAST: tl.constexpr):
-    if a.dtype == tl.float32:  # "tf32x3": three TF32 products, fp32-level error; "ieee": fp32 FMA
-        return tl.dot(a, b, acc, input_precision=PREC)
+def _conv_load_w(ptrs, mask, SPLIT: tl.constexpr, SWL: tl.constexpr):
+    """A weight tile, and with SPLIT its TF32 remainders SWL elements on (else the same tile again)."""
+    b = tl.load(ptrs, mask=mask, other=0.0)
+    if SPLIT:
+        return b, tl.load(ptrs + SWL, mask=mask, other=0.0)
+    else:
+        return b, b
+
+
+@triton.jit
+def _conv_tf32(v):
+    """fp32 rounded to the nearest TF32 value (10 explicit mantissa bits, ties away from zero), on the bits."""
+    return ((v.to(tl.int32, bitcast=True) + 0x1000) & -8192).to(tl.float32, bitcast=True)
+
+
+@triton.jit
+def _conv_mma(a, b, b_lo, acc, PREC: tl.constexpr, UPCAST: tl.constexpr, SPLIT: tl.constexpr):
+    if a.dtype == tl.float32:
+        if SPLIT:  # 3xTF32 with the weight split ahead: hi*lo + lo*hi + hi*hi, TF32 products exact in fp32
+            a_hi = _conv_tf32(a)
+            acc = tl.dot(a_hi, b_lo, acc, input_precision="tf32")
+            acc = tl.dot(a - a_hi, b, acc, input_precision="tf32")
+            return tl.dot(a_hi, b, acc, input_precision="tf32")
+        else:  # "tf32x3": three TF32 products, fp32-level error; "ieee": fp32 FMA
+            return tl.dot(a, b, acc, input_precision=PREC)
     elif UPCAST:  # the CPU interpreter's 16-bit dot multiplies raw bits: go through fp32
         return tl.dot(a.to(tl.float32), b.to(tl.float32), acc, input_precision="ieee")
     else:
         return tl.dot(a, b, acc)
+
+
+@triton.jit
+def _conv_split_tf32(src, dst, n, BLOCK: tl.constexpr):
+    """dst[:n] = TF32 high parts of src, dst[n:2n] = the remainders (exact in fp32)."""
+    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = i < n
+    v = tl.load(src + i, mask=mask)
+    hi = _conv_tf32(v)
+    tl.store(dst + i, hi, mask=mask)
+    tl.store(dst + n + i, v - hi, mask=mask)
 
 
 def gcd_inverse(d: int, s: int) -> tuple[int, int]:
@@ -182,11 +219,14 @@ def gcd_inverse(d: int, s: int) -> tuple[int, int]:
     return g, (pow(d // g, -1, step) if step > 1 else 0)
 
 
-def conv_packed_weight(w: torch.Tensor, transposed: bool, groups: int, order: str = "kn") -> torch.Tensor:
+def conv_packed_weight(w: torch.Tensor, transposed: bool, groups: int, order: str = "kn",
+                       split: bool = False) -> torch.Tensor:
     """The weight as [groups, taps, Cin/groups, Cout/groups] ("kn": output channels contiguous) or
     [groups, Cout/groups, taps, Cin/groups] ("nk": input channels contiguous), made once per weight and
-    kept on the tensor while its storage and version are unchanged (an in-place update repacks)."""
-    key = (transposed, groups, order, w.data_ptr(), w._version, tuple(w.shape), w.dtype)
+    kept on the tensor while its storage and version are unchanged (an in-place update repacks). split
+    (fp32): [2, ...], the TF32 high parts then the remainders, for `conv_tile`'s SPLIT."""
+    split = split and w.dtype == torch.float32
+    key = (transposed, groups, order, split, w.data_ptr(), w._version, tuple(w.shape), w.dtype)
     held = getattr(w, "_kkb_conv_packed", None)
     if held is not None and held[0] == key:
         return held[1]
@@ -200,6 +240,11 @@ def conv_packed_weight(w: torch.Tensor, transposed: bool, groups: int, order: st
         v = w.detach().reshape(groups, w.shape[0] // groups, w.shape[1], taps)
         v = v.permute(0, 3, 2, 1) if order == "kn" else v.permute(0, 1, 3, 2)
     packed = v.contiguous()
+    if split:
+        halves = torch.empty((2, *packed.shape), device=packed.device, dtype=packed.dtype)
+        n = packed.numel()
+        _conv_split_tf32[(triton.cdiv(n, 1024),)](packed, halves, n, BLOCK=1024)
+        packed = halves[0]  # the strides of one half; the remainders follow at SWL = its numel
     w._kkb_conv_packed = (key, packed)
     return packed
 

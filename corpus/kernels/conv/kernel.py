@@ -28,6 +28,8 @@ TUNABLES = {
     "MAINLOOP": "auto",  # "taps" (taps outer, channel blocks inner), "flat" (taps x channels), "auto": taps
     # from 16 input channels per group
     "PACK": "kn",  # packed weight order: "kn" output channels contiguous, "nk" input channels contiguous
+    "SPLIT_W": False,  # fp32: the weight split into TF32 high parts and remainders when packed, so 3xTF32
+    # splits only x in the loop (and the weight tiles go from memory to the MMA as they are)
     "X_LAYOUT": "as_given",  # "channels_last": a channels-last copy of x first (its cost counted)
     "PRECISION": "tf32x3",  # fp32 inputs: "tf32x3" (3xTF32, fp32-level error) or "ieee" (fp32 FMA)
 }
@@ -47,6 +49,7 @@ def _conv_kernel(
     VD: tl.constexpr, VH: tl.constexpr, VW: tl.constexpr,
     SXN: tl.constexpr, SXC: tl.constexpr, SXD: tl.constexpr, SXH: tl.constexpr, SXW: tl.constexpr,
     SWG: tl.constexpr, SWT: tl.constexpr, SWC: tl.constexpr, SWN: tl.constexpr,
+    SPLIT: tl.constexpr, SWL: tl.constexpr,
     SYN: tl.constexpr, SYC: tl.constexpr, SYD: tl.constexpr, SYH: tl.constexpr, SYW: tl.constexpr,
     M_TILES: tl.constexpr, HAS_BIAS: tl.constexpr,
     TRANSPOSED: tl.constexpr, FLAT: tl.constexpr, INT64: tl.constexpr, PREC: tl.constexpr,
@@ -71,7 +74,7 @@ def _conv_kernel(
     pid_n = (pid % per_group) // rows
     acc, nb, od, oh, ow, mp = conv_tile(
         x_ptr, w_ptr, pid_m, pid_n, gp, NB, CIN_G, COUT_G, ID, IH, IW, OD, OH, OW, KD, KH, KW, SD, SH, SW,
-        PD, PH, PW, DD, DH, DW, GD, GH, GW, VD, VH, VW, SXN, SXC, SXD, SXH, SXW, SWG, SWT, SWC, SWN,
+        PD, PH, PW, DD, DH, DW, GD, GH, GW, VD, VH, VW, SXN, SXC, SXD, SXH, SXW, SWG, SWT, SWC, SWN, SPLIT, SWL,
         TRANSPOSED, FLAT, INT64, PREC, UPCAST, BLOCK_M, BLOCK_N, BLOCK_K)
     co = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     ch = g * COUT_G + co
@@ -137,7 +140,8 @@ def conv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None
         perm = [0, *range(2, x.dim()), 1]
         x = x.permute(perm).contiguous().permute([0, x.dim() - 1, *range(1, x.dim() - 1)])
     order = cfg["PACK"]
-    wp = conv_packed_weight(weight, transposed, groups, order)
+    split = bool(cfg["SPLIT_W"]) and x.dtype == torch.float32
+    wp = conv_packed_weight(weight, transposed, groups, order, split)
     swg, swt, swc, swn = conv_packed_strides(wp, order)
     sx = [x.stride(0), x.stride(1)] + [0] * (3 - nd) + list(x.stride()[2:])
     sy = [y.stride(0), y.stride(1)] + [0] * (3 - nd) + list(y.stride()[2:])
@@ -155,7 +159,7 @@ def conv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None
     _conv_kernel[grid](
         x, wp, bias if bias is not None else y, y,
         nb, cin_g, cout_g, *size_in, *size_out, *ks, *st, *pd, *dl,
-        *[g for g, _ in inv], *[v for _, v in inv], *sx, swg, swt, swc, swn, *sy,
+        *[g for g, _ in inv], *[v for _, v in inv], *sx, swg, swt, swc, swn, split, wp.numel(), *sy,
         m_tiles, bias is not None, transposed, flat, big, cfg["PRECISION"], x.device.type == "cpu",
         block_m, block_n, block_k, cfg["GROUP_M"], num_warps=cfg["num_warps"], num_stages=cfg["num_stages"],
     )

@@ -74,6 +74,8 @@ def test_every_form_matches_torch(case, walk, monkeypatch):
 
 @pytest.mark.parametrize("tunables", [
     {"PACK": "nk"},  # input channels contiguous in the packed weight
+    {"SPLIT_W": True},  # the weight split into TF32 high parts and remainders when packed
+    {"SPLIT_W": True, "PACK": "nk", "MAINLOOP": "flat"},  # the same through the other K walk
     {"X_LAYOUT": "channels_last"},  # a channels-last copy of x: the mainloop reads it through its strides
     {"BLOCK_M": 64, "BLOCK_N": 16, "BLOCK_K": 16},  # more tiles than the problem: every edge partial
 ])
