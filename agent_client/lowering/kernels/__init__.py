@@ -10,7 +10,7 @@ shape (the forward dispatches on shapes).
 """
 
 from agent_client.lowering.kernels.common import Kernel
-from agent_client.lowering.kernels.conv import conv_kernel
+from agent_client.lowering.kernels.conv import conv_kernel, holds_channels
 from agent_client.lowering.kernels.dot import gemm_kernel
 from agent_client.lowering.kernels.pointwise import pointwise_kernel
 from agent_client.lowering.kernels.reduction import (
@@ -22,5 +22,5 @@ from agent_client.lowering.kernels.reduction import (
 from agent_client.lowering.kernels.rows import scan_kernel, topk_kernel
 from agent_client.lowering.kernels.scatter import scatter_kernels
 
-__all__ = ["Kernel", "conv_kernel", "gemm_kernel", "pointwise_kernel", "reduce_info", "reduction_kernel",
+__all__ = ["Kernel", "conv_kernel", "gemm_kernel", "holds_channels", "pointwise_kernel", "reduce_info", "reduction_kernel",
            "scan_kernel", "scatter_kernels", "should_split", "split_reduction_kernels", "topk_kernel"]

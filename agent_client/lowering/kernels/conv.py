@@ -10,7 +10,7 @@ import math
 
 from agent_client.lowering import ops
 from agent_client.lowering.errors import FusionError
-from agent_client.lowering.index import Index, delinearize
+from agent_client.lowering.index import Index, delinearize, linearize
 from agent_client.lowering.kernels.common import (
     INT32_MAX,
     Kernel,
@@ -24,7 +24,8 @@ from agent_client.lowering.kernels.common import (
 )
 from agent_client.lowering.kernels.conv_source import gcd_inverse, mainloop_source
 from agent_client.lowering.kernels.dot import _store_epilogue, _tile_order
-from agent_client.lowering.writer import Buffer, KernelWriter, shape
+from agent_client.lowering.kernels.reduction import _acc_type, _finalize, _init_lit, reduce_info
+from agent_client.lowering.writer import Buffer, KernelWriter, LoweringError, shape
 
 
 def _conv_args(node):
@@ -55,18 +56,32 @@ def _conv_coords(o, kk, stride, padding, dilation, transposed, sp_in):
     return coords, valid
 
 
-def conv_kernel(name: str, node, outputs: list, buffers: dict, target: str, impl: str | None = None) -> Kernel:
+def conv_kernel(name: str, node, outputs: list, buffers: dict, target: str, impl: str | None = None,
+                reductions: tuple = ()) -> Kernel:
+    """The convolution `node` with its epilogue; `reductions` over its channels (a softmax's, a min over
+    channels) are computed in the tile too, where `holds_channels` said it can."""
+    if _implicit_gemm(node, impl):
+        return _conv_implicit_gemm(name, node, outputs, buffers, target, list(reductions))
+    if reductions:
+        raise LoweringError(f"{name}: a reduction over channels joined a convolution that is not tiled over all "
+                            "its channels")
+    return _conv_direct(name, node, outputs, buffers, target)
+
+
+def _implicit_gemm(node, impl: str | None) -> bool:
     x, wt, groups = node.args[0], node.args[1], int(node.args[8])
-    out = shape(node)
-    cin, ksz = shape(x)[1], shape(wt)[2:]
-    cin_g, cout_g = cin // groups, out[1] // groups
-    kdim = cin_g * math.prod(ksz)
-    same_type = len({str(n.meta["val"].dtype) for n in (x, wt)}) == 1
+    cin_g, cout_g = shape(x)[1] // groups, shape(node)[1] // groups
+    if len({str(n.meta["val"].dtype) for n in (x, wt)}) != 1:
+        return False
     if impl is None:
-        impl = "dot" if cout_g >= 16 and kdim >= 16 and same_type else "direct"
-    if impl == "direct" or not same_type:
-        return _conv_direct(name, node, outputs, buffers, target)
-    return _conv_implicit_gemm(name, node, outputs, buffers, target)
+        return cout_g >= 16 and cin_g * math.prod(shape(wt)[2:]) >= 16
+    return impl == "dot"
+
+
+def holds_channels(node, impl: str | None) -> bool:
+    """Whether one tile of the convolution's kernel holds every output channel of its pixels: the implicit
+    GEMM, one group, at most 256 channels (a reduction over the channels then fits its epilogue)."""
+    return _implicit_gemm(node, impl) and int(node.args[8]) == 1 and shape(node)[1] <= 256
 
 
 def _buffer_of(node, buffers: dict, conv) -> Buffer:
@@ -79,10 +94,11 @@ def _buffer_of(node, buffers: dict, conv) -> Buffer:
     return buffers[node]
 
 
-def _conv_implicit_gemm(name: str, node, outputs: list, buffers: dict, target: str) -> Kernel:
+def _conv_implicit_gemm(name: str, node, outputs: list, buffers: dict, target: str, reductions: list) -> Kernel:
     """The conv family's mainloop (corpus/kernels/conv/implicit_gemm.py `conv_tile`, pasted once into the
     candidate), then the op graph's epilogue on its accumulator: bias, whatever pointwise chain follows,
-    the stores of every output this kernel computes."""
+    reductions over the channels (one tile holds them all), the stores of every output this kernel
+    computes (per element, or per pixel after a reduction)."""
     x, wt, bias, stride, padding, dilation, transposed, groups = _conv_args(node)
     out = shape(node)
     nd = len(out) - 2
@@ -127,8 +143,16 @@ def _conv_implicit_gemm(name: str, node, outputs: list, buffers: dict, target: s
     canon = [Index.var("cn", nbatch), Index.var("gi", groups) * cout_g + Index.var("ni", cout_g)]
     canon += [Index.var(v, o) for v, o in zip(coords, sp_out)]
     w.tile_var = "(mi + ni)"
-    _conv_bias_and_store(w, node, bias, canon, outputs, buffers, f"(mi < mp) & (ni < {cout_g})")
-    exprs, tun, space = _conv_tunables(name, m_max, cout_g, cin_g, taps, target, fp32)
+    mask = f"(mi < mp) & (ni < {cout_g})"
+    full = [o for o in outputs if math.prod(shape(o)) == math.prod(out)]
+    _conv_bias_and_store(w, node, bias, canon, [], buffers, mask)
+    if reductions:  # their statistics first: per-element outputs may read them (a softmax)
+        _channel_reductions(w, reductions, canon, cout_g)
+    w.tile_var = "(mi + ni)"
+    _store_epilogue(w, node, canon, full, buffers, mask)
+    if reductions:
+        _row_outputs(w, reductions, canon, [o for o in outputs if o not in full], buffers)
+    exprs, tun, space = _conv_tunables(name, m_max, cout_g, cin_g, taps, target, fp32, bool(reductions))
     kn = f'{exprs["PACK"]} == "kn"'
     exprs.update(SWT=f"({cin_g * cout_g} if {kn} else {cin_g})", SWC=f"({cout_g} if {kn} else 1)",
                  SWN=f"(1 if {kn} else {taps * cin_g})")
@@ -148,7 +172,7 @@ def _conv_implicit_gemm(name: str, node, outputs: list, buffers: dict, target: s
                   host=host, helpers=[mainloop_source()])
 
 
-def _conv_tunables(name: str, m: int, n: int, cin_g: int, taps: int, target: str, fp32: bool):
+def _conv_tunables(name: str, m: int, n: int, cin_g: int, taps: int, target: str, fp32: bool, all_n: bool):
     """The mainloop's tile and walk: output pixels x channels per tile, K step, pipeline depth, precision."""
     flat = cin_g < 16  # few channels a tap: taps x channels as one K, or a channel block would be mostly padding
     k = cin_g * taps if flat else cin_g
@@ -159,6 +183,11 @@ def _conv_tunables(name: str, m: int, n: int, cin_g: int, taps: int, target: str
         defaults = {"BLOCK_M": 128, "BLOCK_N": cap(n, 128), "BLOCK_K": cap(k, 32)}
     allowed = {"BLOCK_M": [64, 128, 256], "BLOCK_N": [v for v in (16, 32, 64, 128, 256) if v <= 2 * cap(n, 128)],
                "BLOCK_K": [16, 32, 64]}
+    if all_n:  # a reduction over the channels in the epilogue: one tile holds them all
+        defaults["BLOCK_N"] = cap(n, 256)
+        allowed["BLOCK_N"] = [defaults["BLOCK_N"]]
+        if n > 128:
+            defaults["BLOCK_M"] = 64
     tun, space, exprs = {}, {}, {}
     for key, default in defaults.items():
         e, t, s = tune(name, key, default, allowed[key] if target != "cpu" else [default])
@@ -171,6 +200,35 @@ def _conv_tunables(name: str, m: int, n: int, cin_g: int, taps: int, target: str
         e, t, s = tune(name, key, default, values)
         exprs[key], tun, space = e, {**tun, **t}, {**space, **s}
     return exprs, tun, space
+
+
+def _channel_reductions(w, reductions: list, canon: list, cout: int) -> None:
+    """Reductions over dim 1 of the convolution's output, each a [BLOCK_M, 1] column of the tile."""
+    w.mask = f"(mi < mp) & (ni < {cout})"
+    for red in reductions:
+        kind, x, dims, keep = reduce_info(red)
+        if dims != [1] or kind in ("argmax", "argmin"):
+            raise LoweringError(f"{red.name}: only sums, products, maxima and minima over the channels are "
+                                "computed in a convolution's tile")
+        v0, xc = evaluate(w, x, canon, red)
+        acc_t = _acc_type(kind, red, xc)
+        init = _init_lit(kind, acc_t)
+        v = w.bind(f"tl.where(ni < {cout}, {w.cast(v0, xc, acc_t)}, {init})")
+        res = w.bind(_finalize(kind, v))
+        out_t = ops.ctype_of(red.meta["val"].dtype)
+        res = w.bind(w.round_to(w.cast(res, acc_t, out_t), str(red.meta["val"].dtype).removeprefix("torch.")))
+        w.homes[red] = ([canon[0], Index.of(0), *canon[2:]] if keep else [canon[0], *canon[2:]], res, out_t)
+
+
+def _row_outputs(w, reductions: list, canon: list, row_outputs: list, buffers: dict) -> None:
+    """The outputs of one value per pixel (after a reduction over the channels): [BLOCK_M, 1], by rows."""
+    row = [canon[0], Index.of(0), *canon[2:]]
+    row_shape = (shape(reductions[0].args[0])[0], 1, *shape(reductions[0].args[0])[2:])
+    w.mask, w.tile_var = "(mi < mp)", "mi"
+    for o in row_outputs:
+        idx = delinearize(linearize(row, row_shape), shape(o))
+        code, _ = evaluate(w, o, idx)
+        w.store(buffers[o], idx, code, "(mi < mp)")
 
 
 def _conv_bias_and_store(w, node, bias, canon, outputs, buffers, mask):
