@@ -71,10 +71,19 @@ def conv_kernel(name: str, node, outputs: list, buffers: dict, target: str, impl
 def _implicit_gemm(node, impl: str | None) -> bool:
     x, wt, groups = node.args[0], node.args[1], int(node.args[8])
     cin_g, cout_g = shape(x)[1] // groups, shape(node)[1] // groups
+    kdim = cin_g * math.prod(shape(wt)[2:])
     if len({str(n.meta["val"].dtype) for n in (x, wt)}) != 1:
         return False
     if impl is None:
-        return cout_g >= 16 and cin_g * math.prod(shape(wt)[2:]) >= 16
+        return cout_g >= 16 and kdim >= 16
+    # an alternative asked for (a route of its own) where it cannot win is refused: a candidate spent on it
+    # is one less for the search
+    if impl == "direct" and cout_g >= 32 and kdim >= 32:
+        raise LoweringError(f"{node.name}: the direct kernel is not tried for a convolution of {cout_g} output "
+                            f"channels a group and K = {kdim} (the implicit GEMM serves it)")
+    if impl == "dot" and cout_g < 8:
+        raise LoweringError(f"{node.name}: the implicit GEMM is not tried for {cout_g} output channels a group "
+                            "(a depthwise or thin convolution: the direct kernel serves it)")
     return impl == "dot"
 
 
@@ -193,12 +202,20 @@ def _conv_tunables(name: str, m: int, n: int, cin_g: int, taps: int, target: str
         e, t, s = tune(name, key, default, allowed[key] if target != "cpu" else [default])
         exprs[key], tun, space = e, {**tun, **t}, {**space, **s}
     big_tile = defaults["BLOCK_M"] * defaults["BLOCK_N"] >= 128 * 128
+    # fp32: the weight split ahead (SPLIT) and packed with the input channels contiguous (nk), as the family's
+    # kernel.py defaults: compiled for sm_90 the loop has a quarter fewer instructions and 141 registers
+    # instead of 220 (2-D 3x3, 128x128x32 tiles), no B-operand round trip through registers
+    prec = ["ieee", "tf32x3"] if target == "cpu" else ["tf32x3"]  # fp32 FMA never wins on the tensor cores
     for key, default, values in (("GROUP_M", 8, [1, 4, 8, 16]), ("num_warps", 8 if big_tile else 4, [4, 8]),
                                  ("num_stages", 3, [2, 3, 4]), ("FLAT", flat, [False, True]),
-                                 ("PREC", "ieee" if target == "cpu" else "tf32x3", ["ieee", "tf32x3"]),
-                                 ("PACK", "kn", ["kn", "nk"]), ("SPLIT", False, [False, True] if fp32 else [False])):
+                                 ("PREC", "ieee" if target == "cpu" else "tf32x3", prec),
+                                 ("PACK", "nk", ["kn", "nk"]), ("SPLIT", fp32, [False, True] if fp32 else [False])):
         e, t, s = tune(name, key, default, values)
         exprs[key], tun, space = e, {**tun, **t}, {**space, **s}
+    if target != "cpu":  # as many stages as shared memory holds (a split weight tile counts twice)
+        stage = (f"4 * ({exprs['BLOCK_M']} * {exprs['BLOCK_K']} + (2 if {exprs['SPLIT']} else 1) * "
+                 f"{exprs['BLOCK_K']} * {exprs['BLOCK_N']})")
+        exprs["num_stages"] = f"max(1, min({exprs['num_stages']}, 200000 // ({stage})))"
     return exprs, tun, space
 
 

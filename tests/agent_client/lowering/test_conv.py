@@ -50,8 +50,8 @@ def test_a_computed_input_is_stored_by_a_kernel_of_its_own(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("flip", [{"FLAT": "flip"}, {"BLOCK_K": 16, "BLOCK_N": 16}, {"PACK": "nk", "SPLIT": True}],
-                         ids=["other_k_walk", "small_tiles", "split_weight"])
+@pytest.mark.parametrize("flip", [{"FLAT": "flip"}, {"BLOCK_K": 16, "BLOCK_N": 16}, {"PACK": "kn", "SPLIT": False}],
+                         ids=["other_k_walk", "small_tiles", "unsplit_weight"])
 def test_tunable_points_pass_the_harness(flip):
     """The K walk each convolution did not default to, and tiles smaller than the problem's edges."""
     spec = OP_SPECS / "conv_epilogues.py"

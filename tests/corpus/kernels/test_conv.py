@@ -73,9 +73,9 @@ def test_every_form_matches_torch(case, walk, monkeypatch):
 
 
 @pytest.mark.parametrize("tunables", [
-    {"PACK": "nk"},  # input channels contiguous in the packed weight
-    {"SPLIT_W": True},  # the weight split into TF32 high parts and remainders when packed
-    {"SPLIT_W": True, "PACK": "nk", "MAINLOOP": "flat"},  # the same through the other K walk
+    {"PACK": "kn"},  # output channels contiguous in the packed weight
+    {"SPLIT_W": False},  # 3xTF32 splitting both operands in the loop
+    {"SPLIT_W": False, "PACK": "kn", "MAINLOOP": "flat"},  # the same through the other K walk
     {"X_LAYOUT": "channels_last"},  # a channels-last copy of x: the mainloop reads it through its strides
     {"BLOCK_M": 64, "BLOCK_N": 16, "BLOCK_K": 16},  # more tiles than the problem: every edge partial
 ])
@@ -97,7 +97,8 @@ def test_packed_weight_follows_an_in_place_update():
     first = kernel.conv(x, w)
     torch.testing.assert_close(first, F.conv2d(x, w), atol=1e-4, rtol=1e-4)
     held = w._kkb_conv_packed[1]
-    assert kernel.conv_packed_weight(w, False, 1) is held  # unchanged weight: the packed copy is reused
+    t = kernel.TUNABLES
+    assert kernel.conv_packed_weight(w, False, 1, t["PACK"], t["SPLIT_W"]) is held  # unchanged: reused
     with torch.no_grad():
         w.mul_(-2.0)  # bumps the version: the next call repacks
     torch.testing.assert_close(kernel.conv(x, w), F.conv2d(x, w), atol=1e-4, rtol=1e-4)
