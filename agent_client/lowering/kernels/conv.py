@@ -152,13 +152,19 @@ def _conv_implicit_gemm(name: str, node, outputs: list, buffers: dict, target: s
     canon = [Index.var("cn", nbatch), Index.var("gi", groups) * cout_g + Index.var("ni", cout_g)]
     canon += [Index.var(v, o) for v, o in zip(coords, sp_out)]
     w.tile_var = "(mi + ni)"
-    mask = f"(mi < mp) & (ni < {cout_g})"
+    # conv_tile's rows past the edge repeat row 0: the epilogue's loads need only the channel mask (a
+    # per-channel parameter stays a [1, BLOCK_N] load), its stores the row mask too
+    load_mask, mask = f"(ni < {cout_g})", f"(mi < mp) & (ni < {cout_g})"
     full = [o for o in outputs if math.prod(shape(o)) == math.prod(out)]
-    _conv_bias_and_store(w, node, bias, canon, [], buffers, mask)
+    _conv_bias_and_store(w, node, bias, canon, [], buffers, load_mask)
     if reductions:  # their statistics first: per-element outputs may read them (a softmax)
         _channel_reductions(w, reductions, canon, cout_g)
     w.tile_var = "(mi + ni)"
-    _store_epilogue(w, node, canon, full, buffers, mask)
+    for o in full:
+        w.mask = load_mask
+        idx = delinearize(linearize(canon, out), shape(o))
+        code, _ = evaluate(w, o, idx)
+        w.store(buffers[o], idx, code, mask)
     if reductions:
         _row_outputs(w, reductions, canon, [o for o in outputs if o not in full], buffers)
     exprs, tun, space = _conv_tunables(name, m_max, cout_g, cin_g, taps, target, fp32, bool(reductions))
@@ -221,7 +227,7 @@ def _conv_tunables(name: str, m: int, n: int, cin_g: int, taps: int, target: str
 
 def _channel_reductions(w, reductions: list, canon: list, cout: int) -> None:
     """Reductions over dim 1 of the convolution's output, each a [BLOCK_M, 1] column of the tile."""
-    w.mask = f"(mi < mp) & (ni < {cout})"
+    w.mask = f"(ni < {cout})"
     for red in reductions:
         kind, x, dims, keep = reduce_info(red)
         if dims != [1] or kind in ("argmax", "argmin"):

@@ -68,7 +68,8 @@ def conv_tile(
     TRANSPOSED: tl.constexpr, FLAT: tl.constexpr, INT64: tl.constexpr, PREC: tl.constexpr,
     UPCAST: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
 ):
-    """(acc [BLOCK_M, BLOCK_N] fp32, batch, od, oh, ow [BLOCK_M] of each row, M of this phase).
+    """(acc [BLOCK_M, BLOCK_N] fp32, batch, od, oh, ow [BLOCK_M] of each row, M of this phase). Rows at or
+    past M repeat row 0, so a caller may load at their coordinates unmasked (its stores mask m < M).
 
     gp = group * phases + phase; weights packed as w[g, tap, ci, co] at g SWG + tap SWT + ci SWC + co SWN
     (any order: the strides say which); x at n SXN + c SXC + d SXD + h SXH + w SXW. SPLIT (fp32): the
@@ -88,13 +89,14 @@ def conv_tile(
     qw_n, tw_n, tw0, tw_s, aw, bw0, bw_s, osw = _conv_axis(cw, OW, KW, SW, PW, DW, GW, VW, TRANSPOSED)
     mp = NB * qd_n * qh_n * qw_n
     m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    mok = m < mp
+    m = tl.where(mok, m, 0)  # rows past the edge repeat row 0: every address a caller forms from them is valid
     qw = m % qw_n
     r = m // qw_n
     qh = r % qh_n
     r = r // qh_n
     qd = r % qd_n
     nb = r // qd_n
-    mok = m < mp
     if INT64:
         nb = nb.to(tl.int64)
     bd = qd * ad + bd0  # input coordinates of tap 0
@@ -154,8 +156,11 @@ def conv_tile(
             a = tl.load(xrow[:, None] + xoff[:, None] + (c * SXC)[None, :], mask=amask, other=0.0)
             b, b_lo = _conv_load_w(wcol[None, :] + (wtap * SWT + c * SWC)[:, None], bmask, SPLIT, SWL)
             acc = _conv_mma(a, b, b_lo, acc, PREC, UPCAST, SPLIT)
-    od = qd * osd + _conv_phase(cd, osd)
-    return acc, nb, od, qh * osh + _conv_phase(chh, osh), qw * osw + _conv_phase(cw, osw), mp
+    # output coordinates, clamped: a phase without outputs (an output shorter than the stride) names row 0
+    od = tl.minimum(qd * osd + _conv_phase(cd, osd), OD - 1)
+    oh = tl.minimum(qh * osh + _conv_phase(chh, osh), OH - 1)
+    ow = tl.minimum(qw * osw + _conv_phase(cw, osw), OW - 1)
+    return acc, nb, od, oh, ow, mp
 
 
 @triton.jit
