@@ -207,10 +207,11 @@ def _conv_tunables(name: str, m: int, n: int, cin_g: int, taps: int, target: str
     for key, default in defaults.items():
         e, t, s = tune(name, key, default, allowed[key] if target != "cpu" else [default])
         exprs[key], tun, space = e, {**tun, **t}, {**space, **s}
-    big_tile = defaults["BLOCK_M"] * defaults["BLOCK_N"] >= 128 * 128
+    # 8 warps from 128x64 tiles: with 4, a 128x64 fp32 accumulator and a heavy epilogue (two Mish) spill on sm_90
+    big_tile = defaults["BLOCK_M"] * defaults["BLOCK_N"] >= 128 * 64
     # fp32: the weight split ahead (SPLIT) and packed with the input channels contiguous (nk), as the family's
-    # kernel.py defaults: compiled for sm_90 the loop has a quarter fewer instructions and 141 registers
-    # instead of 220 (2-D 3x3, 128x128x32 tiles), no B-operand round trip through registers
+    # kernel.py defaults: compiled for sm_90, no weight-tile round trip through registers and about a quarter
+    # fewer instructions (corpus/kernels/conv/NOTES.md)
     prec = ["ieee", "tf32x3"] if target == "cpu" else ["tf32x3"]  # fp32 FMA never wins on the tensor cores
     for key, default, values in (("GROUP_M", 8, [1, 4, 8, 16]), ("num_warps", 8 if big_tile else 4, [4, 8]),
                                  ("num_stages", 3, [2, 3, 4]), ("FLAT", flat, [False, True]),
