@@ -224,6 +224,8 @@ def classify(ops: tuple[OpCall, ...]) -> str | None:
         return "gemm_epilogue"
     if head in {"max_pool2d", "avg_pool2d"} and not rest:
         return "pool2d"
+    if _is_single_conv(names):
+        return "conv"
     singles = {"softmax": "softmax", "log_softmax": "log_softmax", "layer_norm": "layernorm",
                "rms_norm": "rmsnorm", "group_norm": "groupnorm", "batch_norm": "batchnorm",
                "cross_entropy": "cross_entropy", "cumsum": "cumsum"}
@@ -236,6 +238,15 @@ def classify(ops: tuple[OpCall, ...]) -> str | None:
     if all(n in POINTWISE for n in names):
         return "pointwise"
     return None
+
+
+CONVOLUTIONS = {"conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d"}
+
+
+def _is_single_conv(names: list[str]) -> bool:
+    # one convolution alone: a convolution with an epilogue is the general lowering's, which runs the conv
+    # family's mainloop with the epilogue fused
+    return len(names) == 1 and names[0] in CONVOLUTIONS
 
 
 def _is_manual_rmsnorm(names: list[str]) -> bool:

@@ -90,9 +90,10 @@ class _Rebuild(Exception):
 
 
 class _Scheduler:
-    def __init__(self, graph: OpGraph, target: str = "cuda"):
+    def __init__(self, graph: OpGraph, target: str = "cuda", options: dict | None = None):
         self.graph = graph
         self.target = target
+        self.options = options or {}
         self.nodes = [n for n in graph.gm.graph.nodes if n.op == "call_function"]
         self.order = {n: i for i, n in enumerate(self.nodes)}
         self.pinned: set = set()  # homes that must be stored
@@ -142,6 +143,7 @@ class _Scheduler:
                 continue
             groups.append(g)
             home_of[n] = g
+        self._channel_reductions_into_convs(groups, home_of)
         stored = set(needed) | self.pinned
         already = {o for g in groups for o in g.outputs}  # topk's values and indices
         # a value a kernel must read from memory (a convolution's computed input) is stored like a result
@@ -182,6 +184,23 @@ class _Scheduler:
                 break
         return self._ordered(groups)
 
+    def _channel_reductions_into_convs(self, groups: list, home_of: dict) -> None:
+        """A reduction over the channels of a convolution's output (a softmax's, a min over channels), computed
+        from that convolution alone, joins the convolution's kernel where one tile holds every channel: the
+        convolution's output then need not be stored and read back."""
+        for g in [g for g in groups if g.kind == "reduction" and not g.split and g.key[1] == (1,)]:
+            above = {h for a in g.anchors for h in self._homes_above(a)} - set(g.anchors)
+            conv = next(iter(above)) if len(above) == 1 else None
+            cg = home_of.get(conv)
+            if cg is None or cg.kind != "conv" or cg.anchors[0] is not conv or g.key[0] != shape(conv) \
+                    or not K.holds_channels(conv, self.options.get("conv_impl")) \
+                    or any((a, conv) in self.detached or a in self.pinned for a in g.anchors):
+                continue
+            cg.anchors += g.anchors
+            for a in g.anchors:
+                home_of[a] = cg
+            groups.remove(g)
+
     def _homes_above(self, node) -> frozenset:
         """Every home value `node` depends on, at any distance."""
         if not self._above:  # one pass in graph order (inputs come first), no recursion on deep graphs
@@ -219,7 +238,10 @@ class _Scheduler:
             full = math.prod(g.key[0])
             rows = full // max(1, math.prod(g.key[0][d] for d in g.key[1]))
             return numel in (full, rows)
-        return numel == math.prod(shape(g.anchors[0]))
+        full = math.prod(shape(g.anchors[0]))
+        if g.kind == "conv" and len(g.anchors) > 1:  # with reductions over its channels: per pixel too
+            return numel in (full, full // shape(g.anchors[0])[1])
+        return numel == full
 
     def _ordered(self, groups) -> list[_Group]:
         produced = {o: g for g in groups for o in g.outputs}
@@ -274,7 +296,7 @@ def _input_var(gi) -> str:
 
 def schedule(graph: OpGraph, target: str = "cuda", options: dict | None = None, prefix: str = "") -> Plan:
     options = options or {}
-    s = _Scheduler(graph, target)
+    s = _Scheduler(graph, target, options)
     for attempt in range(4 * len(s.nodes) + 8):
         try:
             groups = s.groups()
@@ -325,4 +347,4 @@ def _generate(g: _Group, tag: str, buffers, target, options, limits) -> list[K.K
         return K.scatter_kernels(name, g.anchors[0], buffers, target)
     if g.kind == "gemm":
         return K.gemm_kernels(name, g.anchors[0], g.outputs, buffers, target)
-    return [K.conv_kernel(name, g.anchors[0], g.outputs, buffers, target, options.get("conv_impl"))]
+    return [K.conv_kernel(name, g.anchors[0], g.outputs, buffers, target, options.get("conv_impl"), g.anchors[1:])]

@@ -9,6 +9,7 @@ are called; a spec shape the launcher does not cover is refused with the reason,
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 from agent_client.offline.adapt import AdaptError
@@ -301,6 +302,32 @@ def _pool(sig: OpSignature) -> list[str]:
             raise AdaptError("pool2d: avg pooling only with count_include_pad=True, no ceil_mode/divisor")
     stride = "None" if s in (None, ()) else repr(s)
     return [f"return pool2d({expr(op.args[0])}, {kind!r}, {k!r}, {stride}, {p!r})"]
+
+
+# ---- convolution ------------------------------------------------------------------------------
+@renderer("conv")
+def _conv(sig: OpSignature) -> list[str]:
+    op = _single(sig)
+    transposed = op.name.startswith("conv_transpose")
+    x, weight, bias = _get(op, 0, "input"), _get(op, 1, "weight"), _get(op, 2, "bias")
+    if x is None or x.kind != "input" or weight is None or weight.kind != "param":
+        raise AdaptError(f"conv: {op.render()} must read a spec input and a parameter weight")
+    names = ("stride", "padding", "output_padding", "groups", "dilation") if transposed else \
+        ("stride", "padding", "dilation", "groups")
+    values = {name: _const(op, 3 + i, name, 0 if name in ("padding", "output_padding") else 1)
+              for i, name in enumerate(names)}
+    if isinstance(values["padding"], str):
+        raise AdaptError(f"conv: padding={values['padding']!r} is not in the library kernel (the general lowering "
+                         "serves it)")
+    groups = int(values["groups"])
+    cin_g = (weight.shape[0] if transposed else weight.shape[1] * groups) // max(groups, 1)
+    cout_g = weight.shape[1] if transposed else weight.shape[0] // max(groups, 1)
+    if cout_g < 16 or cin_g * math.prod(weight.shape[2:]) < 16:  # the lowering's own rule for its direct kernel
+        raise AdaptError(f"conv: {cout_g} output channels a group, {cin_g} input channels a group: a thin or "
+                         "depthwise convolution, which the general lowering's direct kernel serves")
+    b = "None" if bias is None or bias.kind == "const" else expr(bias)
+    return [(f"return conv({expr(x)}, {expr(weight)}, {b}, {values['stride']!r}, {values['padding']!r}, "
+             f"{values['dilation']!r}, {groups}, {transposed}, {values.get('output_padding', 0)!r})")]
 
 
 # ---- attention --------------------------------------------------------------------------------

@@ -33,8 +33,12 @@ CASES = [
     ("return F.max_pool2d(x, 3, 2, 1)", "", "[]", "[torch.randn(2, 4, 16, 16)]", "pool2d"),
     ("return F.scaled_dot_product_attention(q, k, v, is_causal=True)", "", "[]",
      "[torch.randn(1, 2, 16, 8)] * 3", "attention"),
-    # a convolution is not in the library: no family, so the offline provider says so plainly
-    ("return self.conv(x)", "self.conv = nn.Conv2d(d, d, 3)", "[4]", "[torch.randn(1, 4, 8, 8)]", None),
+    ("return self.conv(x)", "self.conv = nn.Conv2d(d, d, 3)", "[4]", "[torch.randn(1, 4, 8, 8)]", "conv"),
+    ("return self.conv(x)", "self.conv = nn.ConvTranspose3d(d, d, 3, 2)", "[4]", "[torch.randn(1, 4, 3, 4, 5)]",
+     "conv"),
+    # a convolution with an epilogue is the general lowering's (the conv family's mainloop, the epilogue fused)
+    ("return torch.relu(self.conv(x))", "self.conv = nn.Conv2d(d, d, 3)", "[4]", "[torch.randn(1, 4, 8, 8)]",
+     None),
 ]
 
 

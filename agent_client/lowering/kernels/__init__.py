@@ -10,7 +10,7 @@ shape (the forward dispatches on shapes).
 """
 
 from agent_client.lowering.kernels.common import Kernel
-from agent_client.lowering.kernels.conv import conv_kernel
+from agent_client.lowering.kernels.conv import conv_kernel, holds_channels
 from agent_client.lowering.kernels.dot import gemm_kernels
 from agent_client.lowering.kernels.pointwise import pointwise_kernel
 from agent_client.lowering.kernels.reduction import (
@@ -24,6 +24,6 @@ from agent_client.lowering.kernels.rows import scan_kernel, topk_kernel
 from agent_client.lowering.kernels.scatter import scatter_kernels
 from agent_client.lowering.kernels.split import split_kernels
 
-__all__ = ["Kernel", "RowLimits", "conv_kernel", "gemm_kernels", "pointwise_kernel", "reduce_info",
+__all__ = ["Kernel", "RowLimits", "conv_kernel", "gemm_kernels", "holds_channels", "pointwise_kernel", "reduce_info",
            "reduction_kernel", "reduction_strategy", "row_limits", "scan_kernel", "scatter_kernels", "split_kernels",
            "topk_kernel"]

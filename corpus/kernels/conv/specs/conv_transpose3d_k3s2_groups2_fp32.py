@@ -1,0 +1,46 @@
+"""Spec: transposed 3-D convolution 32 -> 32 in 2 groups, kernel 3, stride 2, padding 1, output padding 1, float32, 4x32x16x32x64 -> 32 channels.
+
+KernelBench format plus the harness conventions (harness/spec.py): DTYPE, VARIANTS, keyword sizes.
+SIZE picks the default shape; the CPU tests load a copy of this file with SIZE = "tiny".
+"""
+
+import torch
+from torch import nn
+
+SIZE = "full"  # "full" | "tiny" (tiny: for the Triton interpreter on CPU)
+SHAPES = {
+    "full": {'batch': 4, 'cin': 32, 'cout': 32, 'spatial': (16, 32, 64)},
+    "tiny": {'batch': 1, 'cin': 16, 'cout': 16, 'spatial': (3, 4, 5)},
+}
+DIMS, TRANSPOSED = 3, True
+KERNEL_SIZE, STRIDE, PADDING, DILATION, GROUPS, OUTPUT_PADDING = 3, 2, 1, 1, 2, 1
+DTYPE = "float32"
+VARIANTS = [  # checked too (not timed): odd sizes leave partial tiles of output pixels and channels
+    {"name": "odd", "kwargs": {'batch': 1, 'cin': 16, 'spatial': (3, 5, 3)}, "init_kwargs": {'cin': 16, 'cout': 32}},
+]
+
+
+class Model(nn.Module):
+    def __init__(self, dims: int, transposed: bool, in_channels: int, out_channels: int, kernel_size, stride=1,
+                 padding=0, dilation=1, groups: int = 1, output_padding=0, bias: bool = True):
+        super().__init__()
+        if transposed:
+            cls = (nn.ConvTranspose1d, nn.ConvTranspose2d, nn.ConvTranspose3d)[dims - 1]
+            self.conv = cls(in_channels, out_channels, kernel_size, stride=stride, padding=padding,
+                            output_padding=output_padding, groups=groups, bias=bias, dilation=dilation)
+        else:
+            cls = (nn.Conv1d, nn.Conv2d, nn.Conv3d)[dims - 1]
+            self.conv = cls(in_channels, out_channels, kernel_size, stride=stride, padding=padding,
+                            dilation=dilation, groups=groups, bias=bias)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.conv(x)
+
+
+def get_inputs(batch: int = SHAPES[SIZE]["batch"], cin: int = SHAPES[SIZE]["cin"],
+               spatial: tuple = SHAPES[SIZE]["spatial"]):
+    return [torch.randn(batch, cin, *spatial)]
+
+
+def get_init_inputs(cin: int = SHAPES[SIZE]["cin"], cout: int = SHAPES[SIZE]["cout"]):
+    return [DIMS, TRANSPOSED, cin, cout, KERNEL_SIZE, STRIDE, PADDING, DILATION, GROUPS, OUTPUT_PADDING]
