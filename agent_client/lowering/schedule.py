@@ -188,7 +188,7 @@ class _Scheduler:
         """A reduction over the channels of a convolution's output (a softmax's, a min over channels), computed
         from that convolution alone, joins the convolution's kernel where one tile holds every channel: the
         convolution's output then need not be stored and read back."""
-        for g in [g for g in groups if g.kind == "reduction" and not g.split and g.key[1] == (1,)]:
+        for g in [g for g in groups if g.kind == "reduction" and g.key[1] == (1,)]:  # never a split: C fits a tile
             above = {h for a in g.anchors for h in self._homes_above(a)} - set(g.anchors)
             conv = next(iter(above)) if len(above) == 1 else None
             cg = home_of.get(conv)

@@ -150,7 +150,10 @@ def expansion_plan(point: dict, space: dict[str, list], verdict: dict | None, re
     for name in names:
         moves[name] = [{**point, name: v} for v in _alternatives(point.get(name), space[name],
                                                                   jump=far or roles[name] == "structure")]
-    plan = _round_robin([moves[k] for k in names])
+    # every other form of the kernel before any re-tiling: a form whose launches match the parent's is
+    # skipped by the caller, and the next form must not wait behind a round of block-size moves
+    structure = [k for k in names if roles[k] == "structure"]
+    plan = [m for k in structure for m in moves[k]] + _round_robin([moves[k] for k in names if k not in structure])
     # then points that move two or more of the relevant tunables at once, spread over their values
     rng = random.Random(seed)
     for _ in range(combos):
