@@ -14,19 +14,17 @@ kernels from corpus/kernels through the one bundling function), each route's def
 fake tensors on a simulated H100) and each distinct launch compiled for sm_90 (benchmarks/sm90_compile.py).
 Reported per launch: compiled or the compiler's error, registers, spills, shared memory against the limit;
 per problem a verdict: ok (every launch compiles and fits), fail (which launches, why), incomplete (nothing
-failed, but a dry run stopped early: a launcher needing real data; the launches before the stop are
-checked), no_routes. Compiled results are cached by kernel source, signature and options (--cache).
+failed, but a dry run stopped early, its stop_kind saying why: needs_data, a launcher reading real data;
+refused, the candidate's own launcher refuses the shapes; error, anything else, such as an API the installed
+triton lacks; the launches before the stop are checked), no_routes. Compiled results are cached by kernel source, signature and options (--cache).
 Writes benchmarks/results/sm90-check-<UTC>.json (or --out, rewritten after each problem); a table last.
 """
 
 from __future__ import annotations
 
-import os
-
-os.environ.pop("TRITON_INTERPRET", None)  # before triton is imported: its own helpers must be JIT functions
-
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -85,6 +83,20 @@ def dry_run(probe, point: dict):
     return run
 
 
+# exceptions of a fake tensor asked for its data (`.item()`, `.tolist()`, an output shape that depends on data)
+_NEEDS_DATA = ("DataDependentOutputException", "DynamicOutputShapeException", "GuardOnDataDependentSymNode")
+
+
+def stop_kind(run) -> str | None:
+    """Why a dry run did not finish: needs_data, refused (the candidate's launcher refuses the shapes) or error
+    (anything else: an API the installed triton lacks, or a device query the simulation does not answer)."""
+    if run.error is None:
+        return None
+    if run.refused:
+        return "refused"
+    return "needs_data" if run.error.split(":")[0] in _NEEDS_DATA else "error"
+
+
 def check_candidate(label: str, probe, point: dict, launches: dict, cache: ResultCache) -> dict:
     """Dry-run one candidate, compile each launch not seen yet (into `launches`, by key); its row."""
     run = dry_run(probe, point)
@@ -105,7 +117,8 @@ def check_candidate(label: str, probe, point: dict, launches: dict, cache: Resul
             if label not in launches[p.key]["candidates"]:
                 launches[p.key]["candidates"].append(label)
     return {"candidate": label, "launches": len(run.calls), "distinct": len(set(keys)),
-            "dry_run": "complete" if run.error is None else "incomplete", "stopped": run.error}
+            "dry_run": "complete" if run.error is None else "incomplete", "stop_kind": stop_kind(run),
+            "stopped": run.error}
 
 
 def problem_candidates(spec: Path, kb, points: int) -> tuple[list, list[str]]:
@@ -201,6 +214,9 @@ def table(rows: list[dict]) -> str:
     for r in rows:
         for f in r.get("failures", []):
             lines.append(f"FAIL {r['problem']}: {f}"[:220])
+        for c in r.get("candidates", []):
+            if c["dry_run"] != "complete":
+                lines.append(f"STOP ({c['stop_kind']}) {r['problem']}: {c['candidate']}: {c['stopped']}"[:220])
         if r["verdict"] == "no_routes":
             lines.append(f"NO ROUTE {r['problem']}: {r['why']}"[:220])
     counts = {v: sum(r["verdict"] == v for r in rows) for v in ("ok", "fail", "incomplete", "no_routes")}
@@ -209,6 +225,7 @@ def table(rows: list[dict]) -> str:
 
 
 def main() -> None:
+    os.environ.pop("TRITON_INTERPRET", None)  # before triton is imported: its own helpers must be JIT functions
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--kernelbench", default="", help="folder holding level1/ and level2/")
     ap.add_argument("--problems", nargs="*", default=[], help="LEVEL/STEM names, e.g. 1/23_Softmax")

@@ -26,6 +26,7 @@ import contextlib
 import dataclasses
 import hashlib
 import io
+import os
 import re
 import subprocess
 import tempfile
@@ -33,6 +34,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
+from unittest import mock
 
 SHARED_LIMIT_BYTES = 232448  # H100/H200: 227 KB per block with the opt-in (cudaFuncAttributeMaxDynamicSharedMemorySize)
 REGISTERS_PER_SM = 65536
@@ -116,8 +118,6 @@ class _H100Driver:
 @contextlib.contextmanager
 def simulated_h100():
     """torch.cuda's device queries and Triton's active driver answer as an H100 within it."""
-    from unittest import mock
-
     import torch
     from triton.runtime import driver
 
@@ -265,15 +265,19 @@ def compile_launch(prepared: PreparedLaunch) -> LaunchCheck:
         return LaunchCheck("not_bound", (f"arguments not bound: {prepared.error.splitlines()[0]}",),
                            error=prepared.error)
     t0 = time.monotonic()
+    printed = io.StringIO()  # triton prints ptxas's -v log (asked for here) and, on a failure, the PTX
     try:
-        with simulated_h100(), contextlib.redirect_stdout(io.StringIO()):  # ptxas failures print the PTX
+        with simulated_h100(), contextlib.redirect_stdout(printed), \
+                mock.patch.dict(os.environ, {"TRITON_DUMP_PTXAS_LOG": "1"}):
             kernel = triton.compile(prepared.src, target=_target(), options=prepared.options)
     except Exception as exc:  # noqa: BLE001 - the compiler's rejection is the finding
         return LaunchCheck("compile_error", (_one_line(exc),), error=_first_lines(exc, 12),
                            num_warps=prepared.options.get("num_warps"), num_stages=prepared.options.get("num_stages"),
                            compile_s=round(time.monotonic() - t0, 2))
     seconds = round(time.monotonic() - t0, 2)
-    usage = ptxas_usage(kernel.asm["ptx"], kernel.metadata.name, prepared.options)
+    usage = _usage(printed.getvalue(), kernel.metadata.name)  # none printed: compiled from triton's cache
+    if "registers" not in usage:
+        usage = ptxas_usage(kernel.asm["ptx"], kernel.metadata.name, prepared.options)
     meta = kernel.metadata
     threads = meta.num_warps * 32 * getattr(meta, "num_ctas", 1)
     reasons = []
@@ -304,6 +308,13 @@ def ptxas_usage(ptx: str, name: str, options: dict) -> dict:
     log = done.stdout + done.stderr
     if done.returncode:
         return {"error": "ptxas -v: " + log.strip()[:400]}
+    return _usage(log, name)
+
+
+def _usage(log: str, name: str) -> dict:
+    """The numbers of ptxas -v's report on entry `name` (empty where the log has none)."""
+    if f"Function properties for {name}" not in log:
+        return {}
     block = log.split(f"Function properties for {name}")[-1]
     found = {k: re.search(p, block) for k, p in (("registers", r"Used (\d+) registers"),
                                                   ("spill_stores", r"(\d+) bytes spill stores"),

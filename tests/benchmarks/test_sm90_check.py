@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from agent_client.offline.reads import LaunchProbe
+from benchmarks.sm90_check import stop_kind
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -100,6 +101,7 @@ def test_a_dry_run_that_needs_real_data_says_where_it_stopped_and_keeps_the_laun
     assert run.trace is None
     assert [c.name for c in run.calls] == ["_double_kernel"]
     assert "in forward" in run.error and "candidate line" in run.error, run.error
+    assert stop_kind(run) == "needs_data" and not run.refused
 
 
 @pytest.mark.slow  # three kernels compiled for sm_90 by the installed triton: ~10-20 s on 2 cores
