@@ -5,6 +5,8 @@ Usage: probe = LaunchProbe(candidate_source, spec_path, device="cuda:0")
        trace = probe.trace({"BLOCK_LOOP": 8192})   # None when the dry run could not finish
        trace.read       # {"MAX_FUSED_N", "BLOCK_LOOP", "num_warps_loop", "PROGRAMS_PER_SM"}
        trace.launches   # ((kernel name, grid, scalar and constexpr arguments), ...)
+       run = probe.dry_run({"BLOCK_LOOP": 8192})   # the launches kept whole, and why a dry run stopped
+       run.calls        # (Launch(fn=<JITFunction>, grid, args, kwargs), ...), made before any stop
 
 A library kernel declares every tunable of every path (a row kept in registers, a looped row, a split
 row, 16-bit word pairs...), but one spec takes one path: most of a family's space changes nothing for
@@ -33,6 +35,26 @@ from pathlib import Path
 class Trace:
     read: frozenset  # TUNABLES names the forward read
     launches: tuple  # one entry per kernel launch: (kernel name, grid, arguments other than tensors' data)
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One launch kept whole, for tools that compile it (benchmarks/sm90_check.py): the launched object
+    (a JITFunction, or an autotuner around one), its grid and its arguments as passed, tensors left fake."""
+
+    fn: object
+    name: str
+    grid: object
+    args: tuple
+    kwargs: dict
+
+
+@dataclass(frozen=True)
+class DryRun:
+    trace: Trace | None  # None when the dry run could not finish
+    calls: tuple  # Launch per launch made, those before a stop included
+    error: str | None = None  # why it stopped: the exception and the candidate's line that raised it
+    refused: bool = False  # stopped by the candidate's own ValueError: its launcher does not serve the shapes
 
 
 class _Reads(dict):
@@ -118,6 +140,25 @@ class LaunchProbe:
                     self.refusals[k] = f"{type(exc).__name__}: {exc}"
         return self._cache[k]
 
+    def dry_run(self, point: dict) -> DryRun:
+        """A dry run at `point` (not cached) that keeps each launch whole and says why it stopped, if it did."""
+        calls: list = []
+        try:
+            return DryRun(self._trace(point, calls), tuple(calls))
+        except Exception as exc:  # noqa: BLE001 - reported, as in trace()
+            refused = isinstance(exc, ValueError) and self._raised_here(exc)
+            return DryRun(None, tuple(calls), self._stop_reason(exc), refused)
+
+    def _stop_reason(self, exc: BaseException) -> str:
+        """`Type: message` and the last line of the candidate itself that the exception passed through."""
+        where, tb = "", exc.__traceback__
+        while tb is not None:
+            if tb.tb_frame.f_code.co_filename == str(self.path):
+                where = f" (candidate line {tb.tb_lineno}, in {tb.tb_frame.f_code.co_name})"
+            tb = tb.tb_next
+        first = (str(exc).strip().splitlines() or [""])[0][:300]
+        return f"{type(exc).__name__}: {first}{where}"
+
     def refusal(self, point: dict) -> str | None:
         """Why the candidate cannot run the spec at `point`, when a dry run shows it would fail on real
         tensors too (see _genuine), else None."""
@@ -148,7 +189,7 @@ class LaunchProbe:
                 and not any(word in text for word in ("cuda", "compiled with", "linked with", "data pointer",
                                                       "storage", "fake", "meta", "backend", "device")))
 
-    def _trace(self, point: dict) -> Trace:
+    def _trace(self, point: dict, calls: list | None = None) -> Trace:
         import torch
         from torch._subclasses.fake_tensor import FakeTensorMode
 
@@ -167,7 +208,7 @@ class LaunchProbe:
             launches: list = []
             spec = load_spec(self.spec_path)
             variant = spec.variants[0]
-            with _launches_recorded(launches), FakeTensorMode(allow_non_fake_inputs=True), torch.no_grad(), \
+            with _launches_recorded(launches, calls), FakeTensorMode(allow_non_fake_inputs=True), torch.no_grad(), \
                     warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # e.g. a launcher reading a fake tensor's data pointer
                 model = _fake_model(module.ModelNew, spec, variant, self.device)
@@ -201,8 +242,9 @@ def _fake_model(cls: type, spec, variant, device: str):
 class _launches_recorded:
     """Within it, a Triton launch (`kernel[grid](...)`, `kernel.run(...)`) records itself and runs nothing."""
 
-    def __init__(self, launches: list):
+    def __init__(self, launches: list, calls: list | None = None):
         self.launches = launches
+        self.calls = calls  # Launch records, when the caller keeps them
         self.saved: list = []
 
     def __enter__(self):
@@ -239,3 +281,5 @@ class _launches_recorded:
                 grid = "?"
         self.launches.append((name, _summary(grid), tuple(_summary(a) for a in args),
                               tuple(sorted(meta.items()))))
+        if self.calls is not None:
+            self.calls.append(Launch(fn, name, grid, tuple(args), {k: v for k, v in kwargs.items() if k != "warmup"}))
