@@ -20,7 +20,7 @@ COMMANDS = typer.main.get_command(app)
 VERBS = sorted(COMMANDS.commands)
 
 WRITES_A_FILE = {"bench", "tune", "report", "export", "export-kernel"}
-REMOTE_KB = {"ingest", "search", "kernels", "facts", "tune", "export-kernel"}
+REMOTE_KB = {"ingest", "search", "kernels", "documents", "facts", "tune", "export-kernel"}
 NO_JSON = {"mcp": "its stdout is the Model Context Protocol stream"}
 # Spellings that once meant the output file or the server, or that could be taken for them
 OTHER_NAMES = {"--out", "--url", "--kb-url", "--server", "--json-out", "--output-file", "--results"}
@@ -63,6 +63,7 @@ def test_every_verb_is_classified():
         "ingest",
         "search",
         "kernels",
+        "documents",
         "facts",
         "serve",
         "mcp",
