@@ -73,7 +73,12 @@ def test_health_stats_and_docs(client):
     stats = client.get("/v1/stats").json()
     assert stats["chunks"] >= 5 and stats["kernels"] >= 2 and stats["mode"] == "embedded"
     assert {"documents", "model", "accelerators"} <= stats.keys()
-    assert client.get("/docs").status_code == 200
+    docs = client.get("/docs")
+    assert docs.status_code == 200 and docs.headers["content-type"].startswith("text/html")
+    # offline: the page loads nothing from elsewhere (no script, no stylesheet link) and documents every route
+    assert "<script" not in docs.text and "<link" not in docs.text and "cdn" not in docs.text.lower()
+    assert "<code>/v1/search</code>" in docs.text and "id='schema-SearchQuery'" in docs.text
+    assert "maximum 100" in docs.text  # k's bound, as the server enforces it
     paths = client.get("/openapi.json").json()["paths"]
     assert {"/v1/search", "/v1/facts", "/v1/prompt", "/v1/kernels", "/v1/documents"} <= paths.keys()
 
