@@ -19,6 +19,7 @@ the field. Accelerator ids and vendors are checked against the knowledge base's 
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +32,7 @@ __all__ = ["FIELDS", "FIELD_SYNONYMS", "KNOWN_KINDS", "FrontMatter", "FrontMatte
            "FrontMatterWarning", "parse_front_matter", "read_front_matter", "validate_yaml_block"]
 
 Scalar = str | int | float | bool
+_FIELD_PART = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 FIELDS = ("title", "accelerator", "vendor", "kind", "sources", "tags")
 LIST_FIELDS = {"accelerator", "sources", "tags"}  # two spellings of one of these add up; of the others, clash
@@ -217,13 +219,25 @@ def _check_repeated_keys(node: yaml.Node | None, path: object, first_line: int, 
 
 def _validation_problem(exc: ValidationError, line_of, first_line: int) -> tuple[int, str | None, str]:
     """(file line, field, message) of a pydantic error; further errors are added to the message."""
-    found = []
+    found, seen = [], set()
     for err in exc.errors():
-        loc = tuple(err["loc"])
+        # a union's members (`function-wrap[...]`, `literal['measured']`) are not fields: one error per field
+        loc = tuple(p for p in err["loc"] if isinstance(p, int) or _FIELD_PART.match(str(p)))
         rel = line_of(loc)
         line = first_line + rel if rel is not None else max(first_line - 1, 1)
-        msg = err["msg"] if err["type"] != "missing" else "is required but missing"
-        found.append((line, ".".join(map(str, loc)) or None, msg))
+        name = ".".join(map(str, loc)) or None
+        if (line, name) in seen:
+            continue
+        seen.add((line, name))
+        if err["type"] == "missing":
+            msg = "is required but missing"
+        elif err.get("input") is None and loc:
+            msg = "is empty: fill it in"
+        elif len(loc) < len(err["loc"]) and loc[-1] == "source":
+            msg = f"{err['msg']}; a source is a public https address, or 'measured' with measured_on and method"
+        else:
+            msg = err["msg"]
+        found.append((line, name, msg))
     line, name, msg = found[0]
     also = "; ".join(f"line {ln}: field '{f}': {m}" for ln, f, m in found[1:])
     return line, name, msg + (f" (also {also})" if also else "")

@@ -19,7 +19,7 @@ from kernelkb_cli import app
 COMMANDS = typer.main.get_command(app)
 VERBS = sorted(COMMANDS.commands)
 
-WRITES_A_FILE = {"bench", "tune", "report", "export", "export-kernel"}
+WRITES_A_FILE = {"bench", "tune", "report", "export", "export-kernel", "facts"}
 REMOTE_KB = {"ingest", "search", "kernels", "documents", "facts", "tune", "export-kernel"}
 NO_JSON = {"mcp": "its stdout is the Model Context Protocol stream"}
 # Spellings that once meant the output file or the server, or that could be taken for them
