@@ -15,8 +15,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
 from kb_server.cli import KB_ENV, KB_HELP
 
@@ -54,11 +52,12 @@ def documents(
     if not listed:
         typer.echo("no documents; `kkb ingest` adds them")
         return
-    table = Table("name", "type", "title", "accelerator", "kind", "size", "ingested", "id", expand=True)
+    # one line each, the name last and whole: a narrow terminal wraps it, never cuts it
+    typer.echo(f"{'id':<12}  {'type':<8}  {'kind':<8}  {'accelerator':<14}  {'size':>9}  {'ingested':<16}  name (title)")
     for d in listed:
-        table.add_row(d.name, d.type, d.title, ",".join(d.accelerator), d.kind or "", _size(d.size_bytes),
-                      (d.ingested_at or "")[:16].replace("T", " "), d.document_id[:12])
-    Console().print(table)
+        title = f"  ({d.title})" if d.title and d.title != d.name else ""
+        typer.echo(f"{d.document_id[:12]:<12}  {d.type:<8}  {(d.kind or ''):<8}  {','.join(d.accelerator):<14}  "
+                   f"{_size(d.size_bytes):>9}  {(d.ingested_at or '')[:16].replace('T', ' '):<16}  {d.name}{title}")
 
 
 def _list(kb: str | None):
