@@ -135,3 +135,23 @@ def test_a_wrong_type_under_a_synonym_names_the_key_as_written():
     with pytest.raises(FrontMatterError) as info:
         parse_front_matter("---\ntitle: T\naccelerators: {gaudi3: yes}\n---\n# T\n", "a.md")
     assert (info.value.line, info.value.field) == (3, "accelerators")
+
+
+def test_the_bundled_corpus_raises_no_warning_so_it_ingests_under_strict():
+    from pathlib import Path
+
+    from ingest.checks import KnownIds
+    from kb_server.facts import load_all_facts
+
+    corpus = Path(__file__).resolve().parents[2] / "corpus"
+    known = KnownIds.from_facts(load_all_facts(corpus / "accelerators"))
+    found = []
+    for path in sorted(corpus.rglob("*.md")):
+        read = read_front_matter(path.read_text(encoding="utf-8"), str(path.relative_to(corpus)))
+        found += read.warnings
+        if read.front is not None and read.front.accelerator:
+            ids, warnings = known.accelerators(read.front.accelerator, str(path), 0, "accelerator")
+            found += warnings
+            if read.front.vendor:
+                found += known.vendor(read.front.vendor, ids, str(path), 0, "vendor")
+    assert not found, "\n".join(map(str, found))
