@@ -162,6 +162,15 @@ def discover(paths: list[Path], report: IngestReport, anchors: tuple[Path, ...] 
     return files
 
 
+def _known_ids(store: Store) -> KnownIds | None:
+    """The facts' ids, aliases and vendors to check documents against; None (no checks) when the facts
+    cannot be read: a broken facts file is reported where it is loaded, and never stops a document."""
+    try:
+        return KnownIds.from_facts(store.accelerators())
+    except ValueError:
+        return None
+
+
 def _infer_vendor(store: Store, accelerators: tuple[str, ...] | list[str]) -> str:
     """The vendor of these accelerators when their facts agree on one, else "any"."""
     try:
@@ -251,6 +260,7 @@ def ingest_paths(store: Store, paths: list[Path], options: IngestOptions = Inges
     docs: list[DocumentWrite] = []
     kernels = []
     known_ids: KnownIds | None = None
+    facts_read = False
     files.sort(key=lambda f: f.kind != "facts")  # facts first: documents of the same batch may name their chip
     advance_read = progress("reading", len(files)) if progress and len(files) > 50 else None
     for f in files:
@@ -276,8 +286,8 @@ def ingest_paths(store: Store, paths: list[Path], options: IngestOptions = Inges
                 report.facts.append(record.id)
                 holders[digest] = (f.document_id, str(f.path))
             else:
-                if known_ids is None:  # after the facts of this batch are in
-                    known_ids = KnownIds.from_facts(store.accelerators())
+                if not facts_read:  # after the facts of this batch are in
+                    known_ids, facts_read = _known_ids(store), True
                 chunks, warnings = read_document_checked(
                     f, options, lambda accs: _infer_vendor(store, accs), settings.chunk_max_tokens,
                     settings.chunk_overlap_tokens, known_ids)

@@ -84,7 +84,8 @@ def build_prompt(store: Store, spec_source: str, accelerator: str, backend: str,
     bottleneck = "compute" if family in tpl["bottleneck"]["compute_families"] else "memory"
     queries = _queries(tpl, ops, family, bottleneck, acc, backend, list(extra_queries))
     topic = topic_of(family, ops, bottleneck, tpl["retrieval"])
-    hits = _ranked_hits(store, queries, acc.id, topic, tpl["retrieval"]) if retrieval else []
+    hits = _ranked_hits(store, queries, acc.id, topic, tpl["retrieval"], tpl["budget"]["passages_min"]) \
+        if retrieval else []
     kernels = _nearest_kernels(store, ops, family, backend) if retrieval else []
     ops_text = ", ".join(ops) or "none found"
     sections = _fit(tpl, token_budget, acc, backend, spec_source, ops_text, bottleneck, hits, kernels, retrieval)
@@ -114,10 +115,11 @@ def _queries(tpl: dict, ops: list[str], family: str | None, bottleneck: str, acc
 
 
 def _ranked_hits(store: Store, queries: list[tuple[str, str]], accelerator: str, topic: Topic,
-                 cfg: dict) -> list[Hit]:
+                 cfg: dict, minimum: int = 0) -> list[Hit]:
     """The passages across the queries, best first (the rule: [retrieval] of prompt.toml). Each query's first
     `depth` hits, filtered to the target, score by their rank and the query's weight, summed where several
-    queries find one; kb_server.passages adds what the spec needs (its topic, the target's own documents)."""
+    queries find one; kb_server.passages adds what the spec needs (its topic, the target's own documents).
+    Passages off topic, below `min_score` or past a document's share come only to make up `minimum`."""
     filters = SearchFilters(accelerator=accelerator)
     depth, offset = cfg["depth"], cfg["rank_offset"]
     scores: dict[str, float] = {}
@@ -126,22 +128,24 @@ def _ranked_hits(store: Store, queries: list[tuple[str, str]], accelerator: str,
         for rank, hit in enumerate(store.search(query, k=depth, filters=filters)[:depth], start=1):
             found.setdefault(hit.chunk.id, hit)
             scores[hit.chunk.id] = scores.get(hit.chunk.id, 0.0) + cfg["weights"][kind] * (offset + 1) / (offset + rank)
-    for cid, hit in list(found.items()):
+    off_topic = set()
+    for cid, hit in found.items():
         bonus = passage_bonus(hit.chunk, accelerator, topic, cfg)
-        if bonus is None:  # off topic: the other bottleneck's techniques, not the spec's
-            del found[cid]
+        if bonus is None:  # the other bottleneck's techniques, not the spec's
+            off_topic.add(cid)
         else:
             scores[cid] += bonus
     out: list[Hit] = []
+    reserve: list[str] = []
     per_document: dict[str, int] = {}
-    for cid in sorted(found, key=lambda cid: -scores[cid]):
+    for cid in sorted(found, key=lambda cid: (cid in off_topic, -scores[cid])):
         doc = found[cid].chunk.document_id
-        if scores[cid] < cfg["min_score"] or len(out) == cfg["max_passages"]:
-            break
-        if per_document.get(doc, 0) < cfg["max_per_document"]:  # room for more than one document's view
-            per_document[doc] = per_document.get(doc, 0) + 1
+        if cid in off_topic or scores[cid] < cfg["min_score"] or per_document.get(doc, 0) >= cfg["max_per_document"]:
+            reserve.append(cid)
+        elif len(out) < cfg["max_passages"]:
+            per_document[doc] = per_document.get(doc, 0) + 1  # room for more than one document's view
             out.append(found[cid])
-    return out
+    return out + [found[cid] for cid in reserve[: max(0, minimum - len(out))]]
 
 
 def _nearest_kernels(store: Store, ops: list[str], family: str | None, backend: str) -> list[KernelRecord]:

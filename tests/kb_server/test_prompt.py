@@ -206,7 +206,10 @@ def test_a_second_kernel_comes_only_with_room_for_it():
 def test_a_larger_budget_never_carries_less(store):
     small, large = (build_prompt(store, kbdata.SPEC, "h100", "triton", token_budget=b) for b in (1200, 20_000))
     assert _passages(small) == _passages(large)[: len(_passages(small))]  # the best-ranked first
-    assert len(_passages(large)) == 4 and "[...]" not in large.sections[1].text  # all of them, whole
+    # the two on a softmax (or a row norm), whole, and one of the two on matmul tiles only to make up the minimum
+    assert len(_passages(large)) == 3 and "[...]" not in large.sections[1].text
+    assert _passages(large)[:2] == [f"corpus/docs/test/{d}.md (https://example.org/{d})"
+                                    for d in ("h100-softmax", "any-layernorm")]
     assert len(_kernel_text(large)) >= len(_kernel_text(small))
 
 
@@ -332,6 +335,9 @@ def test_ranked_hits_weigh_the_specs_topic_and_the_targets_own_documents_over_ge
     assert "gemm" not in hits and "matrix" not in hits  # the other bottleneck's techniques
     assert hits.index("generic") < hits.index("overview")  # found by two queries
     assert sum(h.startswith("online") for h in hits) == cfg["max_per_document"] < 4
+    # too few for the minimum: the rest come after, the off-topic ones last
+    filled = [h.chunk.id for h in _ranked_hits(FakeStore(), queries, "nova-x1", topic, cfg, minimum=len(hits) + 3)]
+    assert filled[: len(hits)] == hits and filled[-2:] in (["gemm", "matrix"], ["matrix", "gemm"])
 
 
 def test_passage_block_names_rank_heading_and_file_and_cuts_to_its_cap():
