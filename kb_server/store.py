@@ -440,8 +440,8 @@ class Store(KernelCollection, FactsCollection):
         wanted = filters.accelerator
         try:
             facts = self.accelerators()
-        except ValueError:  # a broken facts file (reported where facts are asked for): the documents' ids decide
-            facts = {}
+        except ValueError:  # a broken facts file (reported where facts are asked for): no id is refused
+            return filters
         if wanted in facts:
             return filters
         for acc in facts.values():
