@@ -36,6 +36,8 @@ def _root(version: bool = typer.Option(False, "--version", help="Print the versi
 _VERBS = {
     "ingest.cli": ["ingest"],
     "kb_server.cli": ["search", "kernels"],
+    "kb_server.documents_cli": ["documents"],
+    "kb_server.prompt_cli": ["prompt"],
     "kb_server.api_cli": ["serve", "mcp", "facts"],
     "harness.cli": ["bench"],
     "agent_client.cli": ["tune", "report", "export"],

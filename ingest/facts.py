@@ -45,7 +45,7 @@ def read_facts(path: Path, display: str | None = None) -> AcceleratorFacts:
     name = display or str(path)
     facts = validate_yaml_block(AcceleratorFacts, path.read_text(encoding="utf-8"), name, first_line=1)
     try:
-        check_file_name(facts, path)
+        check_file_name(facts, Path(name))  # the name as given: an upload is stored under its hash
     except FactsError as exc:
         raise FrontMatterError(name, _id_line(path), "id", str(exc).split(": ", 1)[-1]) from exc
     return facts

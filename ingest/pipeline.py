@@ -11,6 +11,11 @@ Usage: report = ingest_paths(store, [Path("corpus")], IngestOptions(prune=True))
    new chunks before deleting stale ones and rolls back on failure: the previous state stays whole.
    Facts are stored whole per file (Store.put_facts) and every process sees them at once.
 4. With prune, delete documents under the given paths whose files are gone.
+Front matter is checked against one schema (ingest.frontmatter) and the knowledge base's facts
+(ingest.checks): what is worth a warning is listed in the report's warnings with file, line and field,
+and with `strict` the file is refused instead. A file that holds no text to index (empty, or front
+matter alone) is not stored, and neither is a document whose bytes the store already holds under
+another name: the same content is stored once.
 A document's id comes from its file's path relative to the corpus or upload folder, else its absolute
 path (document_id): the same file ingested through two folders is one document, two folders' README.md
 are two; a file stored under an id of the older rule (relative to the folder given) is re-keyed.
@@ -24,9 +29,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ingest.bundle import bundled_source
+from ingest.checks import KnownIds
 from ingest.chunking import CHUNKER_VERSION, Block, pack_blocks
 from ingest.facts import FACTS_SUFFIXES, is_facts_file, read_facts
-from ingest.frontmatter import FrontMatterError, parse_front_matter
+from ingest.frontmatter import FrontMatterError, FrontMatterWarning, read_front_matter
 from ingest.html import html_blocks
 from ingest.kernels import KERNEL_SUFFIXES, read_kernel, sidecar_for
 from ingest.markdown import markdown_blocks
@@ -38,8 +44,15 @@ DOC_SUFFIXES = {".md", ".markdown", ".pdf", ".html", ".htm"}
 _QUIET_SUFFIXES = {".yaml", ".yml", ".json", ".txt", ".toml", ".cfg", ".lock", ".pyc"}  # data: not warned
 
 
+NO_TEXT = "holds no text to index (it is empty, or front matter alone); nothing was stored"
+
+
 class IngestError(ValueError):
     """The ingest could not start (a path that does not exist); nothing was written."""
+
+
+class NoText(ValueError):
+    """A document file that holds no text to index."""
 
 
 @dataclass(frozen=True)
@@ -50,6 +63,8 @@ class IngestOptions:
     vendor: str | None = None  # None: inferred from the accelerators' facts when they agree, else "any"
     kind: str = "guide"
     prune: bool = False
+    strict: bool = False  # warnings (unknown fields, kinds, accelerator ids, vendors) refuse the file
+    name: str | None = None  # the name shown for the one file given (an upload's own name), else its path
 
 
 @dataclass
@@ -62,6 +77,8 @@ class IngestReport:
     chunks_written: int = 0
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (path, why)
     errors: list[str] = field(default_factory=list)  # "file:line: field 'x': what is wrong"; not ingested
+    warnings: list[str] = field(default_factory=list)  # "file:line: field 'x': ..."; ingested all the same
+    duplicates: list[tuple[str, str]] = field(default_factory=list)  # (path, id of the document holding it)
 
 
 def document_id(path: Path, kind: str, anchors: tuple[Path, ...] = ()) -> str:
@@ -87,6 +104,7 @@ class _File:
     root: Path
     kind: str  # "doc" | "kernel" | "facts"
     anchors: tuple[Path, ...] = ()
+    name: str | None = None  # shown instead of the path (an upload's own name)
 
     @property
     def document_id(self) -> str:
@@ -94,6 +112,8 @@ class _File:
 
     @property
     def display(self) -> str:
+        if self.name:
+            return self.name
         try:
             return self.path.relative_to(Path.cwd()).as_posix()
         except ValueError:
@@ -116,7 +136,9 @@ def file_hash(f: _File) -> str:
     return digest.hexdigest()
 
 
-def discover(paths: list[Path], report: IngestReport, anchors: tuple[Path, ...] = ()) -> list[_File]:
+def discover(paths: list[Path], report: IngestReport, anchors: tuple[Path, ...] = (),
+             name: str | None = None) -> list[_File]:
+    """The files to ingest under `paths`; `name` is shown for a single file given (an upload's own name)."""
     files: list[_File] = []
     for given in paths:
         given = given.resolve()
@@ -128,15 +150,25 @@ def discover(paths: list[Path], report: IngestReport, anchors: tuple[Path, ...] 
             if any(part.startswith(".") or part == "__pycache__" for part in p.relative_to(root).parts):
                 continue
             suffix = p.suffix.lower()
+            shown = name if p == given else None
             if suffix in DOC_SUFFIXES:
-                files.append(_File(p, root, "doc", anchors))
+                files.append(_File(p, root, "doc", anchors, shown))
             elif suffix in KERNEL_SUFFIXES and sidecar_for(p) is not None:
-                files.append(_File(p, root, "kernel", anchors))
+                files.append(_File(p, root, "kernel", anchors, shown))
             elif suffix in FACTS_SUFFIXES and is_facts_file(p, given=p == given):
-                files.append(_File(p, root, "facts", anchors))
+                files.append(_File(p, root, "facts", anchors, shown))
             elif suffix not in _QUIET_SUFFIXES | KERNEL_SUFFIXES:
                 report.skipped.append((str(p), f"unsupported file type {suffix or '(none)'}"))
     return files
+
+
+def _known_ids(store: Store) -> KnownIds | None:
+    """The facts' ids, aliases and vendors to check documents against; None (no checks) when the facts
+    cannot be read: a broken facts file is reported where it is loaded, and never stops a document."""
+    try:
+        return KnownIds.from_facts(store.accelerators())
+    except ValueError:
+        return None
 
 
 def _infer_vendor(store: Store, accelerators: tuple[str, ...] | list[str]) -> str:
@@ -155,31 +187,51 @@ def read_document(f: _File, options: IngestOptions, vendor: str | Callable[[list
 
     `vendor` is the vendor of files without one (or a function of their accelerator ids that gives it).
     """
+    return read_document_checked(f, options, vendor, max_tokens, overlap)[0]
+
+
+def read_document_checked(f: _File, options: IngestOptions, vendor: str | Callable[[list[str]], str],
+                          max_tokens: int, overlap: int, known: KnownIds | None = None,
+                          ) -> tuple[list[Chunk], list[FrontMatterWarning]]:
+    """read_document, with the warnings of its front matter (checked against `known`, the facts' ids)."""
     suffix = f.path.suffix.lower()
+    warnings: list[FrontMatterWarning] = []
     infer = vendor if callable(vendor) else (lambda _accs: vendor)
     accelerators = [normalize_id(a) for a in options.accelerator] or ["any"]
     meta = {"accelerator": accelerators, "vendor": normalize_id(options.vendor or infer(accelerators)),
             "kind": normalize_id(options.kind), "source_urls": [], "metadata": {}}
     if suffix == ".pdf":
         title, blocks = pdf_blocks(f.path)
+        if title == f.path.stem:  # no title in the PDF: the file's own name, not the name it is stored under
+            title = Path(f.display).stem
     else:
         raw = f.path.read_bytes()
         if b"\x00" in raw[:8192]:
             raise UnicodeDecodeError("utf-8", raw[:1], 0, 1, "binary file (NUL bytes)")
         text = raw.decode("utf-8")
         if suffix in (".html", ".htm"):
-            title, blocks = html_blocks(text, f.path)
+            title, blocks = html_blocks(text, Path(f.display))
         else:
-            front, body = parse_front_matter(text, f.display)
+            read = read_front_matter(text, f.display)
+            front, body, warnings = read.front, read.body, list(read.warnings)
             title = front.title if front else None
             if front is not None:
                 accs = front.accelerator or meta["accelerator"]
+                if known is not None and front.accelerator:
+                    accs, more = known.accelerators(front.accelerator, f.display, read.lines["accelerator"],
+                                                    read.keys["accelerator"])
+                    warnings += more
                 vendor_ = front.vendor or (meta["vendor"] if not front.accelerator else
                                            normalize_id(options.vendor or infer(accs)))
+                if known is not None and front.vendor:
+                    warnings += known.vendor(front.vendor, accs, f.display, read.lines["vendor"], read.keys["vendor"])
                 meta = {"accelerator": accs, "vendor": vendor_, "kind": front.kind or meta["kind"],
                         "source_urls": front.source_urls, "metadata": front.metadata}
-            title, blocks = markdown_blocks(body, f.path, title)
-    return _to_chunks(f, title, blocks, meta, max_tokens, overlap)
+            title, blocks = markdown_blocks(body, Path(f.display), title)
+    chunks = _to_chunks(f, title, blocks, meta, max_tokens, overlap)
+    if not chunks:
+        raise NoText(f"{f.display}: {NO_TEXT}")
+    return chunks, warnings
 
 
 def _to_chunks(f: _File, title: str, blocks: list[Block], meta: dict, max_tokens: int, overlap: int) -> list[Chunk]:
@@ -199,13 +251,16 @@ def ingest_paths(store: Store, paths: list[Path], options: IngestOptions = Inges
                  progress: Callable[[str, int], Callable[[int], None]] | None = None) -> IngestReport:
     """Ingest files under `paths` into `store`. `progress(label, total)` returns an advance(n) callback."""
     report = IngestReport()
-    files = discover(paths, report, id_anchors(store.settings))
-    known = store.document_hashes()
-    cut_with = store.document_chunking()
+    files = discover(paths, report, id_anchors(store.settings), options.name)
+    registry = store.registry()
     settings = store.settings
     signature = chunking_signature(settings)
+    holders = {m.get("file_hash"): (i, m.get("source", "")) for i, m in registry.items()
+               if m.get("type") in ("document", "facts")}
     docs: list[DocumentWrite] = []
     kernels = []
+    known_ids: KnownIds | None = None
+    facts_read = False
     files.sort(key=lambda f: f.kind != "facts")  # facts first: documents of the same batch may name their chip
     advance_read = progress("reading", len(files)) if progress and len(files) > 50 else None
     for f in files:
@@ -213,32 +268,54 @@ def ingest_paths(store: Store, paths: list[Path], options: IngestOptions = Inges
             advance_read(1)
         try:
             digest = file_hash(f)
-            if known.get(f.document_id) == digest and (f.kind != "doc" or cut_with.get(f.document_id) == signature):
+            stored = registry.get(f.document_id, {})
+            if stored.get("file_hash") == digest and (f.kind != "doc" or stored.get("chunking") == signature):
+                report.unchanged += 1
+                continue
+            holder = holders.get(digest) if f.kind != "kernel" else None
+            if holder is not None and holder[0] != f.document_id and holder[1] != str(f.path):
+                report.duplicates.append((f.display, holder[0]))  # the same bytes, stored once
                 report.unchanged += 1
                 continue
             if f.kind == "kernel":
                 kernels.append((f, read_kernel(f.path, f.display), digest))
             elif f.kind == "facts":
                 record = read_facts(f.path, f.display)
-                store.put_facts(f.document_id, record, digest, str(f.path))
+                store.put_facts(f.document_id, record, digest, str(f.path), name=f.display,
+                                size_bytes=f.path.stat().st_size)
                 report.facts.append(record.id)
+                holders[digest] = (f.document_id, str(f.path))
             else:
-                chunks = read_document(f, options, lambda accs: _infer_vendor(store, accs),
-                                       settings.chunk_max_tokens, settings.chunk_overlap_tokens)
-                docs.append(DocumentWrite(f.document_id, chunks, digest, str(f.path), signature))
+                if not facts_read:  # after the facts of this batch are in
+                    known_ids, facts_read = _known_ids(store), True
+                chunks, warnings = read_document_checked(
+                    f, options, lambda accs: _infer_vendor(store, accs), settings.chunk_max_tokens,
+                    settings.chunk_overlap_tokens, known_ids)
+                if warnings and options.strict:
+                    report.errors += [f"{w} (refused: --strict)" for w in warnings]
+                    continue
+                report.warnings += [str(w) for w in warnings]
+                docs.append(DocumentWrite(f.document_id, chunks, digest, str(f.path), signature, name=f.display,
+                                          size_bytes=f.path.stat().st_size))
+                holders[digest] = (f.document_id, str(f.path))
         except FrontMatterError as exc:
             report.errors.append(str(exc))
+        except NoText as exc:
+            if options.strict:
+                report.errors.append(f"{exc} (refused: --strict)")
+            else:
+                report.skipped.append((f.display, NO_TEXT))
         except (OSError, UnicodeDecodeError) as exc:
-            report.skipped.append((str(f.path), f"unreadable: {exc}"))
+            report.skipped.append((f.display, f"unreadable: {exc}"))
         except Exception as exc:  # noqa: BLE001  a reader (pypdf, lxml) failing on a broken file
-            report.skipped.append((str(f.path), f"could not be parsed: {type(exc).__name__}: {exc}"))
+            report.skipped.append((f.display, f"could not be parsed: {type(exc).__name__}: {exc}"))
     todo = store.missing_chunk_ids(c.id for d in docs for c in d.chunks)
     advance = progress("embedding", len(todo)) if progress and todo else None
     store.upsert_documents(docs, progress=advance)
     report.written = [d.source for d in docs]
     report.chunks_written = len(todo)
     for f, record, digest in kernels:
-        report.kernels.append(store.register_kernel_file(f.document_id, record, digest, str(f.path)))
+        report.kernels.append(store.register_kernel_file(f.document_id, record, digest, str(f.path), name=f.display))
     _drop_renamed(store, {str(f.path): f.document_id for f in files})
     if options.prune:
         report.deleted = _prune(store, paths, {f.document_id for f in files})

@@ -70,14 +70,27 @@ def mcp() -> None:
 
 
 def facts(
-    accelerator: Annotated[str, typer.Argument(help="accelerator id or alias, e.g. h100")],
-    question: Annotated[list[str], typer.Argument(help="e.g. shared memory, 'bf16 peak', HBM bandwidth")],
+    accelerator: Annotated[str | None, typer.Argument(help="accelerator id or alias, e.g. h100")] = None,
+    question: Annotated[list[str] | None, typer.Argument(help="e.g. shared memory, 'bf16 peak', HBM bandwidth")
+                        ] = None,
+    template: Annotated[str | None, typer.Option(help="write a commented facts file to fill for a new accelerator "
+                                                      "of this id (every field, its unit, a source per fact)")
+                        ] = None,
+    output: Annotated[Path | None, typer.Option("-o", "--output", help="with --template: the file to write "
+                                                                        "(default ID.yaml here; never overwritten)")
+                      ] = None,
     kb: Annotated[str | None, typer.Option("--kb", envvar=KB_ENV, help=KB_HELP)] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the answer as JSON.")] = False,
 ) -> None:
-    """Answer a hardware fact question: value, unit and source."""
+    """Answer a hardware fact question (value, unit and source), or write a facts file to fill (--template)."""
     from kb_server.factlookup import FactNotFound, lookup, resolve_accelerator
 
+    if template is not None:
+        _write_template(template, output, json_out)
+        return
+    if not accelerator or not question:
+        raise typer.BadParameter("name an accelerator and a question (kkb facts h100 shared memory), or write "
+                                 "a facts file to fill with --template ID")
     q = " ".join(question)
     try:
         if kb:
@@ -100,6 +113,29 @@ def facts(
         return
     for m in answer.matches:
         typer.echo(f"{answer.accelerator} {m.field} = {m.value:g} {m.unit}  (score {m.score:.2f}; source {m.source})")
+
+
+def _write_template(accelerator_id: str, output: Path | None, json_out: bool) -> None:
+    from kb_server.facts_template import facts_template
+    from kb_server.schemas import normalize_id
+
+    acc = normalize_id(accelerator_id)
+    if not acc:
+        raise typer.BadParameter(f"{accelerator_id!r} has no letters or digits to make an id of",
+                                 param_hint="--template")
+    path = output or Path(f"{acc}.yaml")
+    if path.stem != acc:
+        raise typer.BadParameter(f"a facts file is named after its id: {acc}.yaml, not {path.name}",
+                                 param_hint="--output")
+    if path.exists():
+        typer.echo(f"error: {path} exists; fill that one, or remove it first", err=True)
+        raise typer.Exit(2)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(facts_template(acc), encoding="utf-8")
+    if json_out:
+        typer.echo(json.dumps({"written": str(path), "accelerator": acc}))
+    else:
+        typer.echo(f"wrote {path}: fill it in, then `kkb ingest {path}`")
 
 
 if __name__ == "__main__":

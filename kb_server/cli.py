@@ -68,22 +68,33 @@ def search(
     kind: Annotated[str | None, typer.Option(help="arch | isa | guide | playbook | kernel | rules")] = None,
     mode: Annotated[str, typer.Option(help="hybrid | dense | lexical")] = "hybrid",
     kb: Annotated[str | None, typer.Option("--kb", envvar=KB_ENV, help=KB_HELP)] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="Print hits as JSON.")] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="Print {query, k, hits} as JSON: the body of POST "
+                                                          "/v1/search.")] = False,
 ) -> None:
     """Search the knowledge base (dense + BM25, fused by reciprocal rank)."""
+    from kb_server.api.models import SearchResults
+    from kb_server.client import KBError
     from kb_server.schemas import SearchFilters
+    from kb_server.search import UnknownAcceleratorFilter
 
     try:
         hits = _store(kb).search(query, k=k, filters=SearchFilters(accelerator=accelerator, vendor=vendor, kind=kind),
                                  mode=mode)
+    except UnknownAcceleratorFilter as exc:
+        raise typer.BadParameter(str(exc), param_hint="--accelerator") from exc
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from exc
-    except Exception as exc:  # KBError or a connection error from a server: its message says what to fix
+    except KBError as exc:
+        if exc.status == 422:  # a bad argument, named by the server (an unknown accelerator lists the known ids)
+            hint = "--accelerator" if exc.field == "filters.accelerator" else None
+            raise typer.BadParameter(str(exc.problem.get("detail", exc)), param_hint=hint) from exc
+        raise _unreachable(kb, exc) from exc
+    except Exception as exc:  # a connection error from a server: its message says what to fix
         if not kb:
             raise
         raise _unreachable(kb, exc) from exc
     if json_out:
-        typer.echo(json.dumps([h.model_dump() for h in hits], indent=2))
+        typer.echo(SearchResults(query=query, k=k, hits=hits).model_dump_json(indent=2))
         return
     if not hits:
         typer.echo("no hits")
@@ -109,7 +120,8 @@ def kernels(
     backend: Annotated[str | None, typer.Option(help="triton | cuda | cute | hip")] = None,
     accelerator: Annotated[str | None, typer.Option(help="Accelerator id.")] = None,
     kb: Annotated[str | None, typer.Option("--kb", envvar=KB_ENV, help=KB_HELP)] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="Print records as JSON.")] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="Print {kernels} as JSON (the body of GET /v1/kernels); "
+                                                          "with show, {record, where}.")] = False,
 ) -> None:
     """List kernel records in the library; `kkb kernels show ID` shows one with where it wins."""
     if action is not None:
@@ -124,7 +136,9 @@ def kernels(
             raise
         raise _unreachable(kb, exc) from exc
     if json_out:
-        typer.echo(json.dumps([r.model_dump() for r in records], indent=2))
+        from kb_server.api.models import KernelList
+
+        typer.echo(KernelList(kernels=records).model_dump_json(indent=2))
         return
     table = Table("id", "name", "op family", "signature", "backend", "accelerators", "measurements")
     # the id and the name are what `kkb kernels show` takes: never cut, on any terminal width

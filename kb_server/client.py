@@ -17,11 +17,11 @@ from typing import Any, Self
 
 import httpx
 
-from kb_server.api.models import DocumentCreated, SearchResults
+from kb_server.api.models import DocumentCreated, DocumentList, KernelList, SearchResults
 from kb_server.factlookup import FactAnswer
 from kb_server.facts import AcceleratorFacts
 from kb_server.prompt import PromptBundle
-from kb_server.schemas import Hit, KernelRecord, SearchFilters
+from kb_server.schemas import DocumentSummary, Hit, KernelRecord, SearchFilters
 
 RETRY_STATUS = {429, 500, 502, 503, 504}
 MAX_BACKOFF_S = 5.0
@@ -90,7 +90,7 @@ class KBClient:
                 accelerator: str | None = None) -> list[KernelRecord]:
         params = {k: v for k, v in {"op_family": op_family, "backend": backend, "accelerator": accelerator}.items()
                   if v is not None}
-        return [KernelRecord.model_validate(r) for r in self._request("GET", "/v1/kernels", params=params).json()]
+        return KernelList.model_validate(self._request("GET", "/v1/kernels", params=params).json()).kernels
 
     def kernel(self, kernel_id: str) -> KernelRecord:
         return KernelRecord.model_validate(self._request("GET", f"/v1/kernels/{kernel_id}").json())
@@ -98,11 +98,11 @@ class KBClient:
     def search_kernels(self, query: str, k: int = 4, op_family: str | None = None,
                        backend: str | None = None) -> list[KernelRecord]:
         body = {"query": query, "k": k, "op_family": op_family, "backend": backend}
-        return [KernelRecord.model_validate(r) for r in self._request("POST", "/v1/kernels/search", json=body).json()]
+        return KernelList.model_validate(self._request("POST", "/v1/kernels/search", json=body).json()).kernels
 
-    def documents(self) -> dict[str, str]:
-        """document_id -> file hash of every document in the store."""
-        return {d["document_id"]: d["file_hash"] for d in self._request("GET", "/v1/documents").json()}
+    def documents(self) -> list[DocumentSummary]:
+        """Every document, facts file and kernel file in the store: name, title, accelerator, kind, size, date."""
+        return DocumentList.model_validate(self._request("GET", "/v1/documents").json()).documents
 
     # ---- writes
     def add_kernel(self, record: KernelRecord | dict) -> str:
@@ -111,16 +111,16 @@ class KBClient:
             body.pop("id", None)  # the server (store) then derives it from backend and source
         return self._request("POST", "/v1/kernels", json=body).json()["id"]
 
-    def add_document(self, path: str | Path, *, title: str | None = None, accelerator: Sequence[str] = (),
-                     vendor: str | None = None, kind: str | None = None, sources: Sequence[str] = (),
-                     tags: Sequence[str] = (), document_id: str | None = None) -> DocumentCreated:
-        """Upload an md, pdf or html file; metadata may come from a markdown file's own front matter."""
+    def add_document(self, path: str | Path, *, accelerator: Sequence[str] = (), vendor: str | None = None,
+                     kind: str | None = None, name: str | None = None, strict: bool = False) -> DocumentCreated:
+        """Upload an md, pdf or html document, or a yaml accelerator facts file, under `name` (default: the
+        file's name); a markdown file's own front matter wins over the metadata given here."""
         path = Path(path)
-        form = {"title": title, "accelerator": ",".join(accelerator) or None, "vendor": vendor, "kind": kind,
-                "sources": ",".join(sources) or None, "tags": ",".join(tags) or None, "document_id": document_id}
+        form = {"accelerator": ",".join(accelerator) or None, "vendor": vendor, "kind": kind,
+                "strict": "true" if strict else None}
         data = path.read_bytes()
         response = self._request("POST", "/v1/documents", data={k: v for k, v in form.items() if v is not None},
-                                 files={"file": (path.name, data)})
+                                 files={"file": (name or path.name, data)})
         return DocumentCreated.model_validate(response.json())
 
     def delete_document(self, document_id: str) -> bool:

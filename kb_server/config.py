@@ -12,6 +12,8 @@ from pathlib import Path
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from kb_server.schemas import MAX_K
+
 
 def bundled_corpus_dir() -> Path:
     """The corpus that ships with kernelkb: the installed package `kernelkb_corpus`, or the checkout's
@@ -56,7 +58,7 @@ class KBSettings(BaseSettings):
     # 1.000 (0.994 at 40), the held-out ones 0.978 (0.956); benchmarks/results/retrieval-*.json
     candidates_per_retriever: int = Field(default=20, ge=1)
     rrf_k: int = Field(default=60, ge=1)  # reciprocal rank fusion constant (Cormack et al. use 60)
-    max_k: int = Field(default=100, ge=1)  # the most hits one search may ask for
+    max_k: int = Field(default=MAX_K, ge=1, le=MAX_K)  # the most hits one search may ask for
     # A filtered dense search over-fetches unfiltered neighbours and filters them in memory, up to
     # this many (chromadb's own `where` pre-filter costs ~0.6 s at 100k chunks); beyond it, `where`.
     dense_overfetch_max: int = Field(default=1000, ge=1)

@@ -66,7 +66,8 @@ class AcceleratorFacts(BaseModel):
     peak_tflops: dict[str, Fact] = Field(default_factory=dict)
     # Anything else worth a number: "max_threads_per_unit", "nvlink_bandwidth", "measured_copy_bandwidth"...
     extra: dict[str, Fact] = Field(default_factory=dict)
-    sources: list[HttpUrl] = Field(min_length=1)  # the main public documents for this chip
+    # the main public documents for this chip; may be left out, since every fact names its own source
+    sources: list[HttpUrl] = Field(default_factory=list)
 
     @field_validator("id", "vendor", mode="before")
     @classmethod

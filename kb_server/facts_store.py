@@ -41,10 +41,14 @@ class FactsCollection:
         got = self._documents.get(ids=[FACTS_TOKEN_ID], include=["metadatas"])
         return str(got["metadatas"][0]["token"]) if got["ids"] else "none"
 
-    def put_facts(self, document_id: str, facts: AcceleratorFacts, file_hash: str, source: str) -> None:
+    def put_facts(self, document_id: str, facts: AcceleratorFacts, file_hash: str, source: str, name: str = "",
+                  size_bytes: int | None = None) -> None:
         """Store a validated facts file (replacing what that file held before) and tell other processes."""
         meta = {"file_hash": file_hash, "source": source, "type": "facts", "accelerator_id": facts.id,
-                "facts": facts.model_dump_json(), "ingested_at": time.time()}
+                "facts": facts.model_dump_json(), "ingested_at": time.time(), "name": name or source,
+                "title": facts.name, "vendor": facts.vendor, "kind": "facts"}
+        if size_bytes is not None:
+            meta["size_bytes"] = size_bytes
         self._documents.upsert(ids=[document_id], embeddings=[_PLACEHOLDER], documents=[""], metadatas=[meta])
         self.bump_facts_token()
 

@@ -92,6 +92,13 @@ class LexicalIndex:
             self._masks["_positions"] = {cid: row for row, cid in enumerate(self.ids)}
         return self._masks["_positions"]
 
+    @property
+    def tagged_accelerators(self) -> frozenset[str]:
+        """Every accelerator id some chunk is tagged with ("any" included when a chunk is for any)."""
+        if "_tagged" not in self._masks:
+            self._masks["_tagged"] = frozenset(a for accs in self.accelerators for a in accs)
+        return self._masks["_tagged"]
+
     def mask(self, filters: SearchFilters | None) -> np.ndarray | None:
         """Which chunks pass the filters (None: no filter)."""
         return self._mask(filters)
@@ -111,7 +118,7 @@ class LexicalIndex:
             if filters.kind is not None:
                 mask &= self.kinds == filters.kind
             if len(self._masks) > 64:
-                self._masks = {k: v for k, v in self._masks.items() if k == "_positions"}
+                self._masks = {k: v for k, v in self._masks.items() if k in ("_positions", "_tagged")}
             self._masks[key] = mask
         return self._masks[key]
 

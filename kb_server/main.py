@@ -12,7 +12,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 from starlette.concurrency import run_in_threadpool
 
-from kb_server.api import errors
+from kb_server.api import docs_page, errors
 from kb_server.api.deps import open_store
 from kb_server.api.ingestor import Ingestor
 from kb_server.api.limits import BodyLimitMiddleware
@@ -54,7 +54,7 @@ def create_app(settings: ServerSettings | None = None, store=None, bound_host: s
                 log.warning("removed %s: left by an interrupted upload", path)
         yield
 
-    app = FastAPI(title="kernelkb knowledge base", version="1", lifespan=lifespan,
+    app = FastAPI(title="kernelkb knowledge base", version="1", lifespan=lifespan, docs_url=None, redoc_url=None,
                   description="Hardware facts, hybrid search, retrieval-augmented prompts and the kernel library.")
     app.state.settings = settings
     app.state.facts = facts
@@ -66,6 +66,7 @@ def create_app(settings: ServerSettings | None = None, store=None, bound_host: s
     errors.install(app)
     for area in (health, search, accelerators, prompt, kernels, documents):
         app.include_router(area.router)
+    app.include_router(docs_page.router)  # /docs rendered here: Swagger UI would load from a CDN
     app.add_middleware(BodyLimitMiddleware, max_request_bytes=settings.max_request_bytes,
                        max_upload_bytes=settings.max_upload_bytes)
     return app

@@ -3,8 +3,11 @@ package, major version 2 (its `MCPServer`, formerly FastMCP).
 
 Usage: python -m kb_server.mcp_server      (or: kkb mcp); settings from KKB_* (KKB_HOME, KKB_CORPUS_DIR)
 
-Tools: search, accelerator_facts, fact_lookup, build_prompt, kernels, search_kernels, get_kernel.
-The store opens on the first tool call that needs it, so the handshake is quick.
+Tools: search, accelerator_facts, fact_lookup, build_prompt, kernels, search_kernels, get_kernel, documents.
+Each answers with the JSON shape of the HTTP route and of `kkb VERB --json` (search: {query, k, hits};
+kernels: {kernels}; documents: {documents}; fact_lookup: {accelerator, question, matches}). An unknown
+accelerator id in a filter is an error that lists the known ids. The store opens on the first tool call
+that needs it, so the handshake is quick.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
 from kb_server import prompt as prompt_builder
+from kb_server.api.models import DocumentList, KernelList, SearchResults
 from kb_server.api.settings import ServerSettings
 from kb_server.factlookup import lookup, resolve_accelerator
 from kb_server.facts import AcceleratorFacts, load_all_facts
@@ -79,7 +83,7 @@ def build_server(settings: ServerSettings | None = None) -> MCPServer:
             raise ValueError(f"k must be between 1 and {kb.settings.max_k}")
         filters = SearchFilters(accelerator=accelerator, vendor=vendor, kind=kind)
         hits = kb.store.search(query, k=k, filters=filters)
-        return {"hits": [h.model_dump(mode="json") for h in hits]}
+        return SearchResults(query=query, k=k, hits=hits).model_dump(mode="json")
 
     @server.tool()
     @_named_errors
@@ -109,7 +113,7 @@ def build_server(settings: ServerSettings | None = None) -> MCPServer:
                 accelerator: str | None = None) -> dict[str, Any]:
         """Winning kernels in the library, filtered by op family, backend and accelerator."""
         records = kb.store.list_kernels(op_family=op_family, backend=backend, accelerator=accelerator)
-        return {"kernels": [r.model_dump(mode="json") for r in records]}
+        return KernelList(kernels=records).model_dump(mode="json")
 
     @server.tool()
     @_named_errors
@@ -117,7 +121,7 @@ def build_server(settings: ServerSettings | None = None) -> MCPServer:
                        backend: str | None = None) -> dict[str, Any]:
         """Library kernels closest to a query (op names or a signature)."""
         records = kb.store.search_kernels(query, k=k, op_family=op_family, backend=backend)
-        return {"kernels": [r.model_dump(mode="json") for r in records]}
+        return KernelList(kernels=records).model_dump(mode="json")
 
     @server.tool()
     @_named_errors
@@ -127,6 +131,13 @@ def build_server(settings: ServerSettings | None = None) -> MCPServer:
         if record is None:
             raise ValueError(f"no kernel with id {kernel_id!r}; the kernels tool lists them")
         return record.model_dump(mode="json")
+
+    @server.tool()
+    @_named_errors
+    def documents() -> dict[str, Any]:
+        """Every document, facts file and kernel file in the knowledge base: name, title, accelerator, kind,
+        size and date."""
+        return DocumentList(documents=kb.store.documents()).model_dump(mode="json")
 
     return server
 

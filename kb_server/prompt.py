@@ -5,6 +5,8 @@ Usage: from kb_server.prompt import build_prompt; build_prompt(store, spec_sourc
 The spec is never executed: its ops are read from its AST (kb_server.spec_ops) and turned into
 retrieval queries: one per op, one for the op family they suggest, one about the hardware, one for the
 bottleneck the family suggests, and the caller's extra queries (a measured bottleneck, a failure).
+The passages are ranked across the queries by what the spec needs (_ranked_hits, kb_server.passages):
+the spec's family and ops and the target's own documents first, the other bottleneck's techniques last.
 Every prompt holds the target's facts, at least `passages_min` passages and the relevant part of the
 nearest library kernel (kb_server.excerpt). The budget is shared by rule (kb_server.budget): the rules
 and the task whole, then a minimum for each other section, then the rest by weight; no section is
@@ -25,6 +27,7 @@ from kb_server.budget import BudgetTooSmall, Claim, share
 from kb_server.excerpt import kernel_excerpt
 from kb_server.factlookup import fact_fields, resolve_accelerator
 from kb_server.facts import AcceleratorFacts
+from kb_server.passages import Topic, passage_bonus, topic_of
 from kb_server.schemas import Hit, KernelRecord, SearchFilters
 from kb_server.spec_ops import PromptError, op_family, spec_ops
 from kb_server.tokens import count_tokens, get_counter
@@ -37,7 +40,6 @@ __all__ = ["BACKENDS", "PromptBundle", "PromptError", "PromptSection", "build_pr
 
 TEMPLATE_PATH = Path(__file__).parent / "prompts" / "prompt.toml"
 BACKENDS = ("triton", "cuda", "cute", "hip")
-PASSAGES_PER_QUERY = 4  # per query; several queries share the passages section, so a few each
 KERNEL_CANDIDATES = 2  # library kernels shown at most
 MAX_QUERIES = 10  # an op-heavy spec should not turn into dozens of searches
 estimate_tokens = count_tokens  # the name callers used before counts came from a real tokenizer
@@ -81,45 +83,69 @@ def build_prompt(store: Store, spec_source: str, accelerator: str, backend: str,
     family = op_family(spec_ops(spec_source, arithmetic=True), tpl["families"])
     bottleneck = "compute" if family in tpl["bottleneck"]["compute_families"] else "memory"
     queries = _queries(tpl, ops, family, bottleneck, acc, backend, list(extra_queries))
-    hits = _ranked_hits(store, queries, acc.id) if retrieval else []
+    topic = topic_of(family, ops, bottleneck, tpl["retrieval"])
+    hits = _ranked_hits(store, queries, acc.id, topic, tpl["retrieval"], tpl["budget"]["passages_min"]) \
+        if retrieval else []
     kernels = _nearest_kernels(store, ops, family, backend) if retrieval else []
     ops_text = ", ".join(ops) or "none found"
     sections = _fit(tpl, token_budget, acc, backend, spec_source, ops_text, bottleneck, hits, kernels, retrieval)
     text = tpl["separator"].join(s.text for s in sections)
     return PromptBundle(text=text, sections=sections, tokens=count_tokens(text), retrieval=retrieval,
-                        queries=queries if retrieval else [], family=family, bottleneck=bottleneck)
+                        queries=[q for _, q in queries] if retrieval else [], family=family, bottleneck=bottleneck)
 
 
 def _queries(tpl: dict, ops: list[str], family: str | None, bottleneck: str, acc: AcceleratorFacts,
-             backend: str, extra: list[str]) -> list[str]:
+             backend: str, extra: list[str]) -> list[tuple[str, str]]:
+    """(kind, query) pairs, the kind weighing the query's hits ([retrieval.weights] of prompt.toml)."""
     q = tpl["queries"]
-    out = [e for e in extra if e.strip()]  # a measured bottleneck or a failure: what the caller knows best
+    out = [("extra", e) for e in extra if e.strip()]  # a measured bottleneck or a failure: what the caller knows
     if family:
-        out.append(q["family"].format(family=family.replace("_", " "), backend=backend))
+        out.append(("family", q["family"].format(family=family.replace("_", " "), backend=backend)))
     if len(ops) > 1:
-        out.append(q["ops"].format(ops=", ".join(op.replace("_", " ") for op in ops), backend=backend))
+        out.append(("ops", q["ops"].format(ops=", ".join(op.replace("_", " ") for op in ops), backend=backend)))
     if not family or len(ops) == 1:
-        out += [q["op"].format(op=op.replace("_", " "), backend=backend) for op in ops]
-    out.append(q["bottleneck"][bottleneck])
-    out.append(q["hardware"].format(accelerator_name=acc.name))
-    unique = list(dict.fromkeys(out))
+        out += [("op", q["op"].format(op=op.replace("_", " "), backend=backend)) for op in ops]
+    out.append(("bottleneck", q["bottleneck"][bottleneck]))
+    out.append(("hardware", q["hardware"].format(accelerator_name=acc.name)))
+    seen: set[str] = set()
+    unique = [(kind, text) for kind, text in out if not (text in seen or seen.add(text))]  # first of each text
     if len(unique) > MAX_QUERIES:  # keep the hardware and bottleneck queries; drop the last op queries
         unique = unique[: MAX_QUERIES - 2] + unique[-2:]
     return unique
 
 
-def _ranked_hits(store: Store, queries: list[str], accelerator: str) -> list[Hit]:
-    """Round-robin over the queries' result lists (rank 1 of each, then rank 2...), without repeats."""
+def _ranked_hits(store: Store, queries: list[tuple[str, str]], accelerator: str, topic: Topic,
+                 cfg: dict, minimum: int = 0) -> list[Hit]:
+    """The passages across the queries, best first (the rule: [retrieval] of prompt.toml). Each query's first
+    `depth` hits, filtered to the target, score by their rank and the query's weight, summed where several
+    queries find one; kb_server.passages adds what the spec needs (its topic, the target's own documents).
+    Passages off topic, below `min_score` or past a document's share come only to make up `minimum`."""
     filters = SearchFilters(accelerator=accelerator)
-    lists = [store.search(q, k=PASSAGES_PER_QUERY, filters=filters) for q in queries]
-    seen: set[str] = set()
+    depth, offset = cfg["depth"], cfg["rank_offset"]
+    scores: dict[str, float] = {}
+    found: dict[str, Hit] = {}  # in the order first seen: ties keep it
+    for kind, query in queries:
+        for rank, hit in enumerate(store.search(query, k=depth, filters=filters)[:depth], start=1):
+            found.setdefault(hit.chunk.id, hit)
+            scores[hit.chunk.id] = scores.get(hit.chunk.id, 0.0) + cfg["weights"][kind] * (offset + 1) / (offset + rank)
+    off_topic = set()
+    for cid, hit in found.items():
+        bonus = passage_bonus(hit.chunk, accelerator, topic, cfg)
+        if bonus is None:  # the other bottleneck's techniques, not the spec's
+            off_topic.add(cid)
+        else:
+            scores[cid] += bonus
     out: list[Hit] = []
-    for rank in range(PASSAGES_PER_QUERY):
-        for hits in lists:
-            if rank < len(hits) and hits[rank].chunk.id not in seen:
-                seen.add(hits[rank].chunk.id)
-                out.append(hits[rank])
-    return out
+    reserve: list[str] = []
+    per_document: dict[str, int] = {}
+    for cid in sorted(found, key=lambda cid: (cid in off_topic, -scores[cid])):
+        doc = found[cid].chunk.document_id
+        if cid in off_topic or scores[cid] < cfg["min_score"] or per_document.get(doc, 0) >= cfg["max_per_document"]:
+            reserve.append(cid)
+        elif len(out) < cfg["max_passages"]:
+            per_document[doc] = per_document.get(doc, 0) + 1  # room for more than one document's view
+            out.append(found[cid])
+    return out + [found[cid] for cid in reserve[: max(0, minimum - len(out))]]
 
 
 def _nearest_kernels(store: Store, ops: list[str], family: str | None, backend: str) -> list[KernelRecord]:

@@ -13,6 +13,19 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 # The kinds of document the corpus uses; any other kind a document names is kept as written (normalised).
 KNOWN_KINDS: tuple[str, ...] = ("arch", "isa", "guide", "playbook", "kernel", "rules")
+# The other words people use for those kinds (normalised), read as the kind in front matter and filters.
+KIND_SYNONYMS: dict[str, str] = {
+    **{k: "arch" for k in ("architecture", "architectures", "microarchitecture", "hardware", "arch-overview",
+                           "architecture-overview")},
+    **{k: "isa" for k in ("instruction-set", "instruction-set-architecture", "instructions", "assembly")},
+    **{k: "guide" for k in ("guides", "tutorial", "tutorials", "how-to", "howto", "programming-guide",
+                            "best-practices", "manual")},
+    **{k: "playbook" for k in ("playbooks", "recipe", "recipes", "cookbook", "tuning", "tuning-guide",
+                               "optimization", "optimisation")},
+    **{k: "kernel" for k in ("kernels", "kernel-notes")},
+    **{k: "rules" for k in ("rule", "constraints", "policy")},
+}
+MAX_K = 100  # the most hits one search may ask for (KBSettings.max_k may set fewer, never more)
 _NOT_ID = re.compile(r"[^a-z0-9_]+")
 
 
@@ -44,6 +57,22 @@ class Chunk(BaseModel):
     metadata: dict[str, str | int | float | bool | list[str | int | float | bool]] = Field(default_factory=dict)
 
 
+class DocumentSummary(BaseModel):
+    """One file in the knowledge base, as `GET /v1/documents` and `kkb documents` list it."""
+
+    document_id: str
+    name: str  # the file's name as given (an upload's own name, a path of a local ingest)
+    type: str  # "document" | "facts" | "kernel"
+    title: str = ""
+    accelerator: list[str] = Field(default_factory=list)  # ids, or ["any"]
+    vendor: str | None = None
+    kind: str | None = None  # arch, isa, guide ... for documents; "facts"; "kernel"
+    size_bytes: int | None = None
+    chunks: int | None = None  # chunks of a document
+    file_hash: str  # sha256 of the file (a kernel's: of its bundled source and sidecar)
+    ingested_at: str | None = None  # ISO 8601, UTC
+
+
 class Hit(BaseModel):
     """A chunk returned by a search, with its scores (higher is better for all three)."""
 
@@ -68,6 +97,11 @@ class SearchFilters(BaseModel):
     @classmethod
     def _normalised(cls, value: str | None) -> str | None:
         return normalize_id(value) or None if value is not None else None
+
+    @field_validator("kind", mode="after")
+    @classmethod
+    def _kind(cls, value: str | None) -> str | None:
+        return KIND_SYNONYMS.get(value, value) if value is not None else None
 
 
 class KernelMeasurement(BaseModel):

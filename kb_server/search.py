@@ -13,6 +13,17 @@ from typing import Literal
 
 from kb_server.schemas import SearchFilters
 
+
+class UnknownAcceleratorFilter(ValueError):
+    """A search filtered by an accelerator id that neither the facts nor any document knows."""
+
+    field = "filters.accelerator"
+
+    def __init__(self, name: str, known: list[str]):
+        super().__init__(f"unknown accelerator {name!r} in the search filter; known: {', '.join(known)}")
+        self.name, self.known = name, known
+
+
 Mode = Literal["hybrid", "dense", "lexical"]
 MODES: tuple[str, ...] = ("hybrid", "dense", "lexical")
 

@@ -22,6 +22,7 @@ index's metadata); unfiltered dense search finds them at once, and deleted chunk
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
 import logging
@@ -41,8 +42,8 @@ from kb_server.embeddings import Embedder, get_embedder
 from kb_server.facts_store import FACTS_TOKEN_ID, FactsCollection
 from kb_server.kernel_store import KernelCollection
 from kb_server.lexical import LexicalIndex
-from kb_server.schemas import Chunk, Hit, KernelRecord, SearchFilters
-from kb_server.search import MODES, Mode, SearchRequest, fuse_rrf
+from kb_server.schemas import Chunk, DocumentSummary, Hit, KernelRecord, SearchFilters, normalize_id
+from kb_server.search import MODES, Mode, SearchRequest, UnknownAcceleratorFilter, fuse_rrf
 
 log = logging.getLogger("kb_server")
 
@@ -65,6 +66,8 @@ class DocumentWrite:
     file_hash: str
     source: str = ""
     chunking: str = ""  # the rules and sizes that cut these chunks: a document cut otherwise is re-ingested
+    name: str = ""  # the name shown for it (a path, or an upload's own file name); "" : the source
+    size_bytes: int | None = None  # of the file
 
 
 def index_text(heading_path: list[str], text: str) -> str:
@@ -77,6 +80,31 @@ def chunk_id(document_id: str, heading_path: list[str], text: str, meta: Mapping
     """A stable id: a hash of the chunk's content and metadata (and its ordinal among duplicates)."""
     payload = json.dumps([document_id, heading_path, text, dict(meta), ordinal], sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()[:32]
+
+
+def _document_record(d: DocumentWrite) -> dict:
+    """The registry record of a document: what re-ingest compares, and what a listing shows."""
+    first = d.chunks[0] if d.chunks else None
+    record = {"file_hash": d.file_hash, "source": d.source, "type": "document", "n_chunks": len(d.chunks),
+              "chunking": d.chunking, "name": d.name or d.source, "ingested_at": time.time()}
+    if first is not None:
+        record |= {"title": first.title, "accelerator": ",".join(first.accelerator), "vendor": first.vendor,
+                   "kind": first.kind}
+    if d.size_bytes is not None:
+        record["size_bytes"] = d.size_bytes
+    return record
+
+
+def document_summary(document_id: str, meta: Mapping) -> DocumentSummary:
+    """A registry record as a listing shows it; records written before names were kept show their source."""
+    when = meta.get("ingested_at")
+    accelerator = str(meta.get("accelerator") or meta.get("accelerator_id") or "")
+    return DocumentSummary(
+        document_id=document_id, name=str(meta.get("name") or meta.get("source", "")),
+        type=str(meta.get("type", "document")), title=str(meta.get("title", "")),
+        accelerator=[a for a in accelerator.split(",") if a], vendor=meta.get("vendor"), kind=meta.get("kind"),
+        size_bytes=meta.get("size_bytes"), chunks=meta.get("n_chunks"), file_hash=str(meta.get("file_hash", "")),
+        ingested_at=dt.datetime.fromtimestamp(float(when), dt.UTC).isoformat(timespec="seconds") if when else None)
 
 
 def _chunk_meta(chunk: Chunk) -> dict:
@@ -194,6 +222,15 @@ class Store(KernelCollection, FactsCollection):
         """document_id -> source path, for pruning documents whose files are gone."""
         return {i: m.get("source", "") for i, m in self._registry().items()}
 
+    def registry(self) -> dict[str, dict]:
+        """document_id -> its registry record (file_hash, source, type, name, title, ...), every document."""
+        return self._registry()
+
+    def documents(self) -> list[DocumentSummary]:
+        """Every document, kernel file and facts file in the store, by name."""
+        out = [document_summary(i, m) for i, m in self._registry().items()]
+        return sorted(out, key=lambda d: (d.name, d.document_id))
+
     def _registry(self) -> dict[str, dict]:
         out: dict[str, dict] = {}
         for offset in range(0, self._documents.count(), _PAGE):
@@ -251,9 +288,7 @@ class Store(KernelCollection, FactsCollection):
             batch_docs = docs[start : start + _PAGE]
             self._documents.upsert(
                 ids=[d.document_id for d in batch_docs], embeddings=[_PLACEHOLDER] * len(batch_docs),
-                documents=[""] * len(batch_docs),
-                metadatas=[{"file_hash": d.file_hash, "source": d.source, "type": "document",
-                            "n_chunks": len(d.chunks), "chunking": d.chunking} for d in batch_docs])
+                documents=[""] * len(batch_docs), metadatas=[_document_record(d) for d in batch_docs])
         if to_add or stale:  # the chunks changed: other processes must rebuild their BM25 index
             self._bump_generation()
 
@@ -285,7 +320,8 @@ class Store(KernelCollection, FactsCollection):
             self._bump_generation()
         return True
 
-    def register_kernel_file(self, document_id: str, record: KernelRecord, file_hash: str, source: str) -> str:
+    def register_kernel_file(self, document_id: str, record: KernelRecord, file_hash: str, source: str,
+                             name: str = "") -> str:
         """Add a kernel that came from a file, replacing the kernel that file held before."""
         previous = self._documents.get(ids=[document_id], include=["metadatas"])
         kernel_id = self.add_kernel(record)
@@ -294,7 +330,9 @@ class Store(KernelCollection, FactsCollection):
             self._kernels.delete(ids=[old_id])
         self._documents.upsert(ids=[document_id], embeddings=[_PLACEHOLDER], documents=[""],
                                metadatas=[{"file_hash": file_hash, "source": source, "type": "kernel",
-                                           "kernel_id": kernel_id}])
+                                           "kernel_id": kernel_id, "name": name or source, "title": record.name,
+                                           "kind": "kernel", "accelerator": ",".join(record.accelerators),
+                                           "ingested_at": time.time()}])
         return kernel_id
 
     # ---------------------------------------------------------------- lexical index
@@ -380,14 +418,39 @@ class Store(KernelCollection, FactsCollection):
             return index
 
     # ---------------------------------------------------------------- search
-    def check_search(self, request: SearchRequest) -> None:
-        """Raise ValueError naming the bad argument of a search."""
+    def check_search(self, request: SearchRequest, resolved: dict | None = None) -> SearchRequest:
+        """The request with its filters resolved (resolve_filters); ValueError naming a bad argument.
+        `resolved` caches the filters already resolved in a batch."""
         if request.mode not in MODES:
             raise ValueError(f"search mode {request.mode!r} is not one of {', '.join(MODES)}")
         if not 1 <= request.k <= self.settings.max_k:
             raise ValueError(f"k={request.k} must be between 1 and {self.settings.max_k}")
         if not request.query.strip():
             raise ValueError("the search query is empty")
+        resolved = {} if resolved is None else resolved
+        if request.filters not in resolved:
+            resolved[request.filters] = self.resolve_filters(request.filters)
+        return SearchRequest(request.query, request.k, resolved[request.filters], request.mode)
+
+    def resolve_filters(self, filters: SearchFilters | None) -> SearchFilters | None:
+        """The filters with an accelerator alias read as its id (h100-sxm: h100); UnknownAcceleratorFilter
+        (a ValueError listing the known ids) for an id that neither the facts nor any document knows."""
+        if filters is None or filters.accelerator is None or filters.accelerator == "any":
+            return filters
+        wanted = filters.accelerator
+        try:
+            facts = self.accelerators()
+        except ValueError:  # a broken facts file (reported where facts are asked for): no id is refused
+            return filters
+        if wanted in facts:
+            return filters
+        for acc in facts.values():
+            if wanted in {normalize_id(a) for a in acc.aliases}:
+                return filters.model_copy(update={"accelerator": acc.id})
+        tagged = self.lexical_index().tagged_accelerators
+        if wanted in tagged:
+            return filters
+        raise UnknownAcceleratorFilter(wanted, sorted((set(facts) | tagged) - {"any"}))
 
     def search(self, query: str, k: int = 8, filters: SearchFilters | None = None,
                mode: Mode = "hybrid") -> list[Hit]:
@@ -410,8 +473,8 @@ class Store(KernelCollection, FactsCollection):
         skips the embedding; a callable is called for them after the BM25 rankings are made, so a
         caller can run the model in another thread meanwhile (SearchBatcher does).
         """
-        for request in requests:
-            self.check_search(request)
+        resolved: dict = {}
+        requests = [self.check_search(r, resolved) for r in requests]
         if not requests:
             return []
         needs_index = any(r.mode != "dense" or chunk_where(r.filters) is not None for r in requests)

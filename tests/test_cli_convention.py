@@ -19,8 +19,8 @@ from kernelkb_cli import app
 COMMANDS = typer.main.get_command(app)
 VERBS = sorted(COMMANDS.commands)
 
-WRITES_A_FILE = {"bench", "tune", "report", "export", "export-kernel"}
-REMOTE_KB = {"ingest", "search", "kernels", "facts", "tune", "export-kernel"}
+WRITES_A_FILE = {"bench", "tune", "report", "export", "export-kernel", "facts", "prompt"}
+REMOTE_KB = {"ingest", "search", "kernels", "documents", "facts", "prompt", "tune", "export-kernel"}
 NO_JSON = {"mcp": "its stdout is the Model Context Protocol stream"}
 # Spellings that once meant the output file or the server, or that could be taken for them
 OTHER_NAMES = {"--out", "--url", "--kb-url", "--server", "--json-out", "--output-file", "--results"}
@@ -63,7 +63,9 @@ def test_every_verb_is_classified():
         "ingest",
         "search",
         "kernels",
+        "documents",
         "facts",
+        "prompt",
         "serve",
         "mcp",
         "bench",

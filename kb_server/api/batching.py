@@ -126,8 +126,7 @@ class SearchBatcher:
     def search(self, query: str, k: int = 8, filters: SearchFilters | None = None,
                mode: Mode = "hybrid") -> list[Hit]:
         """Store.search, sharing the work with concurrent callers; bad arguments raise ValueError at once."""
-        item = _Search(SearchRequest(query, k, filters, mode))
-        self.store.check_search(item.request)
+        item = _Search(self.store.check_search(SearchRequest(query, k, filters, mode)))
         with self._lock:
             self._queue.append(item)
             batch = None if self._embedding else self._take(item)

@@ -47,12 +47,31 @@ def _field_of(loc: tuple) -> str:
 
 
 async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
+    for e in exc.errors():
+        if e.get("type") == "json_invalid":  # its location is a character offset, not a field
+            return problem_response(await _malformed_json(request, e))
     errors = [{"field": _field_of(tuple(e.get("loc", ()))), "message": e.get("msg", "")}
               for e in exc.errors()]
     first = errors[0] if errors else {"field": None, "message": "invalid request"}
     detail = "; ".join(f"{e['field']}: {e['message']}" for e in errors)
     return problem_response(Problem(422, detail, field=first["field"], slug="invalid-input",
                                     extra={"errors": errors}))
+
+
+async def _malformed_json(request: Request, error: dict) -> Problem:
+    """The body is not JSON: where it breaks, as a character offset, a line and a column."""
+    loc = tuple(error.get("loc", ()))
+    offset = loc[1] if len(loc) > 1 and isinstance(loc[1], int) else None
+    why = (error.get("ctx") or {}).get("error") or "not valid JSON"
+    where, extra = "", {}
+    if offset is not None:
+        body = (await request.body()).decode("utf-8", errors="replace")
+        line = body.count("\n", 0, offset) + 1
+        column = offset - (body.rfind("\n", 0, offset) + 1) + 1
+        where = f" at line {line}, column {column} (character {offset})"
+        extra = {"position": offset, "line": line, "column": column}
+    return Problem(400, f"the request body is not valid JSON: {why}{where}", field="body", slug="malformed-json",
+                   extra=extra)
 
 
 async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:

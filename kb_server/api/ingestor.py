@@ -23,13 +23,18 @@ class UploadOptions:
     accelerator: tuple[str, ...] = ("any",)
     vendor: str | None = None  # None: inferred from the accelerators' facts
     kind: str = "guide"
+    name: str | None = None  # the file's own name, shown in hits, listings and errors
+    strict: bool = False  # warnings (unknown fields, kinds, accelerator ids) refuse the file
 
 
 @dataclass(frozen=True)
 class UploadResult:
     chunks_written: int  # chunks embedded and written now
-    unchanged: bool  # the same file (same hash) was already ingested
+    unchanged: bool  # the same bytes were already ingested (under this name or another)
     problems: list[str] = field(default_factory=list)  # why the file was not ingested ("file:line: field ...")
+    warnings: list[str] = field(default_factory=list)  # ingested all the same ("file:line: field ...")
+    document_id: str | None = None  # the document that holds these bytes (None: nothing was stored)
+    same_as: str | None = None  # the id of another document that already held the same bytes
 
 
 class Ingestor(Protocol):

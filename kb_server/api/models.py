@@ -7,11 +7,11 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from kb_server.schemas import Hit, KernelMeasurement, SearchFilters
+from kb_server.schemas import MAX_K, DocumentSummary, Hit, KernelMeasurement, KernelRecord, SearchFilters
 
 # Static bounds keep the OpenAPI schema honest; the settings may set tighter ones (checked in the routes).
 QUERY_MAX = 10_000
-K_MAX = 1000
+K_MAX = MAX_K  # the most hits one search may ask for: the same bound as the server's setting max_k
 
 
 class Health(BaseModel):
@@ -30,9 +30,18 @@ class SearchQuery(BaseModel):
 
 
 class SearchResults(BaseModel):
+    """POST /v1/search, `kkb search --json` and the MCP tool `search`: one shape."""
+
     query: str
     k: int
     hits: list[Hit]
+
+
+class KernelList(BaseModel):
+    """GET /v1/kernels, POST /v1/kernels/search, `kkb kernels --json` and the MCP tools `kernels` and
+    `search_kernels`: one shape."""
+
+    kernels: list[KernelRecord]
 
 
 class PromptRequest(BaseModel):
@@ -70,15 +79,20 @@ class KernelCreated(BaseModel):
 
 
 class DocumentCreated(BaseModel):
-    document_id: str
+    document_id: str  # the document that holds the uploaded bytes
+    name: str  # its name: the upload's own, or that of the document that already held the same bytes
     file_hash: str  # sha256 of the uploaded bytes; the file is stored as uploads/<file_hash><suffix>
-    chunks: int  # chunks written now (0 when the same file was already ingested)
+    chunks: int  # chunks written now (0 when the same bytes were already ingested)
     unchanged: bool = False  # the same bytes were ingested before
+    warnings: list[str] = Field(default_factory=list)  # "name:line: field 'x': ..." (ingested all the same)
+    same_as: str | None = None  # another document already held these bytes: nothing new was stored
+    replaced: list[str] = Field(default_factory=list)  # ids of earlier uploads of the same name, now gone
 
 
-class DocumentSummary(BaseModel):
-    document_id: str
-    file_hash: str
+class DocumentList(BaseModel):
+    """GET /v1/documents and `kkb documents --json`."""
+
+    documents: list[DocumentSummary]
 
 
 class KernelSearch(BaseModel):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ingest.frontmatter import FrontMatterError, parse_front_matter
+from ingest.frontmatter import FrontMatterError, parse_front_matter, read_front_matter
 
 GOOD = """---
 title: "H100 memory"
@@ -83,3 +83,75 @@ def test_invalid_yaml_names_the_line():
 def test_unclosed_block_is_an_error():
     with pytest.raises(FrontMatterError, match="never closed"):
         parse_front_matter("---\ntitle: abc\n", "a.md")
+
+
+# ---------------------------------------------------------------- as newcomers write it
+@pytest.mark.parametrize(("written", "field", "value"), [
+    ("accelerators: gaudi3", "accelerator", ["gaudi3"]),  # the plural: once dropped, the doc became "any"
+    ("chips: [Gaudi3, gaudi-3]", "accelerator", ["gaudi3", "gaudi-3"]),
+    ("kind: architecture", "kind", "arch"),  # the word, not the corpus's short name
+    ("type: Instruction Set", "kind", "isa"),
+    ("category: tutorial", "kind", "guide"),
+    ("doc-type: Tuning Guide", "kind", "playbook"),
+    ("urls: https://example.org/g3", "sources", ["https://example.org/g3"]),
+    ("name: Gaudi 3 notes", "title", "Gaudi 3 notes"),
+    ("Vendors: Intel", "vendor", "intel"),
+    ("keywords: [hbm, mme]", "tags", ["hbm", "mme"]),
+])
+def test_synonyms_are_read_as_the_field_without_a_warning(written, field, value):
+    read = read_front_matter(f"---\n{written}\n---\n# Gaudi 3\n", "docs/gaudi3.md")
+    assert getattr(read.front, field) == value and read.warnings == []
+    assert read.front.metadata == {}  # nothing left over as an unknown field
+
+
+def test_a_repeated_key_names_both_lines():
+    with pytest.raises(FrontMatterError) as info:
+        parse_front_matter("---\ntitle: A\nkind: arch\nvendor: intel\nkind: guide\n---\n# A\n", "a.md")
+    assert str(info.value) == "a.md:5: field 'kind': written twice (lines 3 and 5); keep one"
+
+
+def test_one_field_under_two_spellings_is_refused_where_it_takes_one_value_and_added_up_where_a_list():
+    with pytest.raises(FrontMatterError, match=r"^a\.md:3: field 'type': 'kind' \(line 2\) already gives the kind"):
+        parse_front_matter("---\nkind: arch\ntype: guide\n---\n# A\n", "a.md")
+    front, _ = parse_front_matter("---\naccelerator: h100\naccelerators: [h200]\nsource: https://a.example\n"
+                                  "sources: [https://b.example]\n---\n# A\n", "a.md")
+    assert front.accelerator == ["h100", "h200"] and front.sources == ["https://a.example", "https://b.example"]
+
+
+def test_unknown_fields_and_kinds_are_warnings_naming_file_line_and_field():
+    text = "---\ntitle: G3\nacclerator: gaudi3\nkind: datasheet\nowner: me\nmetadata:\n  team: compiler\n---\n# G3\n"
+    read = read_front_matter(text, "docs/g3.md")
+    lines = [str(w) for w in read.warnings]
+    assert lines[0].startswith("docs/g3.md:3: field 'acclerator': not a field of the front matter")
+    assert "(did you mean 'accelerator'?)" in lines[0] and "kept as the document's metadata" in lines[0]
+    assert lines[1].startswith("docs/g3.md:5: field 'owner': not a field")
+    assert lines[2].startswith("docs/g3.md:4: field 'kind': kind 'datasheet' is not one of arch, isa, guide")
+    assert len(lines) == 3  # fields under `metadata:` are the author's own: kept without a word
+    assert read.front.metadata == {"acclerator": "gaudi3", "owner": "me", "team": "compiler"}
+    assert read.front.accelerator is None  # a misspelt field is not guessed at: the warning says what to fix
+
+
+def test_a_wrong_type_under_a_synonym_names_the_key_as_written():
+    with pytest.raises(FrontMatterError) as info:
+        parse_front_matter("---\ntitle: T\naccelerators: {gaudi3: yes}\n---\n# T\n", "a.md")
+    assert (info.value.line, info.value.field) == (3, "accelerators")
+
+
+def test_the_bundled_corpus_raises_no_warning_so_it_ingests_under_strict():
+    from pathlib import Path
+
+    from ingest.checks import KnownIds
+    from kb_server.facts import load_all_facts
+
+    corpus = Path(__file__).resolve().parents[2] / "corpus"
+    known = KnownIds.from_facts(load_all_facts(corpus / "accelerators"))
+    found = []
+    for path in sorted(corpus.rglob("*.md")):
+        read = read_front_matter(path.read_text(encoding="utf-8"), str(path.relative_to(corpus)))
+        found += read.warnings
+        if read.front is not None and read.front.accelerator:
+            ids, warnings = known.accelerators(read.front.accelerator, str(path), 0, "accelerator")
+            found += warnings
+            if read.front.vendor:
+                found += known.vendor(read.front.vendor, ids, str(path), 0, "vendor")
+    assert not found, "\n".join(map(str, found))

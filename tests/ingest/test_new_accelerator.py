@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -165,3 +166,53 @@ def test_a_running_server_answers_facts_ingested_by_another_process(tmp_path):
         assert listed["vendor"] == "lumenforge"
     finally:
         server.stop()
+
+
+def _fill(template: str) -> str:
+    """A template filled in as a newcomer fills it: the required values, and one optional fact uncommented."""
+    scalars = {"name": "Gaudi Three", "vendor": "Made-up Vendor", "architecture": "G3", "compute_unit_name": "TPC"}
+    lines = [f"{line.split(':')[0]}: {scalars[line.split(':')[0]]}" if line.split(":")[0] in scalars else line
+             for line in template.splitlines()]
+    text = "\n".join(lines) + "\n"
+    for unit, value in (("count", 64), ("GB", 128), ("TB/s", 3.7)):
+        text = text.replace(f"  value:\n  unit: {unit}\n", f"  value: {value}\n  unit: {unit}\n")
+    text = re.sub(r"(?m)^  source:$", "  source: https://made-up-vendor.example/g3", text)
+    smem = "# shared_memory_per_unit:  # shared memory / LDS / scratchpad per compute unit\n#   value:\n#   unit: KiB\n" \
+           "#   source:\n"
+    assert smem in text
+    return text.replace(smem, "shared_memory_per_unit:\n  value: 96\n  unit: KiB\n"
+                              "  source: https://made-up-vendor.example/g3-sram\n")
+
+
+def test_a_facts_template_filled_without_a_sources_list_answers_kkb_facts(cli_home):
+    from kb_server.facts import AcceleratorFacts
+    from kernelkb_cli import app
+
+    runner = CliRunner()
+    path = cli_home / "facts" / "gaudi3.yaml"
+    written = runner.invoke(app, ["facts", "--template", "gaudi3", "-o", str(path)])
+    assert written.exit_code == 0, written.output
+    template = path.read_text()
+    for field in AcceleratorFacts.model_fields:  # every field a facts file takes, each named
+        assert f"\n{field}:" in template or f"\n# {field}:" in template or field == "id", field
+    assert "unit: TB/s" in template and template.count("source:") >= 20
+    unfilled = runner.invoke(app, ["ingest", str(path)])
+    assert unfilled.exit_code == 1 and "gaudi3.yaml:8: field 'name': is empty: fill it in" in unfilled.output
+    assert "Traceback" not in unfilled.output
+    again = runner.invoke(app, ["facts", "--template", "gaudi3", "-o", str(path)])
+    assert again.exit_code == 2 and "exists" in again.output and path.read_text() == template  # never overwritten
+    path.write_text(_fill(template))
+    assert "\nsources:" not in path.read_text()  # each fact names its own source: no list needed
+    ingested = runner.invoke(app, ["ingest", str(path)])
+    assert ingested.exit_code == 0, ingested.output
+    answer = runner.invoke(app, ["facts", "gaudi3", "shared", "memory"])
+    assert answer.exit_code == 0, answer.output
+    assert answer.output.startswith("gaudi3 shared_memory_per_unit = 96 KiB")
+    assert "source https://made-up-vendor.example/g3-sram" in answer.output
+
+
+def test_the_template_is_named_after_its_id(cli_home):
+    from kernelkb_cli import app
+
+    wrong = CliRunner().invoke(app, ["facts", "--template", "gaudi3", "-o", str(cli_home / "chip.yaml")])
+    assert wrong.exit_code == 2 and "gaudi3.yaml" in wrong.output and not (cli_home / "chip.yaml").exists()

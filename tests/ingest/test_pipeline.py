@@ -204,3 +204,71 @@ def test_a_file_stored_under_an_older_id_keeps_one_record(tmp_path, store):
     assert set(store.document_sources()) == {new_id, old_id} and source == str(paths["doc0"])
     ingest_paths(store, [tmp_path / "docs"])
     assert set(store.document_sources()) == {new_id}
+
+
+# ---------------------------------------------------------------- a newcomer's front matter
+NEWCOMER = """---
+title: Gaudi 3 memory
+accelerators: gaudi3
+vendor: Intel
+kind: architecture
+---
+# Gaudi 3 memory
+
+The matrix engines read their operands from a 96 MB on-die SRAM; the wombat prefetcher fills it.
+"""
+
+
+def test_a_plural_key_and_a_kind_synonym_tag_the_document_as_meant(tmp_path, store):
+    doc = tmp_path / "docs" / "gaudi3-memory.md"
+    doc.parent.mkdir()
+    doc.write_text(NEWCOMER)
+    report = ingest_paths(store, [doc.parent])
+    assert len(report.written) == 1 and report.errors == []
+    # the chip has no facts yet: named with the file, the line and the key as written, ingested all the same
+    assert report.warnings[0].startswith(f"{doc}:3: field 'accelerators': accelerator 'gaudi3' has no facts")
+    assert "known: a100, b200, h100" in report.warnings[0] and "kkb facts --template gaudi3" in report.warnings[0]
+    assert not texts(store, "wombat prefetcher", accelerator="h100")  # no longer "any accelerator"
+    hit = store.search("wombat prefetcher", k=1, filters=SearchFilters(accelerator="gaudi3", kind="arch"))[0]
+    assert (hit.chunk.accelerator, hit.chunk.kind, hit.chunk.vendor) == (["gaudi3"], "arch", "intel")
+    assert store.search("wombat", k=1, filters=SearchFilters(kind="architecture"))  # the filter reads it too
+
+
+def test_an_alias_is_read_as_the_accelerator_id_and_a_vendor_at_odds_with_the_facts_is_named(tmp_path, store):
+    doc = tmp_path / "sxm.md"
+    doc.write_text("---\naccelerator: [H100-SXM]\nvendor: amd\n---\n# H100 notes\n\nThe zeppelin path.\n")
+    report = ingest_paths(store, [doc])
+    assert [h.chunk.accelerator for h in store.search("zeppelin", k=1)] == [["h100"]]
+    assert report.warnings == [f"{doc}:3: field 'vendor': vendor 'amd' differs from the facts of h100 (nvidia)"]
+
+
+def test_strict_refuses_a_file_with_warnings_and_keeps_what_was_stored(tmp_path, store):
+    doc = tmp_path / "g3.md"
+    doc.write_text(NEWCOMER)
+    first = ingest_paths(store, [doc])
+    assert first.written and first.warnings
+    doc.write_text(NEWCOMER.replace("wombat", "numbat").replace("kind: architecture", "kind: architecture\nowner: me"))
+    refused = ingest_paths(store, [doc], IngestOptions(strict=True))
+    assert refused.written == [] and len(refused.errors) == 3  # the field, the chip without facts, the vendor
+    assert refused.errors[0].startswith(f"{doc}:6: field 'owner': not a field of the front matter")
+    assert all(e.endswith("(refused: --strict)") for e in refused.errors)
+    assert texts(store, "wombat prefetcher", accelerator="gaudi3")  # the earlier version stays whole
+    assert not any("numbat" in t for t in texts(store, "numbat", accelerator="gaudi3"))
+
+
+def test_a_duplicated_key_is_an_error_and_the_rest_ingests(tmp_path, store):
+    write_corpus(tmp_path / "docs", n=1)
+    (tmp_path / "docs" / "twice.md").write_text("---\ntitle: A\nkind: arch\nkind: guide\n---\n# A\n\ntext\n")
+    report = ingest_paths(store, [tmp_path / "docs"])
+    assert report.errors == [(f"{tmp_path / 'docs' / 'twice.md'}:4: field 'kind': written twice (lines 3 and 4); "
+                             "keep one")]
+    assert len(report.written) == 1
+
+
+def test_the_same_content_is_stored_once(tmp_path, store):
+    write_corpus(tmp_path / "a", n=1)
+    write_corpus(tmp_path / "b", n=1)  # the same bytes under another folder
+    report = ingest_paths(store, [tmp_path / "a", tmp_path / "b"])
+    assert len(report.written) == 1 and report.unchanged == 1
+    assert report.duplicates == [(str(tmp_path / "b" / "doc0.md"), store.documents()[0].document_id)]
+    assert store.stats()["chunks"] == 2

@@ -73,7 +73,12 @@ def test_health_stats_and_docs(client):
     stats = client.get("/v1/stats").json()
     assert stats["chunks"] >= 5 and stats["kernels"] >= 2 and stats["mode"] == "embedded"
     assert {"documents", "model", "accelerators"} <= stats.keys()
-    assert client.get("/docs").status_code == 200
+    docs = client.get("/docs")
+    assert docs.status_code == 200 and docs.headers["content-type"].startswith("text/html")
+    # offline: the page loads nothing from elsewhere (no script, no stylesheet link) and documents every route
+    assert "<script" not in docs.text and "<link" not in docs.text and "cdn" not in docs.text.lower()
+    assert "<code>/v1/search</code>" in docs.text and "id='schema-SearchQuery'" in docs.text
+    assert "maximum 100" in docs.text  # k's bound, as the server enforces it
     paths = client.get("/openapi.json").json()["paths"]
     assert {"/v1/search", "/v1/facts", "/v1/prompt", "/v1/kernels", "/v1/documents"} <= paths.keys()
 
@@ -106,8 +111,10 @@ def test_search_bad_input_is_a_named_4xx(client, body, status, field):
 def test_body_limits(client):
     assert_problem(client.post("/v1/search", content=b"{" * (65 * 1024),
                                headers={"content-type": "application/json"}), 413, "body")
-    assert_problem(client.post("/v1/search", content=b"{not json", headers={"content-type": "application/json"}),
-                   422, None)
+    body = assert_problem(client.post("/v1/search", content=b'{"query": "x",\n "k" 3}',
+                                      headers={"content-type": "application/json"}), 400, "body")
+    assert (body["position"], body["line"], body["column"]) == (20, 2, 6)  # a position, not a "field" 20
+    assert "line 2, column 6" in body["detail"] and "delimiter" in body["detail"]
 
 
 def test_facts_routes(client):
@@ -151,40 +158,90 @@ def test_kernels_routes(client):
     kid = created.json()["id"]
     got = client.get(f"/v1/kernels/{kid}").json()
     assert got["measurements"][0]["latency_ms"] == 0.21 and got["op_family"] == "gelu"
-    assert [k["id"] for k in client.get("/v1/kernels", params={"op_family": "gelu"}).json()] == [kid]
-    assert {k["backend"] for k in client.get("/v1/kernels", params={"backend": "cuda"}).json()} == {"cuda"}
-    found = client.post("/v1/kernels/search", json={"query": "softmax", "backend": "triton"}).json()
+    assert [k["id"] for k in client.get("/v1/kernels", params={"op_family": "gelu"}).json()["kernels"]] == [kid]
+    assert {k["backend"] for k in client.get("/v1/kernels", params={"backend": "cuda"}).json()["kernels"]} == {"cuda"}
+    found = client.post("/v1/kernels/search", json={"query": "softmax", "backend": "triton"}).json()["kernels"]
     assert found and {k["backend"] for k in found} == {"triton"}
     assert_problem(client.get("/v1/kernels/no-such-kernel"), 404, "kernel_id")
     assert_problem(client.post("/v1/kernels", json={**record, "measurements": [{"latency_ms": "fast"}]},
                                headers=AUTH), 422, None)
 
 
-def test_upload_list_search_delete(client, home):
-    files = {"file": ("../../../escape/tma.md", DOC.encode())}  # a hostile name only picks the suffix
+def test_upload_list_search_delete(client, home, store):
+    files = {"file": ("../../../escape/tma.md", DOC.encode())}  # a hostile name: kept as a name, never a path
     created = client.post("/v1/documents", files=files, headers=AUTH)
     assert created.status_code == 201, created.text
     doc = created.json()
-    assert doc["chunks"] >= 1 and not doc["unchanged"]
+    assert doc["chunks"] >= 1 and not doc["unchanged"] and doc["name"] == "escape/tma.md"
     stored = list((home / "uploads").iterdir())
     assert [p.name for p in stored] == [doc["file_hash"] + ".md"]
     assert not (home.parent / "escape").exists()
-    assert doc["document_id"] in {d["document_id"] for d in client.get("/v1/documents").json()}
+    listed = {d["document_id"]: d for d in client.get("/v1/documents").json()["documents"]}
+    entry = listed[doc["document_id"]]
+    assert (entry["name"], entry["title"], entry["accelerator"], entry["kind"], entry["type"]) == (
+        "escape/tma.md", "Upload test: tensor memory accelerator", ["h100"], "arch", "document")
+    assert entry["size_bytes"] == len(DOC.encode()) and entry["ingested_at"].startswith("20")
     hits = client.post("/v1/search", json={"query": "zebra-copy path", "k": 3}).json()["hits"]
     assert hits[0]["chunk"]["document_id"] == doc["document_id"]
+    assert hits[0]["chunk"]["source"] == "escape/tma.md"  # the user's name, not uploads/<sha256>.md
     assert hits[0]["chunk"]["source_urls"] == ["https://example.org/tma"]
-    again = client.post("/v1/documents", files={"file": ("tma.md", DOC.encode())}, headers=AUTH).json()
+    again = client.post("/v1/documents", files={"file": ("escape/tma.md", DOC.encode())}, headers=AUTH).json()
     assert again["unchanged"] and again["document_id"] == doc["document_id"]
-    assert client.delete(f"/v1/documents/{doc['document_id']}", headers=AUTH).status_code == 204
+    # the same name with new content replaces the earlier upload: its chunks and its stored file
+    edited = DOC.replace("zebra-copy", "okapi-copy").encode()
+    newer = client.post("/v1/documents", files={"file": ("escape/tma.md", edited)}, headers=AUTH).json()
+    assert newer["replaced"] == [doc["document_id"]] and newer["document_id"] != doc["document_id"]
+    assert [p.name for p in (home / "uploads").iterdir()] == [newer["file_hash"] + ".md"]
+    assert not [h for h in client.post("/v1/search", json={"query": "zebra-copy path", "k": 5}).json()["hits"]
+                if h["chunk"]["document_id"] == doc["document_id"]]
+    assert client.delete(f"/v1/documents/{newer['document_id']}", headers=AUTH).status_code == 204
+    assert not any((home / "uploads").iterdir())  # the stored file goes with its chunks
+    assert newer["document_id"] not in {d["document_id"] for d in client.get("/v1/documents").json()["documents"]}
+    assert not [h for h in client.post("/v1/search", json={"query": "okapi-copy path", "k": 5}).json()["hits"]
+                if h["chunk"]["document_id"] == newer["document_id"]]
+    assert_problem(client.delete(f"/v1/documents/{newer['document_id']}", headers=AUTH), 404, "document_id")
+
+
+def test_content_ingested_locally_is_not_stored_again_by_an_upload(client, home, store, tmp_path):
+    from ingest.pipeline import ingest_paths
+
+    local = tmp_path / "notes" / "tma-local.md"
+    local.parent.mkdir()
+    local.write_text(DOC.replace("zebra-copy", "quokka-copy"))
+    report = ingest_paths(store, [local])
+    assert len(report.written) == 1
+    local_id = next(d.document_id for d in store.documents() if d.name.endswith("tma-local.md"))
+    before = store.stats()["chunks"]
+    sent = client.post("/v1/documents", files={"file": ("tma-copy.md", local.read_bytes())}, headers=AUTH).json()
+    assert sent["unchanged"] and sent["same_as"] == local_id and sent["document_id"] == local_id
+    assert sent["name"].endswith("tma-local.md") and sent["chunks"] == 0
+    assert store.stats()["chunks"] == before and not any((home / "uploads").iterdir())
+    hits = client.post("/v1/search", json={"query": "quokka-copy path", "k": 5}).json()["hits"]
+    assert len({h["chunk"]["document_id"] for h in hits if "quokka" in h["chunk"]["text"]}) == 1
+    assert client.delete(f"/v1/documents/{local_id}", headers=AUTH).status_code == 204
+    assert local.is_file()  # a local file is the user's: deleting its document never deletes it
+
+
+@pytest.mark.parametrize("text", ["", "\n\n", "---\ntitle: Nothing yet\naccelerator: h100\n---\n"])
+def test_an_empty_markdown_file_is_refused_alike_locally_and_by_the_server(client, home, store, tmp_path, text):
+    from ingest.pipeline import NO_TEXT, ingest_paths
+
+    path = tmp_path / "empty.md"
+    path.write_text(text)
+    before = store.stats()["chunks"], len(store.documents())
+    local = ingest_paths(store, [path])
+    assert local.written == [] and local.skipped == [(str(path), NO_TEXT)]
+    body = assert_problem(client.post("/v1/documents", files={"file": ("empty.md", text.encode())}, headers=AUTH),
+                          422, "file")
+    assert "empty.md" in body["detail"] and "holds no text to index" in body["detail"]
+    assert (store.stats()["chunks"], len(store.documents())) == before
     assert not any((home / "uploads").iterdir())
-    assert_problem(client.delete(f"/v1/documents/{doc['document_id']}", headers=AUTH), 404, "document_id")
 
 
 @pytest.mark.parametrize(("name", "data", "form", "status", "field"), [
     ("tool.exe", b"MZ", {}, 415, "file"),
     ("no-suffix", b"text", {}, 415, "file"),
     ("fake.pdf", b"hello, not a pdf", {}, 422, "file"),
-    ("empty.md", b"", {}, 422, "file"),
     ("latin1.md", b"caf\xe9 " * 50, {}, 422, "file"),
     ("doc.md", b"# x\nsome text here", {"vendor": "?!"}, 422, "vendor"),  # nothing to keep of the name
     ("doc.md", b"# x\nsome text here", {"kind": "---"}, 422, "kind"),
@@ -285,3 +342,18 @@ def test_a_server_without_an_ingestor_answers_uploads_with_501(home, store):
                               501, "file")
         assert "ingestor" in body["detail"]
         assert c.get("/v1/accelerators").status_code == 200  # reads are served
+
+
+def test_an_unknown_accelerator_in_a_search_filter_is_a_422_listing_the_known_ids(client):
+    body = assert_problem(client.post("/v1/search", json={"query": "softmax", "filters": {"accelerator": "tpuv5"}}),
+                          422, "filters.accelerator")
+    assert "tpuv5" in body["detail"] and {"h100", "mi300x"} <= set(body["known"])
+    alias = client.post("/v1/search", json={"query": "row softmax", "k": 3, "filters": {"accelerator": "H100-SXM"}})
+    assert alias.status_code == 200 and alias.json()["hits"]  # an alias reads as its id
+
+
+def test_the_search_schema_bounds_k_as_the_server_does(client):
+    from kb_server.config import KBSettings
+
+    schema = client.get("/openapi.json").json()["components"]["schemas"]["SearchQuery"]["properties"]["k"]
+    assert schema["maximum"] == KBSettings.model_fields["max_k"].default == 100

@@ -15,7 +15,8 @@ from tests.kb_server.serverproc import FIXTURE_CORPUS, REPO
 
 pytestmark = pytest.mark.slow  # starts server processes: tens of seconds on 2 busy cores
 NEW_FACTS = REPO / "tests" / "ingest" / "fixtures" / "new_vendor" / "accelerators" / "lf-t4.yaml"
-TOOLS = {"search", "accelerator_facts", "fact_lookup", "build_prompt", "kernels", "search_kernels", "get_kernel"}
+TOOLS = {"search", "accelerator_facts", "fact_lookup", "build_prompt", "kernels", "search_kernels", "get_kernel",
+         "documents"}
 
 
 @pytest.fixture(scope="module")
@@ -45,6 +46,9 @@ async def _session_calls(home: Path) -> dict:
         out["kernels"] = await session.call_tool("kernels", {"backend": "triton"})
         out["similar"] = await session.call_tool("search_kernels", {"query": "softmax", "backend": "cuda"})
         out["missing"] = await session.call_tool("fact_lookup", {"accelerator": "tpu", "question": "smem"})
+        out["unknown"] = await session.call_tool("search", {"query": "row softmax", "accelerator": "tpuv5"})
+        out["alias"] = await session.call_tool("search", {"query": "row softmax", "k": 2, "accelerator": "H100-SXM"})
+        out["documents"] = await session.call_tool("documents", {})
         out["before"] = await session.call_tool("fact_lookup", {"accelerator": "lf-t4", "question": "smem"})
         _ingest_new_facts(home)  # another process writes facts while the MCP server runs
         out["after"] = await session.call_tool("fact_lookup", {"accelerator": "lf-t4", "question": "smem"})
@@ -66,7 +70,12 @@ def test_mcp_tools_over_stdio(home):
     best = out["fact"].structured_content["matches"][0]
     assert (best["field"], best["value"], best["unit"]) == ("shared_memory_per_unit", 228, "KiB")
     assert out["acc"].structured_content["compute_units"]["value"] == 304
+    assert set(out["search"].structured_content) == {"query", "k", "hits"}  # the shape of POST /v1/search
     hits = out["search"].structured_content["hits"]
+    assert out["unknown"].is_error and "unknown accelerator 'tpuv5'" in out["unknown"].content[0].text
+    assert "known: h100, mi300x" in out["unknown"].content[0].text
+    assert out["alias"].structured_content["hits"]  # an alias of a known accelerator reads as its id
+    assert {d["document_id"] for d in out["documents"].structured_content["documents"]} >= {"h100-softmax"}
     assert hits and all(set(h["chunk"]["accelerator"]) & {"h100", "any"} for h in hits)
     sections = [s["name"] for s in out["prompt"].structured_content["sections"]]
     assert sections == ["hardware_facts", "passages", "example_kernels", "rules", "task"]

@@ -206,7 +206,10 @@ def test_a_second_kernel_comes_only_with_room_for_it():
 def test_a_larger_budget_never_carries_less(store):
     small, large = (build_prompt(store, kbdata.SPEC, "h100", "triton", token_budget=b) for b in (1200, 20_000))
     assert _passages(small) == _passages(large)[: len(_passages(small))]  # the best-ranked first
-    assert len(_passages(large)) == 4 and "[...]" not in large.sections[1].text  # all of them, whole
+    # the two on a softmax (or a row norm), whole, and one of the two on matmul tiles only to make up the minimum
+    assert len(_passages(large)) == 3 and "[...]" not in large.sections[1].text
+    assert _passages(large)[:2] == [f"corpus/docs/test/{d}.md (https://example.org/{d})"
+                                    for d in ("h100-softmax", "any-layernorm")]
     assert len(_kernel_text(large)) >= len(_kernel_text(small))
 
 
@@ -296,14 +299,26 @@ def test_bad_arguments_name_the_field(store, kwargs, field):
     assert info.value.field == field
 
 
-def test_ranked_hits_take_each_querys_best_in_turn_without_repeats():
-    """Round-robin over the queries' result lists: rank 1 of every query, then rank 2..., a passage found by two
-    queries once, every search filtered to the target accelerator and asked for PASSAGES_PER_QUERY results."""
-    from kb_server.prompt import PASSAGES_PER_QUERY, _ranked_hits
-    from kb_server.schemas import Hit
+def test_ranked_hits_weigh_the_specs_topic_and_the_targets_own_documents_over_generic_matches():
+    """Each query's first `depth` hits score by rank and the query's weight, summed over the queries that found
+    them; a passage naming the spec's family gains, the target's own documents gain more when on topic, and one
+    about the other bottleneck's techniques (and not the spec) drops out; one document gives a few at most."""
+    from kb_server.passages import topic_of
+    from kb_server.prompt import _ranked_hits, load_template
+    from kb_server.schemas import Chunk, Hit
 
-    a, b, c, d, e = kbdata.chunks()[:5]
-    results = {"q1": [a, b, c], "q2": [b, d], "q3": [e, a, d, c, b]}
+    def chunk(name: str, accelerator: str, heading: str, text: str, doc: str | None = None) -> Chunk:
+        return Chunk(id=name, document_id=doc or name, text=text, heading_path=[heading], source=f"{name}.md",
+                     title=heading, accelerator=[accelerator], vendor="any", kind="guide")
+
+    gemm = chunk("gemm", "any", "GEMM tiling and split-K", "Tile the output and split K across programs.")
+    generic = chunk("generic", "any", "Coalesced loads", "Vectorised loads reach peak bandwidth.")
+    ours = chunk("ours", "nova-x1", "Softmax over rows on the Nova X1", "Keep the row in the scratchpad.")
+    other_of_ours = chunk("overview", "nova-x1", "Nova X1 cores", "Each core has a DMA engine.")
+    matrix = chunk("matrix", "nova-x1", "Matrix units", "32x32 bf16 tiles for matmul.")
+    online = [chunk(f"online{i}", "any", "Online softmax", f"part {i}", doc="online") for i in range(4)]
+    results = {"family": [gemm, generic, *online, ours], "bottleneck": [generic, gemm, matrix],
+               "hardware": [matrix, other_of_ours]}
     calls = []
 
     class FakeStore:
@@ -311,11 +326,18 @@ def test_ranked_hits_take_each_querys_best_in_turn_without_repeats():
             calls.append((query, k, filters.accelerator))
             return [Hit(chunk=ch, score=1.0) for ch in results[query]]
 
-    hits = _ranked_hits(FakeStore(), ["q1", "q2", "q3"], "h100")
-    assert [h.chunk.id for h in hits] == [x.id for x in (a, b, e, d, c)]
-    assert calls == [(q, PASSAGES_PER_QUERY, "h100") for q in ("q1", "q2", "q3")]
-    # a store that answers more than it was asked for: ranks past PASSAGES_PER_QUERY are left out
-    assert len(_ranked_hits(FakeStore(), ["q3"], "h100")) == PASSAGES_PER_QUERY < len(results["q3"])
+    cfg = load_template()["retrieval"]
+    topic = topic_of("softmax", ["softmax"], "memory", cfg)
+    queries = [("family", "family"), ("bottleneck", "bottleneck"), ("hardware", "hardware")]
+    hits = [h.chunk.id for h in _ranked_hits(FakeStore(), queries, "nova-x1", topic, cfg)]
+    assert calls == [(q, cfg["depth"], "nova-x1") for q in ("family", "bottleneck", "hardware")]
+    assert hits[0] == "ours"  # ranked last by its query: on topic and the target's own
+    assert "gemm" not in hits and "matrix" not in hits  # the other bottleneck's techniques
+    assert hits.index("generic") < hits.index("overview")  # found by two queries
+    assert sum(h.startswith("online") for h in hits) == cfg["max_per_document"] < 4
+    # too few for the minimum: the rest come after, the off-topic ones last
+    filled = [h.chunk.id for h in _ranked_hits(FakeStore(), queries, "nova-x1", topic, cfg, minimum=len(hits) + 3)]
+    assert filled[: len(hits)] == hits and filled[-2:] in (["gemm", "matrix"], ["matrix", "gemm"])
 
 
 def test_passage_block_names_rank_heading_and_file_and_cuts_to_its_cap():

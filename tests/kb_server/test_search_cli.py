@@ -34,14 +34,14 @@ def test_ingest_search_and_kernels_verbs(cli_home):
     assert json.loads(ingested.stdout)["written"] == 1
     found = runner.invoke(app, ["search", "cp.async.bulk", "-k", "2", "--accelerator", "h100", "--json"])
     assert found.exit_code == 0, found.output
-    hits = json.loads(found.stdout)
+    hits = json.loads(found.stdout)["hits"]
     assert hits[0]["chunk"]["heading_path"] == ["H100", "Async copies"] and hits[0]["lexical_score"] > 0
     none = runner.invoke(app, ["search", "cp.async.bulk", "--vendor", "amd", "--json"])
-    assert json.loads(none.stdout) == []
+    assert json.loads(none.stdout) == {"query": "cp.async.bulk", "k": 8, "hits": []}
     bad = runner.invoke(app, ["search", "x", "--mode", "fuzzy"])
     assert bad.exit_code != 0 and "fuzzy" in bad.output
     listed = runner.invoke(app, ["kernels", "--op-family", "softmax", "--json"])
-    assert [r["name"] for r in json.loads(listed.stdout)] == ["softmax_rows"]
+    assert [r["name"] for r in json.loads(listed.stdout)["kernels"]] == ["softmax_rows"]
 
 
 def test_ingest_verb_names_the_bad_file_and_line_and_ingests_the_rest(cli_home):
@@ -56,5 +56,30 @@ def test_ingest_verb_names_the_bad_file_and_line_and_ingests_the_rest(cli_home):
     result = runner.invoke(app, ["ingest", str(docs)])
     assert result.exit_code == 1
     assert "bad.md:5: field 'kind'" in result.output and "written: 1" in result.output
-    found = json.loads(runner.invoke(app, ["search", "glorp", "--vendor", "some-new-vendor", "--json"]).stdout)
+    found = json.loads(runner.invoke(app, ["search", "glorp", "--vendor", "some-new-vendor", "--json"]).stdout)["hits"]
     assert [h["chunk"]["title"] for h in found] == ["Good one"]  # the title from the first heading
+
+
+def test_a_newcomers_doc_under_strict_and_an_unknown_accelerator_in_a_filter(cli_home):
+    from kernelkb_cli import app
+
+    docs = cli_home / "docs"
+    docs.mkdir()
+    (docs / "gaudi3.md").write_text("---\naccelerators: gaudi3\nkind: architecture\nownr: me\n---\n# Gaudi 3\n\n"
+                                    "The hyrax engine runs the matmuls.\n")
+    runner = CliRunner()
+    strict = runner.invoke(app, ["ingest", str(docs), "--strict"])
+    assert strict.exit_code == 1 and "Traceback" not in strict.output
+    assert "gaudi3.md:4: field 'ownr': not a field of the front matter" in strict.output
+    assert "written: 0" in strict.output
+    lenient = runner.invoke(app, ["ingest", str(docs), "--json"])
+    assert lenient.exit_code == 0, lenient.output
+    report = json.loads(lenient.stdout)
+    assert report["written"] == 1 and report["warnings"] == 2 and lenient.stderr.count("gaudi3.md:") == 2
+    assert "reading" not in lenient.stderr and "embedding" not in lenient.stderr  # no progress under --json
+    found = json.loads(runner.invoke(app, ["search", "hyrax engine", "--accelerator", "gaudi3", "--json"]).stdout)
+    assert found["hits"][0]["chunk"]["kind"] == "arch"  # tagged by the documents: a filter knows it
+    unknown = runner.invoke(app, ["search", "hyrax engine", "--accelerator", "gaudi4"])
+    assert unknown.exit_code == 2 and "Traceback" not in unknown.output
+    assert "unknown accelerator 'gaudi4'" in unknown.output and "gaudi3" in unknown.output
+    assert "h100" in unknown.output and "--accelerator" in unknown.output

@@ -8,27 +8,28 @@ from fastapi import APIRouter, Query
 
 from kb_server.api.deps import ReadAccess, SettingsDep, StoreDep, WriteAccess, WriteLockDep
 from kb_server.api.errors import Problem
-from kb_server.api.models import KernelCreate, KernelCreated, KernelSearch
+from kb_server.api.models import KernelCreate, KernelCreated, KernelList, KernelSearch
 from kb_server.schemas import KernelRecord
 
 router = APIRouter(prefix="/v1/kernels", tags=["kernels"])
 Filter = Annotated[str | None, Query(min_length=1, max_length=100)]
 
 
-@router.get("", response_model=list[KernelRecord], dependencies=[ReadAccess])
+@router.get("", response_model=KernelList, dependencies=[ReadAccess])
 def list_kernels(store: StoreDep, op_family: Filter = None, backend: Filter = None,
-                 accelerator: Filter = None) -> list[KernelRecord]:
-    return store.list_kernels(op_family=op_family, backend=backend, accelerator=accelerator)
+                 accelerator: Filter = None) -> KernelList:
+    return KernelList(kernels=store.list_kernels(op_family=op_family, backend=backend, accelerator=accelerator))
 
 
-@router.post("/search", response_model=list[KernelRecord], dependencies=[ReadAccess])
-def search_kernels(body: KernelSearch, store: StoreDep, settings: SettingsDep) -> list[KernelRecord]:
+@router.post("/search", response_model=KernelList, dependencies=[ReadAccess])
+def search_kernels(body: KernelSearch, store: StoreDep, settings: SettingsDep) -> KernelList:
     """The library's kernels closest to `query` (op names, a signature), optionally by family and backend."""
     if len(body.query) > settings.max_query_chars or not body.query.strip():
         raise Problem(422, f"query is blank or over {settings.max_query_chars} characters", field="query")
     if body.k > settings.max_k:
         raise Problem(422, f"k is {body.k}; the limit is {settings.max_k}", field="k")
-    return store.search_kernels(body.query, k=body.k, op_family=body.op_family, backend=body.backend)
+    return KernelList(kernels=store.search_kernels(body.query, k=body.k, op_family=body.op_family,
+                                                   backend=body.backend))
 
 
 @router.get("/{kernel_id}", response_model=KernelRecord, dependencies=[ReadAccess])

@@ -1,0 +1,58 @@
+"""`kkb documents` on the embedded store: the listing by name (the JSON of GET /v1/documents) and a delete that
+removes the document from the store and never the user's own file."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from kb_server.config import get_settings
+
+FACTS = Path(__file__).resolve().parents[1] / "ingest" / "fixtures" / "new_vendor" / "accelerators" / "lf-t4.yaml"
+
+
+@pytest.fixture
+def cli_home(tmp_path, monkeypatch):
+    monkeypatch.setenv("KKB_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("KKB_KB_URL", raising=False)
+    get_settings.cache_clear()
+    yield tmp_path
+    get_settings.cache_clear()
+
+
+def _kkb(*args: str):
+    from kernelkb_cli import app
+
+    return CliRunner().invoke(app, list(args))
+
+
+def test_list_then_delete_by_a_prefix_of_the_id(cli_home):
+    notes = cli_home / "notes"
+    notes.mkdir()
+    doc = notes / "lds.md"
+    doc.write_text("---\ntitle: LDS banks\naccelerator: mi300x\nkind: guide\n---\n# LDS banks\n\nThirty-two banks.\n")
+    shutil.copy(FACTS, notes / "lf-t4.yaml")
+    assert _kkb("documents").output.startswith("no documents")
+    assert _kkb("ingest", str(notes)).exit_code == 0
+    listed = json.loads(_kkb("documents", "--json").stdout)
+    by_name = {Path(d["name"]).name: d for d in listed["documents"]}
+    assert set(by_name) == {"lds.md", "lf-t4.yaml"}
+    lds = by_name["lds.md"]
+    assert (lds["type"], lds["title"], lds["accelerator"], lds["kind"], lds["chunks"]) == (
+        "document", "LDS banks", ["mi300x"], "guide", 1)
+    assert lds["size_bytes"] == doc.stat().st_size and lds["ingested_at"]
+    facts = by_name["lf-t4.yaml"]
+    assert (facts["type"], facts["title"], facts["accelerator"]) == ("facts", "LumenForge LF-T4", ["lf-t4"])
+    table = _kkb("documents").output
+    assert "lds.md" in table and "LDS banks" in table and lds["document_id"][:12] in table
+    deleted = _kkb("documents", "delete", lds["document_id"][:10])
+    assert deleted.exit_code == 0 and "deleted" in deleted.output and "lds.md" in deleted.output
+    assert doc.is_file()  # the user's file stays where it is
+    left = [d["name"] for d in json.loads(_kkb("documents", "--json").stdout)["documents"]]
+    assert [Path(n).name for n in left] == ["lf-t4.yaml"]
+    missing = _kkb("documents", "delete", "ffff")
+    assert missing.exit_code == 2 and "none matches" in missing.output and "Traceback" not in missing.output
