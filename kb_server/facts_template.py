@@ -59,6 +59,7 @@ def facts_template(accelerator_id: str) -> str:
     for name, about in SCALARS.items():
         lines.append(f"{name}:  # {about}")
     lines.append("aliases: []  # other names people type for it, e.g. [x1-oam]")
+    lines.append("# backends: []  # kernel languages its toolchain compiles, e.g. [triton, cuda]; kkb tune warns on others")
     for name, (unit, about) in FACT_FIELDS.items():
         lines += _fact(name, unit, about, comment=name not in required)
     lines.append("# peak_tflops:  # peak dense throughput per dtype; keep the dtypes you know")

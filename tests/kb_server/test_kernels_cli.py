@@ -32,7 +32,7 @@ def library_home(tmp_path, monkeypatch):
 
 def test_listing_at_80_columns_shows_ids_that_show_accepts(library_home):
     runner = CliRunner()
-    [record] = json.loads(runner.invoke(library_home, ["kernels", "--json"]).stdout)
+    [record] = json.loads(runner.invoke(library_home, ["kernels", "--json"]).stdout)["kernels"]
     listed = runner.invoke(library_home, ["kernels"], env={"COLUMNS": "80"})
     assert listed.exit_code == 0, listed.output
     assert max(len(line) for line in listed.output.splitlines()) <= 80

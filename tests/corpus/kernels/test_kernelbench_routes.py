@@ -41,6 +41,11 @@ SPECS = {
     "batchnorm": _spec("x: self.bn(x)", MAPS, "batch_size = 4; features = 8; dim1 = 6; dim2 = 6",
                        "self.bn = nn.BatchNorm2d(num_features=num_features)", "num_features: int",
                        "features"),
+    "conv": _spec("x: self.conv2d(x)", "torch.rand(batch_size, in_channels, height, width)",
+                  "batch_size = 2; in_channels = 8; out_channels = 16; kernel_size = 3; height = 10; width = 9",
+                  "self.conv2d = nn.Conv2d(in_channels, out_channels, kernel_size, bias=bias)",
+                  "in_channels: int, out_channels: int, kernel_size: int, bias: bool = False",
+                  "in_channels, out_channels, kernel_size"),
     "cross_entropy": _spec("predictions, targets: F.cross_entropy(predictions, targets)",
                            "torch.rand(batch_size, *input_shape), "
                            "torch.randint(0, num_classes, (batch_size,))",
