@@ -220,13 +220,36 @@ def _kernelbench_run(device: str, path: Path) -> list[str]:
     return parts
 
 
+def _sample_of(data: dict) -> str:
+    """The sample file a GPU run measured (its --sample), or "" for a run named by --problems or --levels."""
+    m = re.search(r"--sample\s+(\S+)", data.get("command") or "")
+    return Path(m.group(1)).name if m else ""
+
+
+def _gpu_run(d: dict) -> bool:
+    return ((d.get("card") or {}).get("short_id", "gpu") != "cpu" and d.get("name", "").startswith("kernelbench")
+            and d.get("device", "cpu") != "cpu")
+
+
 def newest_kernelbench(device: str) -> Path | None:
     """The newest run of bench_kernelbench on the CPU (kernelbench-cpu-*) or on a GPU: kernelbench-gpu-* of
     older runs, kernelbench-<card>-* (h100, h200, ...) since runs name their card."""
     if device == "cpu":
         return newest("kernelbench-cpu-*.json")
-    return newest("kernelbench-*.json", where=lambda d: (d.get("card") or {}).get("short_id", "gpu") != "cpu"
-                  and d.get("name", "").startswith("kernelbench-") and d.get("device", "cpu") != "cpu")
+    return newest("kernelbench-*.json", where=_gpu_run)
+
+
+def newest_kernelbench_samples() -> list[Path]:
+    """The newest GPU run of each sample file (one KernelBench sample, one benchmark), in the samples' order."""
+    runs: dict[str, Path] = {}
+    for f in glob.glob(str(RESULTS / "kernelbench-*.json")):
+        d = load(Path(f))
+        if _gpu_run(d):
+            key = _sample_of(d)
+            best = runs.get(key)
+            if best is None or (d.get("date", ""), Path(f).name) > (load(best).get("date", ""), best.name):
+                runs[key] = Path(f)
+    return [runs[k] for k in sorted(runs, key=lambda k: (k != "kernelbench_h200_sample.txt", k))]
 
 
 def kernelbench() -> str:
@@ -234,10 +257,16 @@ def kernelbench() -> str:
              ("`python3 benchmarks/bench_kernelbench.py`: KernelBench's problems as published (a local copy; only "
               "problem names and numbers are committed), each through the offline provider's routes (the general "
               "lowering and the library's kernels), judged by the harness.")]
-    for device, title in (("cpu", "CPU (Triton interpreter, reduced sizes)"), ("gpu", "GPU")):
-        path = newest_kernelbench(device)
-        parts += ["", f"### {title}", ""]
-        parts += _kernelbench_run(device, path) if path else [f"No `kernelbench-{device}-*.json` is committed yet."]
+    path = newest_kernelbench("cpu")
+    parts += ["", "### CPU (Triton interpreter, reduced sizes)", ""]
+    parts += _kernelbench_run("cpu", path) if path else ["No `kernelbench-cpu-*.json` is committed yet."]
+    for path in newest_kernelbench_samples() or [None]:
+        d = load(path) if path else {}
+        sample = _sample_of(d)
+        card = (d.get("card") or {}).get("name") or "GPU"
+        parts += ["", f"### GPU: {f'`benchmarks/{sample}`' if sample else 'problems named on the command line'}, "
+                      f"on {card}" if path else "### GPU", ""]
+        parts += _kernelbench_run("gpu", path) if path else ["No GPU run of `bench_kernelbench.py` is committed yet."]
     extra = (("level3", "CPU, level 3 (full models; a subset, reduced sizes)"),
              ("spot", "CPU, a spot check of levels 1 and 2 after the latest lowering changes"))
     for name, title in extra:
@@ -349,15 +378,24 @@ def headline() -> str:
          f"held-out ones ({link(held_file, '')}); hybrid search p50 {p50:.1f} ms at 100k chunks on 2 CPU cores "
          f"({link(kb_file, '')})."),
     ]
-    for device in ("cpu", "gpu"):
-        path = newest_kernelbench(device)
-        if path:
-            d = load(path)
-            card = (d.get("card") or {}).get("name") or "an H200"  # files before the card was recorded: an H200
-            where = ("the Triton interpreter" if device == "cpu" else card) + (
-                ", sizes scaled down" if d.get("max_elements") else "")
-            lines.append(f"- KernelBench through the offline mode, on {where}: {d['summary']['passed']} of the "
-                         f"{d['summary']['problems']} problems it ran pass ({link(path, '')}).")
+    path = newest_kernelbench("cpu")
+    if path:
+        d = load(path)
+        lines.append(f"- KernelBench through the offline mode, on the Triton interpreter, sizes scaled down: "
+                     f"{d['summary']['passed']} of the {d['summary']['problems']} problems it ran pass "
+                     f"({link(path, '')}).")
+    for path in newest_kernelbench_samples():
+        d = load(path)
+        s = d["summary"]
+        card = (d.get("card") or {}).get("name") or "an H200"  # files before the card was recorded: an H200
+        sample = _sample_of(d)
+        what = f"the sample `benchmarks/{sample}`" if sample else "problems named on the command line"
+        sizes = "sizes scaled down" if d.get("max_elements") else "published sizes"
+        speed = (f"; geometric mean {s['geomean_vs_compile']:.2f}x torch.compile, "
+                 f"{len(s.get('below_0.97_vs_compile') or [])} below 0.97x" if s.get("geomean_vs_compile") else "")
+        reached = f" ({len(s['not_reached'])} not reached within the run's budget)" if s.get("not_reached") else ""
+        lines.append(f"- KernelBench through the offline mode, {what} on {card} at {sizes}: {s['passed']} of "
+                     f"{s['problems']} problems pass{speed}{reached} ({link(path, '')}).")
     return "\n".join(lines)
 
 
