@@ -52,7 +52,27 @@ def test_the_kernelbench_section_reads_the_newest_cpu_file(tmp_path, monkeypatch
     assert "Passed: 1 of 2 problems (50.0%)." in text
     assert "| `2/7_Odd` | output 3 of 40: max abs error 0.5 / atol 1e-05 |" in text  # a | cannot break the table
     assert "inputs of at most 262,144 elements" in text
-    assert "No `kernelbench-gpu-*.json` is committed yet." in text
+    assert "No GPU run of `bench_kernelbench.py` is committed yet." in text
+
+
+def test_each_gpu_sample_shows_its_newest_run(tmp_path, monkeypatch):
+    # two samples are two benchmarks: each keeps its newest run, and neither hides the other
+    monkeypatch.setattr(results_md, "RESULTS", tmp_path)
+    monkeypatch.setattr(results_md, "REPO", tmp_path.parent)
+    ok = {"problem": "1/19_ReLU", "status": "passed", "best": {}}
+    for name, date, sample in (("kernelbench-h100-20270101T000000Z.json", "2027-01-01", "kb_sample_a.txt"),
+                               ("kernelbench-h100-20270102T000000Z.json", "2027-01-02", "kb_sample_a.txt"),
+                               ("kernelbench-h100-20270103T000000Z.json", "2027-01-03", "kb_sample_b.txt")):
+        (tmp_path / name).write_text(json.dumps({
+            "name": "kernelbench", "date": date, "device": "cuda:0",
+            "card": {"short_id": "h100", "name": "NVIDIA H100 SXM5 80GB"},
+            "command": f"python3 benchmarks/bench_kernelbench.py --device cuda:0 --sample benchmarks/{sample}",
+            "summary": {"problems": 1, "passed": 1, "pass_rate": 1.0, "geomean_vs_compile": 1.5},
+            "problems": [ok]}))
+    shown = [p.name for p in results_md.newest_kernelbench_samples()]
+    assert sorted(shown) == ["kernelbench-h100-20270102T000000Z.json", "kernelbench-h100-20270103T000000Z.json"]
+    text = results_md.kernelbench()
+    assert "`benchmarks/kb_sample_a.txt`, on NVIDIA H100 SXM5 80GB" in text and "20270101" not in text
 
 
 @pytest.mark.parametrize(("command", "shown"), [
