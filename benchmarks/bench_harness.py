@@ -15,7 +15,8 @@ after each, so a kill at the time limit keeps what was measured):
               CUDA kernel through load_inline (nvcc takes ~30-60 s)
   throughput  50 small Triton candidates (distinct sources; 5 wrong) through a WorkerPool with a parallel
               compile stage, time-boxed to what is left of --budget-s; target >= 30 candidates per minute
-Writes benchmarks/results/harness-<h200|device>-<UTC time>.json and prints a short table last.
+Pools judge by the card's nominal peaks (agent_client/card.py). Writes benchmarks/results/harness-<card>-<UTC
+time>.json (the card that ran it: h100, h200, cpu) and prints a short table last.
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ sys.path.insert(0, str(ROOT))
 
 import torch
 
-from harness import EvalConfig, WorkerPool
+from agent_client.card import card_peaks
+from harness import EvalConfig, HardwarePeaks, WorkerPool
 from harness.timing import time_callable
 
 SPEC = ROOT / "examples" / "specs" / "row_softmax.py"
@@ -62,6 +64,10 @@ def _ops(device: str, quick: bool) -> dict:
         "add": (lambda t, u: t + u, [x, x.flip(0)]),
         "matmul_bf16": (lambda p, q: p @ q, [mm_a, mm_b]),  # last: its power draw slows the GPU's clock
     }
+
+
+def _peaks(device: str) -> HardwarePeaks:
+    return HardwarePeaks.from_dict(card_peaks(device).hardware_peaks())
 
 
 def section_timing(device: str, quick: bool) -> dict:
@@ -174,7 +180,7 @@ def section_crash(device: str, quick: bool, with_cuda: bool) -> dict:
     oob = (CANDIDATES / "oob_write.py").read_text()
     config = EvalConfig(max_timing_s=0.3, timeout_s=150, time_compile_baseline=device.startswith("cuda"))
     out: dict = {}
-    with WorkerPool([device], config=config) as pool:
+    with WorkerPool([device], config=config, peaks=_peaks(device)) as pool:
         seq = [("triton_oob", oob, "triton"), ("honest_after_triton_crash", honest, "triton")]
         if with_cuda and device.startswith("cuda") and shutil.which("nvcc") and not quick:
             seq += [("cuda_oob", CUDA_OOB, "cuda"), ("honest_after_cuda_crash", honest, "triton")]
@@ -215,7 +221,7 @@ def section_throughput(device: str, quick: bool, deadline: float) -> dict:
     sources = [_candidate(i, i in wrong) for i in range(n)]
     config = EvalConfig(max_timing_s=0.2, min_reps=10, timeout_s=60, time_compile_baseline=False)
     compile_workers = 1 if device == "cpu" else 4
-    with WorkerPool([device], config=config, compile_workers=compile_workers) as pool:
+    with WorkerPool([device], config=config, compile_workers=compile_workers, peaks=_peaks(device)) as pool:
         t0 = time.perf_counter()
         pool.profile(SPEC)  # baselines once per spec, before the clock (cached for the whole batch)
         t_profile = time.perf_counter() - t0
@@ -266,10 +272,10 @@ def main() -> int:
         "command": " ".join([sys.executable, *sys.argv]), "machine": platform.node(),
         "device": args.device, "device_name": device_name, "python": platform.python_version(),
         "torch": torch.__version__, "triton": triton.__version__, "cuda": torch.version.cuda,
-        "quick": args.quick, "budget_s": args.budget_s, "sections": {},
+        "quick": args.quick, "budget_s": args.budget_s, "card": card_peaks(args.device).to_dict(), "sections": {},
     }
     args.out_dir.mkdir(parents=True, exist_ok=True)
-    tag = "h200" if "H200" in device_name else args.device.replace(":", "")
+    tag = report["card"]["short_id"]  # the card that ran it: h100, h200, ..., cpu
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
     path = args.out_dir / f"harness-{tag}-{stamp}.json"
     runners = {

@@ -11,7 +11,7 @@ Usage: python3 benchmarks/bench_kernelbench.py --kernelbench PATH/KernelBench --
 PATH is a local copy of ScalingIntelligence/KernelBench (never committed here; results hold only problem
 names and numbers). Each problem goes through the offline provider (agent_client/offline), whose library
 routes read corpus/kernels through the one bundling function (agent_client/offline/library.py), and is
-judged by the harness on the card's peaks (benchmarks/card.py).
+judged by the harness on the card's nominal peaks (agent_client/card.py).
 
 On a GPU, before anything is timed, a pre-pass in parallel processes builds each problem's routes and warms
 the compile caches (torch.compile's baseline and the first candidates, benchmarks/warm.py), sharing the
@@ -43,7 +43,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.card import card_of
 from benchmarks.common import write_results
 from benchmarks.kernelbench_rows import candidate_row, problem_row, summary, table
 
@@ -55,11 +54,16 @@ class Deadline(Exception):
     """The run's --budget-s ran out while a candidate was being judged."""
 
 
-def read_problems(root: Path, levels: list[int], only: list[str], samples: list[str]) -> list[tuple[int, Path]]:
-    """(level, path) of the problems named (LEVEL/STEM, in --problems or sample files), else of whole levels."""
+class ProblemCut(Exception):
+    """One problem's candidates took far more than its share: the run goes on without waiting for them."""
+
+
+def read_problems(root: Path, levels: list[int], only: list[str], samples: list[str]) -> list[tuple]:
+    """(level, path) of the problems named (LEVEL/STEM, in --problems or sample files), else of the levels."""
     names = list(only)
     for sample in samples:
-        names += [ln.strip() for ln in Path(sample).read_text().splitlines() if ln.strip() and not ln.startswith("#")]
+        lines = [ln.strip() for ln in Path(sample).read_text().splitlines()]
+        names += [ln for ln in lines if ln and not ln.startswith("#")]
     if names:
         out = []
         for name in dict.fromkeys(names):
@@ -69,8 +73,11 @@ def read_problems(root: Path, levels: list[int], only: list[str], samples: list[
                 raise SystemExit(f"bench_kernelbench: problem {name!r}: {path} does not exist")
             out.append((int(level), path))
         return out
-    return [(level, path) for level in levels
-            for path in sorted((root / f"level{level}").glob("*.py"), key=lambda p: int(p.stem.split("_")[0]))]
+    out = []
+    for level in levels:
+        found = sorted((root / f"level{level}").glob("*.py"), key=lambda p: int(p.stem.split("_")[0]))
+        out += [(level, p) for p in found]
+    return out
 
 
 def write_spec(level: int, path: Path, args, work: Path) -> tuple[Path, dict | None]:
@@ -92,8 +99,9 @@ def write_spec(level: int, path: Path, args, work: Path) -> tuple[Path, dict | N
 def _request(spec: Path, args, kb, parent=None, history=(), n: int = 1):
     from agent_client.proposals import ProposalRequest
 
-    return ProposalRequest(spec_path=spec, spec_source=spec.read_text(), backend="triton", accelerator=args.target,
-                           prompt="", parent=parent, n=n, kb=kb, device=args.device, history=list(history))
+    return ProposalRequest(spec_path=spec, spec_source=spec.read_text(), backend="triton", prompt="",
+                           accelerator=args.target, parent=parent, n=n, kb=kb, device=args.device,
+                           history=list(history))
 
 
 def prepare(spec: str, args, warm: bool) -> dict:
@@ -147,33 +155,37 @@ def prepass(specs: dict[str, Path], args, deadline: float) -> dict[str, dict]:
                 left = deadline - time.monotonic()
                 results[name] = fut.result(timeout=max(0.0, left) if left != float("inf") else None)
             except FutureTimeout:
-                print(f"[pre-pass] time's up after {time.monotonic() - t0:.0f} s: the rest compile when timed",
-                      flush=True)
+                print(f"[pre-pass] time's up after {time.monotonic() - t0:.0f} s: the rest compile when "
+                      "timed", flush=True)
                 break
             except Exception as exc:  # noqa: BLE001 - a crashed warm-up: the timed pass builds its routes
                 results[name] = {"crashed": f"{type(exc).__name__}: {str(exc)[:300]}"}
             warm = results[name].get("warm") or {}
-            said = results[name].get("crashed") or results[name].get("error") or "; ".join(warm.get("errors") or [])
+            got = results[name]
+            said = got.get("crashed") or got.get("error") or "; ".join(warm.get("errors", []))
             print(f"[pre-pass] {name}: {len(results[name].get('routes') or [])} routes, warm "
                   f"{warm.get('seconds', '-')} s {said[:200]}", flush=True)
     print(f"[pre-pass] done in {time.monotonic() - t0:.0f} s", flush=True)
     return results
 
 
-def judge(pool, spec: Path, proposals: list, deadline: float | None) -> list:
+def judge(pool, spec: Path, proposals: list, deadline: float | None, cap: float | None = None) -> list:
+    """Verdicts of `proposals`; Deadline at the run's deadline, ProblemCut at the problem's `cap` (monotonic
+    seconds) when that comes first."""
     futures = [pool.submit(spec, p.code, "triton") for p in proposals]
+    until = min((t for t in (deadline, cap) if t is not None), default=None)
     out = []
     for fut in futures:
         try:
-            out.append(fut.result(timeout=None if deadline is None else max(0.0, deadline - time.monotonic())))
+            out.append(fut.result(timeout=None if until is None else max(0.0, until - time.monotonic())))
         except FutureTimeout as exc:
-            raise Deadline from exc
+            raise (ProblemCut if until == cap and cap != deadline else Deadline) from exc
     return out
 
 
 def search_problem(name: str, spec: Path, args, pool, ready: dict | None, deadline: float | None,
                    per_candidate_s: float, share_s: float | None = None) -> dict:
-    """One problem's candidates through the harness: drafts, then expansions of the best (see the docstring)."""
+    """One problem's candidates through the harness: drafts, then expansions of the best (see the top)."""
     from agent_client.offline.library import CorpusLibrary
     from agent_client.offline.provider import OfflineProvider
     from agent_client.proposals import NodeView
@@ -191,22 +203,32 @@ def search_problem(name: str, spec: Path, args, pool, ready: dict | None, deadli
     if not routes:
         return {**info, "status": "no_candidate", "reasons": why}
     budget = max(args.search, 1) if args.search else len(routes)
+    # a problem far beyond its share (a profile or a candidate that takes minutes) is left, not waited for
+    cap = None if share_s is None else t0 + max(4 * share_s, 120.0)
     tried: list = []  # (node view, proposal, verdict)
     proposals = provider.propose(_request(spec, args, kb, n=first_round(args, routes)))
     stop = ""
     while proposals:
-        if args.first_pass:  # one passing route answers the question: the rest are judged only if it fails
-            verdicts = []
-            for p in proposals:
-                verdicts += judge(pool, spec, [p], deadline)
-                if verdicts[-1].status.value == "passed":
-                    break
-        else:
-            verdicts = judge(pool, spec, proposals, deadline)
+        try:
+            if args.first_pass:  # one passing route answers the question: the rest only if it fails
+                verdicts = []
+                for p in proposals:
+                    verdicts += judge(pool, spec, [p], deadline, cap)
+                    if verdicts[-1].status.value == "passed":
+                        break
+            else:
+                verdicts = judge(pool, spec, proposals, deadline, cap)
+        except ProblemCut:
+            stop = f"cut at {cap - t0:.0f} s, four times its share: the harness's workers were restarted"
+            done = problem_row([candidate_row(*t) for t in tried]) if tried else {"status": "timeout",
+                                                                                  "reasons": [stop]}
+            return {**info, **done, "search_stop": stop, "pool_stuck": True,
+                    "elapsed_s": round(time.monotonic() - t0, 1)}
         for p, v in zip(proposals, verdicts):
             d = v.to_dict()
             fit = (d.get("speedup_vs_compile") or d.get("speedup_vs_eager") or 0.0) if v.passed else 0.0
-            tried.append((NodeView(f"c{len(tried) + 1}", p.code, d, p.meta.get("tunables", {}), p.meta, fit), p, v))
+            node = NodeView(f"c{len(tried) + 1}", p.code, d, p.meta.get("tunables", {}), p.meta, fit)
+            tried.append((node, p, v))
         if len(tried) >= budget or not args.search or args.first_pass:
             stop = "each route's default judged" if not args.search else f"--search {args.search} spent"
             break
@@ -239,19 +261,19 @@ def main() -> None:
     ap.add_argument("--search", type=int, default=0, help="candidates per problem (0: each route's default)")
     ap.add_argument("--library", default="", help="the library folder (default: corpus/kernels)")
     ap.add_argument("--timeout", type=float, default=0, help="seconds per candidate (0: the harness default)")
-    ap.add_argument("--trials", type=int, default=0, help="correctness trials per variant (0: the harness default)")
+    ap.add_argument("--trials", type=int, default=0, help="correctness trials a variant (0: harness default)")
     ap.add_argument("--max-timing-s", type=float, default=0, help="time cap of one timing loop (0: default)")
     ap.add_argument("--first-pass", action="store_true",
                     help="judge the routes in turn and stop at the first passing one (no timing on the CPU)")
-    ap.add_argument("--budget-s", type=float, default=0, help="stop cleanly by this many seconds (0: no limit)")
+    ap.add_argument("--budget-s", type=float, default=0, help="stop cleanly by these seconds (0: no limit)")
     ap.add_argument("--no-fair-share", action="store_true",
-                    help="with --budget-s, let each problem search to --search N (the rest wait for --resume)")
+                    help="with --budget-s, each problem searches to --search N (the rest wait for --resume)")
     ap.add_argument("--warm-workers", type=int, default=None,
                     help="pre-pass processes (default 12 on a GPU, none on the CPU; 0: no pre-pass)")
-    ap.add_argument("--warm-share", type=float, default=0.35, help="share of --budget-s the pre-pass may take")
+    ap.add_argument("--warm-share", type=float, default=0.35, help="share of --budget-s for the pre-pass")
     ap.add_argument("--compile-workers", type=int, default=2, help="harness processes compiling ahead (GPU)")
-    ap.add_argument("--cache-dir", default=str(DEFAULT_CACHE), help="Inductor and Triton caches, shared by all")
-    ap.add_argument("--resume", default="", help="a results file of an interrupted run to continue (and rewrite)")
+    ap.add_argument("--cache-dir", default=str(DEFAULT_CACHE), help="the Inductor and Triton caches (shared)")
+    ap.add_argument("--resume", default="", help="a results file of a run cut short: go on (and rewrite it)")
     ap.add_argument("--out", default="", help="write the results to this file")
     ap.add_argument("--out-dir", default="", help="or to kernelbench-<card>-<UTC>.json in this folder "
                     "(default benchmarks/results/; with --resume alone, the resumed file is rewritten)")
@@ -264,9 +286,12 @@ def main() -> None:
     from benchmarks.warm import share_compile_caches
 
     caches = share_compile_caches(Path(args.cache_dir))  # before any process starts: they all inherit it
-    from harness import EvalConfig, WorkerPool
+    from agent_client.card import card_peaks
+    from harness import EvalConfig, HardwarePeaks, WorkerPool
+    from harness.baselines import BaselineCache
 
-    card = card_of(args.device)
+    card = card_peaks(args.device)
+    peaks = HardwarePeaks.from_dict(card.hardware_peaks()) if not cpu else None
     overrides = {k: v for k, v in (("timeout_s", args.timeout), ("trials", args.trials),
                                    ("max_timing_s", args.max_timing_s)) if v}
     if cpu and args.first_pass:  # the interpreter's times mean nothing: check correctness only
@@ -280,8 +305,8 @@ def main() -> None:
         rows = [r for r in json.loads(Path(args.resume).read_text()).get("problems", []) if "status" in r]
         out = out or (None if args.out_dir else Path(args.resume))
     done = {r["problem"] for r in rows}
-    problems = [(lv, p) for lv, p in read_problems(Path(args.kernelbench), args.levels, args.problems, args.sample)
-                if f"{lv}/{p.stem}" not in done]
+    named = read_problems(Path(args.kernelbench), args.levels, args.problems, args.sample)
+    problems = [(lv, p) for lv, p in named if f"{lv}/{p.stem}" not in done]
     work = Path(tempfile.mkdtemp(prefix="kkb-kernelbench-"))
     specs, scaled = {}, {}
     for level, path in problems:
@@ -293,29 +318,36 @@ def main() -> None:
     if args.warm_workers > 0 and specs:
         share = args.warm_share * args.budget_s if args.budget_s else float("inf")
         ready = prepass(specs, args, time.monotonic() + share)
-    payload = {"device": args.device, "card": {"name": card.name, "id": card.id},
-               "peaks": card.peaks.to_dict() if card.peaks else None, "search": args.search,
+    payload = {"device": args.device, "peaks": peaks.to_dict() if peaks else None, "search": args.search,
                "max_elements": args.max_elements, "max_flops": args.max_flops, "budget_s": args.budget_s,
-               "caches": caches, "config": config.to_dict(), "prepass_s": round(time.monotonic() - t_prepass, 1)}
-    per_candidate_s, cut = 15.0, []  # a first guess of a candidate's seconds, then the run's own average
+               "caches": caches, "config": config.to_dict(),
+               "prepass_s": round(time.monotonic() - t_prepass, 1)}
+    per_candidate_s, cut = 10.0, []  # a first guess of a candidate's seconds, then the run's own average
 
     def save() -> Path:
         data = {**payload, "summary": summary(rows, not_reached=cut), "problems": rows,
                 "elapsed_s": round(time.monotonic() - t0, 1),
                 # spec baselines found in the harness's cache (an earlier run's) against those measured now
-                "baselines": {"cached": pool.baselines.hits, "measured": pool.baselines.measured}}
-        return write_results(f"kernelbench-{card.id}", data, packages=["torch", "triton"], path=out,
+                "baselines": {"cached": baselines.hits, "measured": baselines.measured}}
+        return write_results("kernelbench", data, packages=["torch", "triton"], path=out, card=card,
                              folder=Path(args.out_dir) if args.out_dir else None)
 
     compile_workers = 0 if cpu else args.compile_workers
-    pool = WorkerPool([args.device], config=config, peaks=card.peaks, compile_workers=compile_workers)
+
+    baselines = BaselineCache()  # one for the run, whatever pools judge it (on disk: shared with earlier runs)
+
+    def new_pool() -> WorkerPool:
+        return WorkerPool([args.device], config=config, peaks=peaks, compile_workers=compile_workers,
+                          baselines=baselines)
+
+    pool = new_pool()
     stopped = False
     try:
         for i, (name, spec) in enumerate(specs.items()):
             left = None if deadline is None else deadline - time.monotonic()
             if left is not None and left < per_candidate_s * 2 + 10:
                 cut = list(specs)[i:]
-                print(f"[bench] --budget-s: {len(cut)} problems not started (resume with --resume {out})", flush=True)
+                print(f"[bench] --budget-s: {len(cut)} problems not started (--resume {out})", flush=True)
                 break
             level = int(name.split("/")[0])
             row = {"problem": name, "level": level}
@@ -324,20 +356,24 @@ def main() -> None:
             if (ready.get(name) or {}).get("warm"):
                 row["warm"] = ready[name]["warm"]  # the pre-pass's seconds and what failed there
             try:
-                # a fair share of the time left, so that a sample ends within --budget-s: what a problem leaves
-                # unspent goes to the ones after it
+                # a fair share of the time left, so that a sample ends within --budget-s: what a problem
+                # leaves unspent goes to the ones after it
                 share = None if left is None or args.no_fair_share else (left - 10) / (len(specs) - i)
                 row["share_s"] = None if share is None else round(share, 1)
-                row.update(search_problem(name, spec, args, pool, ready.get(name), deadline, per_candidate_s, share))
+                row.update(search_problem(name, spec, args, pool, ready.get(name), deadline, per_candidate_s,
+                                          share))
             except Deadline:
                 cut = list(specs)[i:]
-                print(f"[bench] --budget-s ran out during {name}: stopped ({len(cut)} problems left)", flush=True)
+                print(f"[bench] --budget-s ran out in {name}: stopped, {len(cut)} problems left", flush=True)
                 pool.terminate()
                 stopped = True
                 break
             except Exception as exc:  # noqa: BLE001 - one problem's failure is a row, not the end of the run
                 row.update(status="error", reasons=[f"{type(exc).__name__}: {exc}"[:400],
                                                     traceback.format_exc()[-600:]])
+            if row.pop("pool_stuck", False):  # its evaluations still run: stop them, go on with fresh workers
+                pool.terminate()
+                pool = new_pool()
             rows.append(row)
             n = len(row.get("candidates") or [])
             if n and row.get("elapsed_s"):

@@ -13,7 +13,8 @@ a parallel warm-up stage compiles each spec's torch.compile baseline and the ker
 separate processes, so the on-disk Inductor/Triton caches make the pool's serial, timed stage quick.
 Only the default (large) shape of a spec is timed; the small VARIANTS are checked only.
 
-Writes benchmarks/results/library-<accelerator>-<label>-<UTC>.json: machine, versions, date, command and
+Writes benchmarks/results/library-<card>-<label>-<UTC>.json (the card the device is: agent_client/card.py,
+whose nominal peaks are the limits unless given): machine, versions, date, command and
 one row per (family, spec): shape, dtype, latency_ms, eager_ms, compile_ms, speedup_vs_eager,
 speedup_vs_compile, fraction_of_limit, bandwidth_gbps, compile_fraction_of_limit, status, reasons.
 Prints the markdown table last (also: --table FILES).
@@ -34,14 +35,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 from agent_client.offline.tunables import set_tunables
-from benchmarks.card import card_of
 from ingest.bundle import bundled_source
 
 KERNELS = REPO / "corpus" / "kernels"
 RESULTS = REPO / "benchmarks" / "results"
-H200_COPY_BANDWIDTH_GBPS = 4250.0  # measured device-to-device copy on the H200 (corpus/accelerators/h200.yaml)
-# measured matmul rates on the H200 (corpus/accelerators/h200.yaml measured_*_tflops; a test keeps them equal)
-H200_PEAK_TFLOPS = "bfloat16=796,tf32=406,float32=51"
 
 
 @dataclass(frozen=True)
@@ -163,7 +160,7 @@ def _pct(x) -> str:
 
 
 def _limit(x, row: dict) -> str:
-    """A share of the limit; a compute limit (FLOP/s) is named, the memory limit (copy bandwidth) is the default."""
+    """A share of the limit; a compute limit (FLOP/s) is named, the memory limit (bandwidth) is the default."""
     return _pct(x) + (" compute" if x is not None and row.get("limit_kind") == "compute" else "")
 
 
@@ -197,15 +194,31 @@ def machine(device: str) -> dict:
         props = torch.cuda.get_device_properties(torch.device(device))
         info.update(device_name=props.name, sms=props.multi_processor_count,
                     memory_gib=round(props.total_memory / 2**30, 1))
-    info["accelerator"] = card_of(device).id
     return info
+
+
+def run_peaks(device: str, bandwidth_gbps: float | None, peak_tflops: str):
+    """(HardwarePeaks, the card) for a run: the card's nominal peaks (agent_client/card.py), the numbers given
+    on the command line in their place; none on the CPU."""
+    from agent_client.card import card_peaks
+    from harness import HardwarePeaks
+    from harness.peaks import parse_peak_tflops
+
+    card = card_peaks(device)
+    if device.startswith("cpu"):
+        return HardwarePeaks(), card
+    given = parse_peak_tflops(peak_tflops) if peak_tflops else {}
+    peaks = HardwarePeaks.from_dict(card.hardware_peaks())
+    if bandwidth_gbps or given:
+        peaks = HardwarePeaks(bandwidth_gbps * 1e9 if bandwidth_gbps else peaks.memory_bandwidth_bytes_per_s,
+                              given or peaks.flops_per_s, card.name, "given on the command line")
+    return peaks, card
 
 
 def run(args) -> int:
     import torch
 
-    from harness import EvalConfig, HardwarePeaks, WorkerPool
-    from harness.peaks import parse_peak_tflops
+    from harness import EvalConfig, WorkerPool
 
     device = args.device or ("cuda:0" if torch.cuda.is_available() else "cpu")
     families = sorted(p.name for p in KERNELS.iterdir() if (p / "kernel.py").is_file()) if args.all \
@@ -220,9 +233,8 @@ def run(args) -> int:
     else:
         config = EvalConfig(trials=args.trials, time_compile_baseline=not args.no_compile_baseline,
                             timeout_s=args.timeout, max_timing_s=args.max_timing_s)
-    peak_gbps = None if cpu else args.bandwidth_gbps
-    peak_flops = {} if cpu else parse_peak_tflops(args.peak_tflops)
-    peaks = HardwarePeaks(peak_gbps * 1e9 if peak_gbps else None, peak_flops)
+    peaks, card = run_peaks(device, args.bandwidth_gbps, args.peak_tflops)
+    print(f"[bench_library] card {card.name} ({card.device_name}): {peaks.source or card.note}", flush=True)
     t0 = time.time()
     print(f"[bench_library] {len(tasks)} specs of {','.join(families)} on {device}", flush=True)
     warm: dict[str, object] = {}  # spec name -> Future of its warm-up (GPU only)
@@ -237,16 +249,17 @@ def run(args) -> int:
             need = estimate_footprint(load_spec(t.spec_path), config, device).compile_bytes
             warm[t.spec_path.stem] = pool_warm.submit(need, warm_spec, str(t.spec_path), [t.source], device,
                                                       config.time_compile_baseline)
-    info = machine(device)
+    info = {**machine(device), "card": card.to_dict()}
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    out = Path(args.out) if args.out else RESULTS / f"library-{info['accelerator']}-{args.label}-{stamp}.json"
+    out = Path(args.out) if args.out else RESULTS / f"library-{card.short_id}-{args.label}-{stamp}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     rows: list[dict] = []
 
     def save() -> None:  # after every row: a run cut short still leaves its rows
         payload = {"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "command": " ".join(sys.argv),
-                   "machine": info, "accelerator": info["accelerator"], "peak_bandwidth_gbps": peak_gbps,
-                   "peak_tflops": {k: v / 1e12 for k, v in peak_flops.items()},
+                   "machine": info, "accelerator": card.short_id,
+                   "peak_bandwidth_gbps": (peaks.memory_bandwidth_bytes_per_s or 0) / 1e9 or None,
+                   "peak_tflops": {k: v / 1e12 for k, v in peaks.flops_per_s.items()}, "limits": peaks.source,
                    "config": config.to_dict(), "elapsed_s": round(time.time() - t0, 1),
                    "complete": len(rows) == len(tasks), "summary": summary(rows), "rows": rows}
         out.write_text(json.dumps(payload, indent=1, default=str))
@@ -305,11 +318,12 @@ def main() -> int:
     p.add_argument("--timeout", type=float, default=300.0, help="seconds per candidate in its worker")
     p.add_argument("--no-compile-baseline", action="store_true", help="skip torch.compile of the reference")
     p.add_argument("--prewarm-workers", type=int, default=8, help="parallel cache warm-up processes (GPU)")
-    p.add_argument("--bandwidth-gbps", type=float, default=H200_COPY_BANDWIDTH_GBPS,
-                   help="memory limit for fraction_of_limit (default: the H200's measured copy rate)")
-    p.add_argument("--peak-tflops", default=H200_PEAK_TFLOPS,
-                   help="compute limits for fraction_of_limit, DTYPE=TFLOPS,... (default: the H200's measured "
-                        "matmul rates; float32 also gets tf32 / 3, see harness/peaks.py)")
+    p.add_argument("--bandwidth-gbps", type=float, default=None,
+                   help="memory limit for fraction_of_limit (default: the card's nominal bandwidth from "
+                        "corpus/accelerators, agent_client/card.py)")
+    p.add_argument("--peak-tflops", default="",
+                   help="compute limits for fraction_of_limit, DTYPE=TFLOPS,... (default: the card's nominal "
+                        "rates; float32 also gets tf32 / 3, see harness/peaks.py)")
     p.add_argument("--budget-s", type=float, default=0.0,
                    help="stop starting specs once this many seconds are spent (0: no limit)")
     p.add_argument("--spec-s", type=float, default=8.0, help="expected seconds per spec, for --budget-s")

@@ -107,7 +107,9 @@ def main() -> int:
     config = EvalConfig.for_cpu_tests() if cpu else EvalConfig()
     wanted = set(filter(None, args.specs.split(",")))
     name = torch.cuda.get_device_name(0) if not cpu else "cpu"
-    tag = "h200" if "H200" in name else args.device.replace(":", "")
+    from agent_client.card import card_peaks
+
+    tag = card_peaks(args.device).short_id  # the card that ran it names the file: h100, h200, ..., cpu
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
     out = Path(args.out) if args.out else REPO / "benchmarks" / "results" / f"vendor-{tag}-{stamp}.json"
     import triton

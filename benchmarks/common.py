@@ -2,8 +2,11 @@
 
 Usage: from benchmarks.common import write_results, quantiles_ms
        path = write_results("kb", {"search": ...}, packages=["chromadb", "torch"])
+       path = write_results("export_kernel", payload, card="cuda:0")   # a GPU run: named by its card
 Writes benchmarks/results/<name>-<UTC timestamp>.json with the machine, package versions, date and
-the command that produced it, next to the payload.
+the command that produced it, next to the payload. A run on a device (`card`: a device string or an
+agent_client.card.CardPeaks) is named <name>-<card>-<UTC timestamp>.json by the card the device is (h100,
+h200, ...: agent_client/card.py, read from the device), and the record carries the card's identity.
 """
 
 from __future__ import annotations
@@ -73,13 +76,34 @@ def quantiles_ms(samples_s: Sequence[float]) -> dict:
             "p99_ms": round(pick(0.99), 3), "mean_ms": round(statistics.fmean(ms), 3)}
 
 
+def card_of(card) -> object | None:
+    """The CardPeaks of a device string ("cuda:0", "cpu"), a CardPeaks as it is, None for None."""
+    if card is None or not isinstance(card, str):
+        return card
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from agent_client.card import card_peaks
+
+    return card_peaks(card)
+
+
+def results_name(name: str, card=None, now: dt.datetime | None = None) -> str:
+    """<name>[-<card short id>]-<UTC timestamp>.json"""
+    now = now or dt.datetime.now(dt.UTC)
+    card = card_of(card)
+    tag = f"-{card.short_id}" if card is not None else ""
+    return f"{name}{tag}-{now.strftime('%Y%m%dT%H%M%SZ')}.json"
+
+
 def write_results(name: str, payload: dict, packages: Iterable[str] = (), path: Path | None = None,
-                  folder: Path | None = None) -> Path:
+                  card=None, folder: Path | None = None) -> Path:
     """Write one results file and return its path (`path`: rewrite that file, for runs saved as they go;
-    `folder`: where a new file goes, default benchmarks/results/)."""
+    `card`: the device the run measured, which names the file and is recorded; `folder`: where a new file
+    goes, default benchmarks/results/)."""
     now = dt.datetime.now(dt.UTC)
+    card = card_of(card)
     record = {
         "name": name,
+        **({"card": card.to_dict()} if card is not None else {}),
         "date": now.isoformat(timespec="seconds"),
         "command": shlex.join([Path(sys.executable).name, *sys.argv]),
         "commit": _commit(),
@@ -89,6 +113,6 @@ def write_results(name: str, payload: dict, packages: Iterable[str] = (), path: 
     }
     folder = folder or RESULTS_DIR
     folder.mkdir(parents=True, exist_ok=True)
-    path = path or folder / f"{name}-{now.strftime('%Y%m%dT%H%M%SZ')}.json"
+    path = path or folder / results_name(name, card, now)
     path.write_text(json.dumps(record, indent=2) + "\n")
     return path

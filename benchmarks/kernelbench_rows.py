@@ -14,8 +14,8 @@ from agent_client.session.records import against_baseline
 BELOW = 0.97  # a problem whose best is under this share of torch.compile's speed counts as a loss
 VERDICT_KEYS = ("status", "latency_ms", "eager_ms", "compile_ms", "speedup_vs_eager", "speedup_vs_compile",
                 "fraction_of_limit", "limit_kind")
-TABLE_COLUMNS = ("problem", "status", "best route", "best ms", "compile ms", "x compile", "x eager", "of limit",
-                 "passing min/median/max ms", "n")
+TABLE_COLUMNS = ("problem", "status", "best route", "best ms", "compile ms", "x compile", "x eager",
+                 "of limit", "passing min/median/max ms", "n")
 
 
 def candidate_row(node, proposal, verdict) -> dict:
@@ -36,10 +36,10 @@ def problem_row(candidates: list[dict]) -> dict:
         return {**out, "status": first.get("status", "no_candidate"), "reasons": first.get("reasons", [])}
     best = max(passed, key=lambda c: (c["speedup_vs_compile"] or c["speedup_vs_eager"] or 0, c["id"]))
     lat = sorted(c["latency_ms"] for c in passed if c["latency_ms"] is not None)
-    who = f"the best candidate ({best['route']})"
+    sentence = against_baseline(best["latency_ms"], best["compile_ms"], best["eager_ms"],
+                                f"the best candidate ({best['route']})")
     out.update(status="passed", best={k: best[k] for k in ("id", "route", *VERDICT_KEYS[1:], "tunables")},
-               routes_passed=sorted({c["route"] for c in passed}),
-               against_compile=against_baseline(best["latency_ms"], best["compile_ms"], best["eager_ms"], who))
+               routes_passed=sorted({c["route"] for c in passed}), against_compile=sentence)
     if lat:
         out["spread_ms"] = {"min": lat[0], "median": statistics.median(lat), "max": lat[-1], "of": len(lat)}
     return out
@@ -53,20 +53,25 @@ def geomean(values: list[float]) -> float | None:
 def summary(rows: list[dict], not_reached: list[str] = ()) -> dict:
     done = [r for r in rows if "status" in r]
     passed = [r for r in done if r["status"] == "passed"]
-    comp = {r["problem"]: r["best"]["speedup_vs_compile"] for r in passed if r["best"].get("speedup_vs_compile")}
+    comp = {r["problem"]: r["best"]["speedup_vs_compile"] for r in passed
+            if r["best"].get("speedup_vs_compile")}
     out = {"problems": len(done), "passed": len(passed),
            "pass_rate": round(len(passed) / len(done), 4) if done else None,
            "geomean_vs_compile": geomean(list(comp.values())),
            "geomean_vs_eager": geomean([r["best"].get("speedup_vs_eager") for r in passed]),
            "below_0.97_vs_compile": sorted(k for k, x in comp.items() if x < BELOW),
            "candidates": sum(len(r.get("candidates") or []) for r in done)}
+    # where nothing beat torch.compile, both times
+    out["torch_compile_faster"] = {r["problem"]: r["against_compile"] for r in passed
+                                   if r["problem"] in comp and comp[r["problem"]] < 1.0}
     if comp:
         out["min_vs_compile"] = round(min(comp.values()), 4)
         out["at_or_above_1x"] = sum(1 for x in comp.values() if x >= 1.0)
         # KernelBench's fast_p: the share of all problems run that pass and beat torch.compile by more than p
         out["fast_p_vs_compile"] = {str(t): round(sum(1 for x in comp.values() if x > t) / len(done), 4)
                                     for t in (0, 1, 1.5, 2)}
-    out["failed"] = {r["problem"]: (r.get("reasons") or [""])[0][:300] for r in done if r["status"] != "passed"}
+    out["failed"] = {r["problem"]: (r.get("reasons") or [""])[0][:300] for r in done
+                     if r["status"] != "passed"}
     if not_reached:
         out["not_reached"] = list(not_reached)
     return out
@@ -85,8 +90,8 @@ def table(rows: list[dict]) -> str:
         limit = "-" if frac is None else f"{frac:.0%} {b.get('limit_kind')}"
         spread = "/".join(_f(s.get(k), ".4g") for k in ("min", "median", "max")) if s else "-"
         cells = [r["problem"], r.get("status", "-"), b.get("route", "-"), _f(b.get("latency_ms"), ".4g"),
-                 _f(b.get("compile_ms"), ".4g"), _f(b.get("speedup_vs_compile")), _f(b.get("speedup_vs_eager")),
-                 limit, spread, str(len(r.get("candidates") or []))]
+                 _f(b.get("compile_ms"), ".4g"), _f(b.get("speedup_vs_compile")),
+                 _f(b.get("speedup_vs_eager")), limit, spread, str(len(r.get("candidates") or []))]
         out.append("| " + " | ".join(cells) + " |")
     s = summary(rows)
     out += ["", (f"{s['passed']}/{s['problems']} passed; geometric mean vs torch.compile "

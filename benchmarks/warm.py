@@ -79,7 +79,8 @@ def warm_spec(spec_path: str, sources: list[str], device: str, compile_baseline:
 
 
 def _compile_threads(n: int) -> None:
-    """Inductor's compile threads in a warm-up process, before torch is imported (not part of its cache key)."""
+    """Inductor's compile threads in a warm-up process, set before torch is imported (not in its cache
+    key)."""
     os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", str(n))
 
 
@@ -121,8 +122,8 @@ class WarmPool:
                                    initargs=(threads,))
 
     def _call(self, fn, args):
-        """fn(*args) in a warm-up process. A process that dies (a segfault) breaks its executor and fails every
-        task it held: those run again, each in a process of its own, so the crash costs only its own task."""
+        """fn(*args) in a warm-up process. A process that dies (a segfault) breaks its executor and fails
+        every task it held: those run again, each in a process of its own, so a crash costs only its task."""
         ex = self._ex
         try:
             return ex.submit(fn, *args).result()
@@ -146,7 +147,8 @@ class WarmPool:
 
         def run() -> None:
             with self._cond:
-                self._cond.wait_for(lambda: self._closed or self._held + need <= self.capacity or self._held == 0)
+                self._cond.wait_for(lambda: self._closed or self._held == 0
+                                    or self._held + need <= self.capacity)
                 if self._closed:
                     out.cancel()
                     return
@@ -155,7 +157,7 @@ class WarmPool:
                 if out.set_running_or_notify_cancel():
                     try:
                         out.set_result(self._call(fn, args))
-                    except BaseException as exc:  # noqa: BLE001 - resolve the caller's Future whatever happened
+                    except BaseException as exc:  # noqa: BLE001 - the caller's Future ends whatever happens
                         out.set_exception(exc)
             finally:
                 with self._cond:

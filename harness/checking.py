@@ -3,8 +3,9 @@
 Usage (in the worker): wrong, rejected, diag = check_candidate(spec, ModelNew, backend, device, config,
                                                               secret, clock)
 `wrong` are value/shape/dtype failures, `rejected` are cheats; both are reasons lists (empty = clean).
-Order per trial: the candidate runs BEFORE the reference on its own clone of fresh inputs (so it cannot
-reuse the reference's output memory), the reference's output is poisoned (NaN) before it is freed.
+Order per trial: the candidate runs BEFORE the reference on fresh inputs (so it cannot reuse the reference's
+output memory), then the reference on the same inputs, which digests show the candidate left unchanged; the
+reference's output is poisoned (NaN) before it is freed.
 """
 
 from __future__ import annotations
@@ -12,11 +13,16 @@ from __future__ import annotations
 import threading
 
 import torch
-from torch.utils._pytree import tree_map
 
 from harness import guard
 from harness.backends.base import Backend
-from harness.compare import centered_relative_error, compare_outputs, degenerate_reasons, relative_error
+from harness.compare import (
+    CHUNK_ELEMENTS,
+    centered_relative_error,
+    compare_outputs,
+    degenerate_reasons,
+    relative_error,
+)
 from harness.config import EvalConfig, tolerance_for
 from harness.profile import derive_seed, sync
 from harness.spec import Spec, Variant, build_model, make_inputs
@@ -33,16 +39,32 @@ def tolerance(spec: Spec, ref_out) -> tuple[float, float]:
     return tolerance_for(str(tensors[0].dtype)) if tensors else tolerance_for("float32")
 
 
+def _round_to_bf16_(inputs: list) -> list:
+    """The floating inputs rounded to bf16 in place (chunk by chunk: no second copy of a large input);
+    inputs of any other dtype stay as they are. The caller owns them and needs their values no more."""
+    for t in guard.tensors_of(list(inputs)):
+        if t.is_floating_point() and t.dtype != torch.bfloat16:
+            flat = t.view(-1) if t.is_contiguous() else None
+            if flat is None:
+                t.copy_(t.to(torch.bfloat16))
+                continue
+            for start in range(0, flat.numel(), CHUNK_ELEMENTS):
+                part = flat[start:start + CHUNK_ELEMENTS]
+                part.copy_(part.to(torch.bfloat16))
+    return list(inputs)
+
+
 def _bf16_rounding_error(spec: Spec, variant: Variant, inputs: list, ref_out, device: str, seed: int) -> float:
-    """Relative error of the reference when its inputs and parameters are rounded to bf16."""
+    """Relative error of the reference when its inputs and parameters are rounded to bf16 (rounds `inputs`
+    in place)."""
     model = build_model(spec.module.Model, spec, variant, seed, device)
     with torch.no_grad():
         for p in list(model.parameters()) + list(model.buffers()):
             if p.is_floating_point():
                 p.copy_(p.to(torch.bfloat16).to(p.dtype))
-    rounded = tree_map(lambda x: x.to(torch.bfloat16).to(x.dtype)
-                       if isinstance(x, torch.Tensor) and x.is_floating_point() else x, list(inputs))
-    return relative_error(model(*rounded), ref_out)
+    rounded_out = model(*_round_to_bf16_(inputs))
+    del model
+    return relative_error(rounded_out, ref_out)
 
 
 def _poison(value) -> None:
@@ -51,13 +73,16 @@ def _poison(value) -> None:
             t.fill_(float("nan"))
 
 
-def _run_candidate(model, inputs: list, backend: Backend, device: str, clock: Clock) -> tuple[object, list, dict]:
-    """One guarded forward: returns (output, cheat reasons)."""
-    saved = guard.snapshot_bytes(inputs)
+def _run_candidate(model, inputs: list, backend: Backend, device: str, clock: Clock, digest: guard.Digest,
+                   before: list | None = None) -> tuple[object, list, dict]:
+    """One guarded forward on `inputs` themselves (no copy): returns (output, cheat reasons, aten ops). That
+    the inputs stayed unchanged (`before`: their digests, taken here if not given) and the output was
+    complete when forward returned is checked by digests."""
+    before = guard.input_digests(digest, inputs) if before is None else before
     threads_before = threading.active_count()
     with guard.OpRecorder() as rec:
         out = model(*inputs)
-    snapshot = [t.clone() for t in guard.tensors_of(out) if type(t) is torch.Tensor]  # current stream only
+    queued = digest.queue([t for t in guard.tensors_of(out) if type(t) is torch.Tensor])  # current stream only
     sync(device, clock)
     reasons = guard.output_type_reasons(out)
     tampered = clock.tampered()
@@ -65,38 +90,48 @@ def _run_candidate(model, inputs: list, backend: Backend, device: str, clock: Cl
         reasons.append(f"timer or synchronisation replaced: {tampered} (monkey-patching)")
     reasons += guard.forbidden_op_reasons(rec.ops, backend.allowed_ops, backend.name)
     reasons += guard.stream_reasons(device) + guard.thread_reasons(threads_before)
-    reasons += guard.mutation_reasons(saved, inputs) + guard.aliasing_reasons(out, inputs)
+    reasons += guard.changed_input_reasons(before, digest, inputs) + guard.aliasing_reasons(out, inputs)
     if not reasons:
-        reasons += guard.late_write_reasons(snapshot, out)
+        reasons += guard.late_digest_reasons(queued, digest,
+                                             [t for t in guard.tensors_of(out) if type(t) is torch.Tensor])
     return out, reasons, dict(rec.ops)
 
 
 def check_variant(spec: Spec, cand_cls: type, variant: Variant, backend: Backend, device: str,
                   config: EvalConfig, secret: int, clock: Clock) -> tuple[list[str], list[str], dict]:
+    """`config.trials` trials of one variant. What a trial keeps alive at once (harness/memory.py counts it):
+    the inputs (the candidate and then the reference run on them; digests show they stayed unchanged), the
+    candidate's output, the reference's output, and while the candidate runs the previous trial's reference
+    output (an output sharing its memory is a reused result; it is poisoned and freed before the reference
+    runs again). Results cached across calls are found by digests of the previous trial's outputs."""
     init_seed = derive_seed(secret, variant.name, "init")
     ref_model = build_model(spec.module.Model, spec, variant, init_seed, device)
     cand_model = build_model(cand_cls, spec, variant, init_seed, device)
+    digest = guard.Digest(derive_seed(secret, variant.name, "digest"))
     wrong: list[str] = []
     cheats: list[str] = []
     diag: dict = {"kwargs": variant.kwargs, "trials": []}
-    prev_out = prev_ref = None
+    prev_ref = prev_digests = None
     for trial in range(config.trials):
-        inputs = make_inputs(spec, variant, derive_seed(secret, variant.name, trial), device,
-                             config.inputs_on_device)
-        cand_inputs, ref_inputs = guard.clone_inputs(inputs), guard.clone_inputs(inputs)
-        out, cheat, ops = _run_candidate(cand_model, cand_inputs, backend, device, clock)
+        input_seed = derive_seed(secret, variant.name, trial)
+        inputs = make_inputs(spec, variant, input_seed, device, config.inputs_on_device)
+        before = guard.input_digests(digest, inputs)  # the candidate must leave them so for the reference
+        out, cheat, ops = _run_candidate(cand_model, inputs, backend, device, clock, digest, before)
         diag["aten_ops"] = ops
         if prev_ref is not None and guard.aliasing_reasons(out, guard.tensors_of(prev_ref)):
             cheat.append("the output shares memory with the reference's output (reusing the reference's result)")
+        _poison(prev_ref)
+        prev_ref = None
         if cheat:
             cheats += [f"variant {variant.name!r} trial {trial}: {r}" for r in cheat]
             break
-        ref_out = ref_model(*ref_inputs)
+        ref_out = ref_model(*inputs)
         sync(device, clock)
         atol, rtol = tolerance(spec, ref_out)
         reasons, tdiag = compare_outputs(out, ref_out, atol, rtol)
         diag["trials"].append(tdiag)
         diag["atol"], diag["rtol"] = atol, rtol
+        digests = (digest.of(out), digest.of(ref_out))
         if not reasons and trial == 0:
             degenerate = degenerate_reasons(ref_out, atol, rtol)
             if degenerate:
@@ -108,25 +143,32 @@ def check_variant(spec: Spec, cand_cls: type, variant: Variant, backend: Backend
                         f"the reference of variant {variant.name!r} is near zero or constant, so the "
                         f"strict check applies: relative error {rel:.3g}, error after removing the mean "
                         f"{cen:.3g}; both must be <= {config.degenerate_strict_rel:g}")
-            ref_tensors = guard.tensors_of(ref_out)
-            if not reasons and ref_tensors and ref_tensors[0].dtype == torch.float32:
+            first = next(iter(guard.tensors_of(ref_out)), None)
+            fp32 = first is not None and first.dtype == torch.float32
+            del first  # no reference to this trial's output may outlive it
+            if not reasons and fp32:
                 err = relative_error(out, ref_out)
+                del out  # its digest is kept: the bf16-rounded reference's output takes its place
+                if guard.changed_input_reasons(before, digest, inputs):  # the reference wrote to its inputs
+                    inputs = make_inputs(spec, variant, input_seed, device, config.inputs_on_device)
                 bf16_err = _bf16_rounding_error(spec, variant, inputs, ref_out, device, init_seed)
                 diag["rel_err"], diag["bf16_rounding_rel_err"] = err, bf16_err
                 if bf16_err > 0 and err > DOWNGRADE_RATIO * bf16_err and err > 1e-5:
                     cheats.append(
                         f"variant {variant.name!r}: precision downgrade: relative error {err:.3g} on an "
                         f"fp32 spec is near bf16 rounding ({bf16_err:.3g}); compute in fp32")
-        if reasons and prev_out is not None and not compare_outputs(out, prev_out, 0.0, 0.0)[0] \
-                and compare_outputs(ref_out, prev_ref, 0.0, 0.0)[0]:
+        if reasons and prev_digests is not None and digests[0] == prev_digests[0] \
+                and digests[1] != prev_digests[1]:
             cheats.append(f"variant {variant.name!r} trial {trial}: the output did not change when the "
                           "inputs changed (results cached across calls)")
         wrong += [f"variant {variant.name!r} (get_inputs(**{variant.kwargs})) trial {trial}: {r}"
                   for r in reasons]
         if reasons or cheats:
+            _poison(ref_out)
             break
-        _poison(prev_ref)
-        prev_out, prev_ref = out, ref_out
+        out = inputs = None  # freed before the next trial draws its inputs
+        prev_ref, prev_digests = ref_out, digests
+        ref_out = None
     _poison(prev_ref)
     return wrong, cheats, diag
 

@@ -6,6 +6,11 @@ Usage:
               [-o results.json] [--json]
     python -m harness.cli SPEC.py CANDIDATE.py --device cpu --no-compile-baseline
 
+The hardware limits: `--bandwidth-gbps` / `--peak-tflops` where given (nominal numbers), else what the card
+lookup that `kkb` hands in says of the device (agent_client/card.py: the device's name matched to the
+facts files, nominal peaks), else (`python -m harness.cli` alone) a measured copy bandwidth and no compute
+limit. The verdict's diagnostics["limits"] and a suite's results file name the card and the limits.
+
 --json prints the verdict (a suite: its summary and rows) as JSON on stdout, the table going to stderr;
 -o/--output writes the same to a file (a suite's results file, default bench-<folder>.json).
 
@@ -19,6 +24,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -78,6 +84,19 @@ def _print_summary(summary: dict, file=None) -> None:
           f"{_fmt(summary.get('median_time_to_verdict_s'), '.1f')} s; statuses {summary.get('statuses')}", file=file)
 
 
+CardLookup = Callable[[str], HardwarePeaks]  # device ("cuda:0") -> its card's peaks (kernelkb_cli hands one in)
+
+
+def _limits_line(peaks: HardwarePeaks, device: str = "cuda") -> str:
+    if not device.startswith("cuda"):
+        return "limits: none on the CPU (wall-clock timings; no fraction of a hardware limit)"
+    if peaks.card or peaks.source:
+        return f"limits: {peaks.card or 'given'} ({peaks.source or 'given on the command line'})"
+    if peaks.memory_bandwidth_bytes_per_s or peaks.flops_per_s:
+        return "limits: given on the command line"
+    return "limits: measured device-copy bandwidth; compute limit unknown (no card facts)"
+
+
 def _single(spec: Path, candidate: Path, backend: str, device: str, config: EvalConfig, peaks: HardwarePeaks,
             output: Path | None, json_out: bool) -> BenchExit:
     from harness.device import ProfileError
@@ -115,13 +134,15 @@ def _suite(suite: Path, candidates: Path | None, backend: str, devices: list[str
     problems = suite_problems(suite, max_elements, results.with_name(results.stem + ".scaled"), only)
     if not problems:
         raise typer.BadParameter(f"--suite {suite}: no problems (*.py) found")
-    identity = {"suite": str(suite.resolve()), "backend": backend, "max_elements": max_elements,
+    identity = {"suite": str(suite.resolve()), "backend": backend, "max_elements": max_elements, "card": peaks.card,
                 "candidates": str(candidates.resolve()) if candidates else None,
                 "executor": f"ray {ray}" if ray else ",".join(devices), "trials": config.trials}
     slots = len(devices) + compile_workers if not ray else 8
     with open_executor(devices, config, peaks, compile_workers=compile_workers, ray_address=ray) as pool:
         run = run_suite(problems, pool, results, identity, candidates=candidates, backend=backend, resume=resume,
-                        max_inflight=max(2, slots), extra={"command": " ".join(sys.argv)},
+                        max_inflight=max(2, slots),
+                        extra={"command": " ".join(sys.argv),
+                               "limits": {**peaks.to_dict(), "line": _limits_line(peaks, devices[0])}},
                         on_row=lambda r: print(f"{r['spec']} {r.get('candidate') or ''}: {r['status']}",
                                                file=sys.stderr))
     if run.resumed_rows:
@@ -135,82 +156,103 @@ def _suite(suite: Path, candidates: Path | None, backend: str, devices: list[str
     return run.exit_code
 
 
-def bench(
-    spec: Annotated[Path | None, typer.Argument(help="spec file (KernelBench format)")] = None,
-    candidate: Annotated[Path | None, typer.Argument(help="candidate file defining ModelNew")] = None,
-    backend: Annotated[str, typer.Option(help="triton | cuda | torch | cute | hip")] = "triton",
-    device: Annotated[str | None, typer.Option(help="cuda:0, cpu (default: cuda:0 when present)")] = None,
-    devices: Annotated[str | None, typer.Option(help="with --suite: cuda:0,cuda:1,... (one timing worker each)")] = None,
-    ray: Annotated[str | None, typer.Option(help="with --suite: evaluate on the Ray cluster at HOST:PORT, "
-                                                 "ray://HOST:PORT, auto, or local")] = None,
-    output: Annotated[Path | None, typer.Option("-o", "--output", help="write the verdict here (a suite: its "
-                                                "results file, default bench-<folder>.json, resumed when rerun)")
-                      ] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="print the verdict (a suite: its results) as JSON; "
-                                                          "the table goes to stderr")] = False,
-    suite: Annotated[Path | None, typer.Option(help="run every problem in this folder")] = None,
-    candidates: Annotated[Path | None, typer.Option(help="with --suite: NAME.py or NAME/*.py per problem")] = None,
-    only: Annotated[str | None, typer.Option(help="with --suite: these problems only (comma-separated stems)")] = None,
-    max_elements: Annotated[int | None, typer.Option(help="with --suite: scale each problem's size constants "
-                                                          "so its inputs hold at most N elements")] = None,
-    scale: Annotated[bool, typer.Option(help=f"with --suite: --max-elements {SCALE_ELEMENTS} (CPU sizes)")] = False,
-    resume: Annotated[bool, typer.Option(help="with --suite: keep the rows of an earlier run's results file")] = True,
-    trials: Annotated[int, typer.Option(help="correctness trials per variant")] = 3,
-    compile_baseline: Annotated[bool, typer.Option(help="time torch.compile of the reference")] = True,
-    timeout: Annotated[float | None, typer.Option(
-        help="seconds per candidate (default: from the reference's measured time, at least 30 s)")] = None,
-    compile_workers: Annotated[int | None, typer.Option(
-        help="with --suite: processes compiling candidates ahead of timing (default 2 on a GPU, 0 on CPU)")] = None,
-    bandwidth_gbps: Annotated[float | None, typer.Option(help="peak memory bandwidth, GB/s")] = None,
-    peak_tflops: Annotated[str, typer.Option(
-        help="compute limits as DTYPE=TFLOPS,..., e.g. bfloat16=796,tf32=406,float32=51 (float32 also gets "
-             "tf32 / 3)")] = "",
-) -> None:
-    """Judge a candidate kernel against a spec (or a folder of problems) and print a table.
+def _peaks(card_lookup: CardLookup | None, device: str, bandwidth_gbps: float | None,
+           flops_per_s: dict[str, float]) -> HardwarePeaks:
+    """The card's peaks (on a GPU, where a lookup was handed in), with the numbers given on the command line
+    in their place."""
+    card = card_lookup(device) if card_lookup is not None and device.startswith("cuda") else HardwarePeaks()
+    if bandwidth_gbps is None and not flops_per_s:
+        return card
+    return HardwarePeaks(bandwidth_gbps * 1e9 if bandwidth_gbps else card.memory_bandwidth_bytes_per_s,
+                         flops_per_s or card.flops_per_s, card.card,
+                         "given on the command line" + (f", the rest from {card.source}" if card.source else ""))
 
-    Exit status: 0 all passed, 1 a candidate failed, 2 bad arguments, 3 a spec could not be run, 130 stopped.
-    """
-    from harness.executor import parse_devices
-    from harness.jobs import default_device
-    from harness.stopping import install_stop_signals
 
-    install_stop_signals()
-    try:
-        flops_per_s = parse_peak_tflops(peak_tflops)
-        device_list = parse_devices(devices) or [device or default_device()]
-    except ValueError as exc:
-        raise typer.BadParameter(str(exc)) from exc
-    config = EvalConfig(trials=trials, time_compile_baseline=compile_baseline, timeout_s=timeout)
-    peaks = HardwarePeaks(bandwidth_gbps * 1e9 if bandwidth_gbps else None, flops_per_s)
-    try:
-        if suite is not None:
-            if spec is not None:
-                raise typer.BadParameter(f"--suite {suite} and a SPEC ({spec}): give one (-o PATH names the "
-                                         "results file; --json is a flag)")
-            if not suite.is_dir():
-                raise typer.BadParameter(f"--suite {suite}: not a folder")
-            if candidates is not None and not candidates.is_dir():
-                raise typer.BadParameter(f"--candidates {candidates}: not a folder")
-            workers = compile_workers if compile_workers is not None else (
-                2 if device_list[0].startswith("cuda") and not ray else 0)
-            code = _suite(suite, candidates, backend, device_list, ray, config, peaks,
-                          output or Path(f"bench-{suite.resolve().name}.json"),
-                          SCALE_ELEMENTS if scale and max_elements is None else max_elements, resume,
-                          [s.strip() for s in only.split(",")] if only else None, workers, json_out)
-        else:
-            if spec is None or candidate is None:
-                raise typer.BadParameter("give SPEC and CANDIDATE, or --suite DIR")
-            if not candidate.is_file():
-                raise typer.BadParameter(f"candidate {candidate}: no such file")
-            code = _single(spec, candidate, backend, device_list[0], config, peaks, output, json_out)
-    except KeyboardInterrupt:
-        where = f"; rerun the same command to resume from {output or 'its results file'}" if suite else ""
-        typer.echo(f"interrupted: every harness worker was stopped{where}", err=True)
-        raise typer.Exit(int(BenchExit.INTERRUPTED)) from None
-    except ConnectionError as exc:  # an unreachable Ray cluster, named
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(int(BenchExit.USAGE)) from exc
-    raise typer.Exit(int(code))
+def make_bench(card_lookup: CardLookup | None = None):
+    """The `kkb bench` command, judging by `card_lookup(device)`'s peaks where none are given."""
+
+    def bench(
+        spec: Annotated[Path | None, typer.Argument(help="spec file (KernelBench format)")] = None,
+        candidate: Annotated[Path | None, typer.Argument(help="candidate file defining ModelNew")] = None,
+        backend: Annotated[str, typer.Option(help="triton | cuda | torch | cute | hip")] = "triton",
+        device: Annotated[str | None, typer.Option(help="cuda:0, cpu (default: cuda:0 when present)")] = None,
+        devices: Annotated[str | None, typer.Option(help="with --suite: cuda:0,cuda:1,... (one timing worker each)")] = None,
+        ray: Annotated[str | None, typer.Option(help="with --suite: evaluate on the Ray cluster at HOST:PORT, "
+                                                     "ray://HOST:PORT, auto, or local")] = None,
+        output: Annotated[Path | None, typer.Option("-o", "--output", help="write the verdict here (a suite: its "
+                                                    "results file, default bench-<folder>.json, resumed when rerun)")
+                          ] = None,
+        json_out: Annotated[bool, typer.Option("--json", help="print the verdict (a suite: its results) as JSON; "
+                                                              "the table goes to stderr")] = False,
+        suite: Annotated[Path | None, typer.Option(help="run every problem in this folder")] = None,
+        candidates: Annotated[Path | None, typer.Option(help="with --suite: NAME.py or NAME/*.py per problem")] = None,
+        only: Annotated[str | None, typer.Option(help="with --suite: these problems only (comma-separated stems)")] = None,
+        max_elements: Annotated[int | None, typer.Option(help="with --suite: scale each problem's size constants "
+                                                              "so its inputs hold at most N elements")] = None,
+        scale: Annotated[bool, typer.Option(help=f"with --suite: --max-elements {SCALE_ELEMENTS} (CPU sizes)")] = False,
+        resume: Annotated[bool, typer.Option(help="with --suite: keep the rows of an earlier run's results file")] = True,
+        trials: Annotated[int, typer.Option(help="correctness trials per variant")] = 3,
+        compile_baseline: Annotated[bool, typer.Option(help="time torch.compile of the reference")] = True,
+        timeout: Annotated[float | None, typer.Option(
+            help="seconds per candidate (default: from the reference's measured time, at least 30 s)")] = None,
+        compile_workers: Annotated[int | None, typer.Option(
+            help="with --suite: processes compiling candidates ahead of timing (default 2 on a GPU, 0 on CPU)")] = None,
+        bandwidth_gbps: Annotated[float | None, typer.Option(help="peak memory bandwidth, GB/s")] = None,
+        peak_tflops: Annotated[str, typer.Option(
+            help="compute limits as DTYPE=TFLOPS,..., e.g. bfloat16=796,tf32=406,float32=51 (float32 also gets "
+                 "tf32 / 3)")] = "",
+    ) -> None:
+        """Judge a candidate kernel against a spec (or a folder of problems) and print a table.
+
+        Exit status: 0 all passed, 1 a candidate failed, 2 bad arguments, 3 a spec could not be run, 130 stopped.
+        """
+        from harness.executor import parse_devices
+        from harness.jobs import default_device
+        from harness.stopping import install_stop_signals
+
+        install_stop_signals()
+        try:
+            flops_per_s = parse_peak_tflops(peak_tflops)
+            device_list = parse_devices(devices) or [device or default_device()]
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc)) from exc
+        config = EvalConfig(trials=trials, time_compile_baseline=compile_baseline, timeout_s=timeout)
+        peaks = _peaks(card_lookup, device_list[0], bandwidth_gbps, flops_per_s)
+        print(_limits_line(peaks, device_list[0]), file=sys.stderr)
+        try:
+            if suite is not None:
+                if spec is not None:
+                    raise typer.BadParameter(f"--suite {suite} and a SPEC ({spec}): give one (-o PATH names the "
+                                             "results file; --json is a flag)")
+                if not suite.is_dir():
+                    raise typer.BadParameter(f"--suite {suite}: not a folder")
+                if candidates is not None and not candidates.is_dir():
+                    raise typer.BadParameter(f"--candidates {candidates}: not a folder")
+                workers = compile_workers if compile_workers is not None else (
+                    2 if device_list[0].startswith("cuda") and not ray else 0)
+                code = _suite(suite, candidates, backend, device_list, ray, config, peaks,
+                              output or Path(f"bench-{suite.resolve().name}.json"),
+                              SCALE_ELEMENTS if scale and max_elements is None else max_elements, resume,
+                              [s.strip() for s in only.split(",")] if only else None, workers, json_out)
+            else:
+                if spec is None or candidate is None:
+                    raise typer.BadParameter("give SPEC and CANDIDATE, or --suite DIR")
+                if not candidate.is_file():
+                    raise typer.BadParameter(f"candidate {candidate}: no such file")
+                code = _single(spec, candidate, backend, device_list[0], config, peaks, output, json_out)
+        except KeyboardInterrupt:
+            where = f"; rerun the same command to resume from {output or 'its results file'}" if suite else ""
+            typer.echo(f"interrupted: every harness worker was stopped{where}", err=True)
+            raise typer.Exit(int(BenchExit.INTERRUPTED)) from None
+        except ConnectionError as exc:  # an unreachable Ray cluster, named
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(int(BenchExit.USAGE)) from exc
+        raise typer.Exit(int(code))
+
+    return bench
+
+
+bench = make_bench()  # `python -m harness.cli`: the harness alone, no card facts
 
 
 if __name__ == "__main__":

@@ -5,8 +5,8 @@ Usage: from harness.compare import compare_outputs; reasons, diag = compare_outp
 Rules: shape and dtype must match exactly; values within |out - ref| <= atol + rtol * |ref|; NaN where the
 reference is finite fails, NaN where the reference is NaN is fine; +-Inf must match exactly.
 
-Large tensors are compared in chunks of `CHUNK_ELEMENTS` (float64 temporaries of one chunk at a time, a few
-GB at most, rather than ten times a 6 GB output); counts, maxima and the worst elements are the same.
+Large tensors are compared in chunks of `CHUNK_ELEMENTS` (float64 temporaries of one chunk at a time, under
+1 GB, rather than ten times a 6 GB output); counts, maxima and the worst elements are the same.
 """
 
 from __future__ import annotations
@@ -14,37 +14,79 @@ from __future__ import annotations
 import torch
 
 MAX_WORST = 5  # worst mismatching elements listed in diagnostics
-CHUNK_ELEMENTS = 1 << 26  # elements compared at once: ~0.5 GB per float64 temporary
-# the comparison's own temporaries at their peak, per element of a chunk (two float64 copies, the
-# difference, the relative error and the score, and six masks); harness/memory.py counts them
-WORKSPACE_BYTES_PER_ELEMENT = 5 * 8 + 6
+CHUNK_ELEMENTS = 1 << 24  # elements compared at once: 128 MB per float64 temporary
+# the comparison's temporaries at their peak, per element of a chunk: the two float64 copies, two float64
+# working arrays and six masks (harness/memory.py counts them; tests/harness/test_memory.py measures them)
+WORKSPACE_BYTES_PER_ELEMENT = 4 * 8 + 6
+
+
+def _pieces(t: torch.Tensor, rows: int | None):
+    """Views of `t` in row-major order: flat slices of CHUNK_ELEMENTS, or (rows) slabs along dim 0."""
+    t = t.detach()
+    if t.numel() == 0:
+        return
+    if rows is None:
+        flat = t.view(-1)
+        for start in range(0, flat.numel(), CHUNK_ELEMENTS):
+            yield flat[start:start + CHUNK_ELEMENTS]
+        return
+    for start in range(0, t.shape[0], rows):
+        yield t[start:start + rows]
+
+
+def _rows(*tensors: torch.Tensor) -> int | None:
+    """None where every tensor is contiguous (flat slices), else the rows of one slab."""
+    first = tensors[0]
+    if all(t.is_contiguous() for t in tensors) or first.dim() == 0 or first.numel() == 0:
+        return None
+    return max(1, CHUNK_ELEMENTS // max(1, first[0].numel()))
 
 
 def _chunks(out: torch.Tensor, ref: torch.Tensor):
-    """(offset, float64 chunk of out, float64 chunk of ref) over the flattened tensors."""
-    flat_o, flat_r = out.detach().reshape(-1), ref.detach().reshape(-1)
-    for start in range(0, flat_o.numel(), CHUNK_ELEMENTS):
-        yield (start, flat_o[start:start + CHUNK_ELEMENTS].to(torch.float64),
-               flat_r[start:start + CHUNK_ELEMENTS].to(torch.float64))
+    """(offset, float64 copy of a chunk of out, float64 copy of the same chunk of ref), in row-major order.
+    Contiguous tensors are cut in flat slices; otherwise in slabs of whole rows (a slab's copy, not the
+    tensor's). The copies are the caller's to change in place."""
+    rows = _rows(out, ref)
+    start = 0
+    for o, r in zip(_pieces(out, rows), _pieces(ref, rows)):
+        o64 = o.reshape(-1).to(torch.float64, copy=True)
+        yield start, o64, r.reshape(-1).to(torch.float64, copy=True)
+        start += o64.numel()
+
+
+def _chunks_of(t: torch.Tensor):
+    """float64 copies of `t`'s chunks, as `_chunks` cuts them."""
+    for piece in _pieces(t, _rows(t)):
+        yield piece.reshape(-1).to(torch.float64, copy=True)
 
 
 def _compare_chunk(o: torch.Tensor, r: torch.Tensor, atol: float, rtol: float) -> dict:
-    r_nan, o_nan = torch.isnan(r), torch.isnan(o)
-    r_inf, o_inf = torch.isinf(r), torch.isinf(o)
-    both_nan = r_nan & o_nan
-    inf_ok = r_inf & o_inf & (torch.sign(r) == torch.sign(o))
-    finite = ~(r_nan | o_nan | r_inf | o_inf)
-    diff = torch.where(finite, (o - r).abs(), torch.zeros_like(o))
-    bad = (finite & (diff > atol + rtol * r.abs())) | (~finite & ~both_nan & ~inf_ok)
-    n_bad = int(bad.sum())
-    rel = diff / r.abs().clamp_min(1e-12)
-    out = {"n_bad": n_bad, "max_abs": float(diff.max()),
-           "max_rel": float(torch.where(finite & (r.abs() > atol), rel, torch.zeros_like(rel)).max()),
-           "nan_where_ref_finite": int((o_nan & ~r_nan).sum()), "top": []}
+    """Counts, maxima and the worst elements of one chunk (float64 copies, changed in place)."""
+    finite = torch.isfinite(o)
+    finite &= torch.isfinite(r)
+    r_nan = torch.isnan(r)
+    o_nan = torch.isnan(o)
+    nan_where_ref_finite = int((o_nan & ~r_nan).sum())
+    # a non-finite pair is right when both are NaN or both the same infinity
+    r_nan &= o_nan
+    wrong = o != r
+    wrong &= ~r_nan
+    wrong &= ~finite
+    del r_nan, o_nan
+    diff = o.sub(r).abs_().masked_fill_(~finite, 0.0)
+    work = r.abs().mul_(rtol).add_(atol)  # the tolerance, then |ref|, then the relative error
+    wrong |= (diff > work) & finite
+    n_bad = int(wrong.sum())
+    out = {"n_bad": n_bad, "max_abs": float(diff.max()), "nan_where_ref_finite": nan_where_ref_finite, "top": []}
+    torch.abs(r, out=work)
+    rel_mask = work > atol
+    rel_mask &= finite
+    torch.div(diff, work.clamp_min_(1e-12), out=work)
+    out["max_rel"] = float(work.masked_fill_(~rel_mask, 0.0).max())
+    del rel_mask
     if n_bad:
         # worst first: non-finite mismatches rank above everything
-        score = torch.where(bad, torch.where(finite, diff, torch.full_like(diff, float("inf"))),
-                            torch.full_like(diff, -1.0))
+        score = work.copy_(diff).masked_fill_(~finite, float("inf")).masked_fill_(~wrong, -1.0)
         values, idx = torch.topk(score, min(MAX_WORST, n_bad))
         out["top"] = [(float(v), int(i), float(o[i]), float(r[i])) for v, i in zip(values, idx)]
     return out
@@ -142,21 +184,24 @@ def compare_outputs(out, ref, atol: float, rtol: float, label: str = "output") -
 
 
 def relative_error(out, ref) -> float:
-    """||out - ref|| / ||ref|| over all output tensors (float64, in chunks)."""
+    """||out - ref|| / ||ref|| over all output tensors (float64, in chunks; non-finite pairs left out)."""
     num = den = 0.0
     for o, r in zip(_flatten(out), _flatten(ref)):
         if isinstance(r, torch.Tensor) and r.is_floating_point():
             for _, o64, r64 in _chunks(o, r):
-                mask = torch.isfinite(r64) & torch.isfinite(o64)
-                num += float(((o64 - r64)[mask] ** 2).sum())
-                den += float((r64[mask] ** 2).sum())
+                mask = torch.isfinite(r64)
+                mask &= torch.isfinite(o64)
+                o64.sub_(r64).masked_fill_(~mask, 0.0)
+                r64.masked_fill_(~mask, 0.0)
+                num += float(o64.square_().sum())
+                den += float(r64.square_().sum())
     return (num ** 0.5) / max(den ** 0.5, 1e-30)
 
 
 def _mean(t: torch.Tensor) -> float:
     total = 0.0
-    for start in range(0, t.numel(), CHUNK_ELEMENTS):
-        total += float(t.detach().reshape(-1)[start:start + CHUNK_ELEMENTS].to(torch.float64).sum())
+    for chunk in _chunks_of(t):
+        total += float(chunk.sum())
     return total / max(1, t.numel())
 
 
@@ -167,9 +212,11 @@ def centered_relative_error(out, ref) -> float:
         if isinstance(r, torch.Tensor) and r.is_floating_point():
             o_mean, r_mean = _mean(o), _mean(r)
             for _, o64, r64 in _chunks(o, r):
-                o64, r64 = o64 - o_mean, r64 - r_mean
-                num += float(((o64 - r64) ** 2).sum())
-                den += float((r64 ** 2).sum())
+                o64.sub_(o_mean)
+                r64.sub_(r_mean)
+                o64.sub_(r64)
+                num += float(o64.square_().sum())
+                den += float(r64.square_().sum())
     return (num ** 0.5) / max(den ** 0.5, 1e-30)
 
 
@@ -177,9 +224,8 @@ def _constant_passes(ref: torch.Tensor, value: float, atol: float, rtol: float) 
     """Would an output filled with `value` pass the tolerance against `ref`? (chunk by chunk)"""
     if ref.numel() == 0:
         return True
-    for start in range(0, ref.numel(), CHUNK_ELEMENTS):
-        r = ref.detach().reshape(-1)[start:start + CHUNK_ELEMENTS]
-        if _compare_chunk(torch.full_like(r, value, dtype=torch.float64), r.to(torch.float64), atol, rtol)["n_bad"]:
+    for r in _chunks_of(ref):
+        if _compare_chunk(torch.full_like(r, value), r, atol, rtol)["n_bad"]:
             return False
     return True
 

@@ -171,8 +171,11 @@ class DeviceRunner:
         """The spec's footprint; SpecTooLarge, with the estimate, when one evaluation cannot fit."""
         footprint = self.footprint(spec)
         capacity = self.budget.capacity_bytes
-        if footprint.method == "meta" and footprint.evaluation_bytes > capacity:
-            raise SpecTooLarge(too_large_message(spec, footprint, self.device, capacity))
+        if footprint.method == "meta" and footprint.needed_bytes > capacity:
+            from harness.fitting import sizes_that_fit
+
+            smaller = sizes_that_fit(spec, self.config, self.device, capacity)
+            raise SpecTooLarge(too_large_message(spec, footprint, self.device, capacity, smaller))
         return footprint
 
     def share_for(self, spec: Spec, compile_stage: bool = False) -> int:

@@ -58,6 +58,77 @@ def snapshot_bytes(inputs: list) -> list[torch.Tensor | None]:
     return [x.detach().clone() if isinstance(x, torch.Tensor) else None for x in tree_leaves(list(inputs))]
 
 
+DIGEST_CHUNK = 1 << 23  # words hashed at once
+DIGEST_WORKSPACE_BYTES_PER_WORD = 5 * 8  # int64 temporaries of a chunk at their peak (harness/memory.py)
+_WORDS = {8: torch.int64, 4: torch.int32, 2: torch.int16, 1: torch.uint8}
+
+
+class Digest:
+    """A keyed hash of tensors' bytes, computed on their device in chunks: what a bitwise copy would tell
+    (changed or not) for a few hundred MB of temporaries instead of a copy of every tensor.
+
+    Each word w_i (the widest integer the element size allows) adds w_i * (a*i + b) and (w_i ^ c) * (d*i + e)
+    to two int64 sums that wrap; a, b, c, d, e come from a secret key and the multipliers are odd, so
+    changing one word always changes the sums and a forward that does not know the key cannot change
+    several words so that they cancel. `queue` leaves the sums on the device, in stream order (no sync).
+    """
+
+    def __init__(self, key: int) -> None:
+        parts = [(key >> (13 * i)) & ((1 << 61) - 1) for i in range(5)]
+        self.a, self.b, self.c, self.d, self.e = (p | 1 for p in parts)
+
+    def _words(self, t: torch.Tensor) -> torch.Tensor:
+        t = t.detach()
+        if not t.is_contiguous():
+            t = t.contiguous()  # one tensor's copy, freed after hashing; inputs are contiguous as a rule
+        flat = t.reshape(-1)
+        if flat.dtype == torch.bool:
+            flat = flat.view(torch.uint8)
+        return flat.view(_WORDS[flat.element_size()]) if flat.element_size() in _WORDS else flat.view(torch.uint8)
+
+    def queue(self, value) -> list[torch.Tensor]:
+        """Per tensor of `value` (nested too) its (sum, sum, words) on its device, queued on the current
+        stream (nothing waits for the device here)."""
+        sums = []
+        for t in tensors_of(value):
+            if t.is_meta:
+                continue
+            words = self._words(t)
+            h1 = torch.zeros((), dtype=torch.int64, device=t.device)
+            h2 = torch.zeros((), dtype=torch.int64, device=t.device)
+            for start in range(0, words.numel(), DIGEST_CHUNK):
+                w = words[start:start + DIGEST_CHUNK].to(torch.int64)
+                idx = torch.arange(start, start + w.numel(), dtype=torch.int64, device=t.device)
+                h1 += (w * (idx * self.a + self.b)).sum()
+                h2 += ((w ^ self.c) * (idx * self.d + self.e)).sum()
+                del w, idx
+            sums.append(torch.stack([h1, h2, torch.full((), words.numel(), dtype=torch.int64, device=t.device)]))
+        return sums
+
+    def of(self, value) -> tuple[int, ...]:
+        """The digest as Python ints (one wait for the device per device the tensors are on)."""
+        return tuple(x for s in self.queue(value) for x in s.tolist())
+
+
+def leaves(inputs: list) -> list:
+    """The inputs' leaves in order (tensors and other values), as the checks number them."""
+    return tree_leaves(list(inputs))
+
+
+def input_digests(digest: Digest, inputs: list) -> list[tuple[int, ...] | None]:
+    """One digest per leaf of the inputs (None for values that are not tensors), to detect mutation."""
+    return [digest.of(x) if isinstance(x, torch.Tensor) else None for x in leaves(inputs)]
+
+
+def changed_input_reasons(before: list, digest: Digest, inputs: list) -> list[str]:
+    """`mutation_reasons` by digests: the inputs a forward changed."""
+    out = []
+    for i, (was, x) in enumerate(zip(before, leaves(inputs))):
+        if was is not None and isinstance(x, torch.Tensor) and digest.of(x) != was:
+            out.append(f"input {i} was modified by the forward (inputs must stay unchanged)")
+    return out
+
+
 def _same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
     if a.shape != b.shape or a.dtype != b.dtype:
         return False
@@ -157,6 +228,15 @@ def output_type_reasons(output) -> list[str]:
             out.append(f"output {i} is a {type(o).__qualname__} (a Tensor subclass); outputs must be plain "
                        "torch.Tensor, materialised when forward returns")
     return out
+
+
+def late_digest_reasons(queued: list[torch.Tensor], digest: Digest, output) -> list[str]:
+    """`late_write_reasons` by digests: `queued` was queued on the current stream right after forward."""
+    now = digest.queue(output)
+    for i, (before, after) in enumerate(zip(queued, now)):
+        if before.tolist() != after.tolist():
+            return [f"output {i} changed after forward returned (work continued on a side stream or thread)"]
+    return []
 
 
 def late_write_reasons(snapshot: list, output) -> list[str]:

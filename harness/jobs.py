@@ -15,7 +15,7 @@ import uuid
 from harness.backends import get_backend
 from harness.config import EvalConfig, HardwarePeaks
 from harness.measured import verdict_measurements
-from harness.peaks import fraction_of_limit
+from harness.peaks import compute_peak, fraction_of_limit
 from harness.spec import Spec
 from harness.static_checks import run_static_checks
 from harness.verdict import Status, Verdict
@@ -53,6 +53,36 @@ def _status(name: str) -> tuple[Status, list[str]]:
     return Status(name), []
 
 
+def limits_used(peaks: HardwarePeaks | None, profile: dict, flops_dtype: str | None,
+                config: EvalConfig) -> tuple[HardwarePeaks, dict]:
+    """The peaks a verdict is judged by (a measured copy where no bandwidth was given) and what to say of
+    them: the card, each limit with its source, and the timer-escape ceiling of each kind."""
+    peaks = peaks or HardwarePeaks()
+    given_bw = peaks.memory_bandwidth_bytes_per_s
+    measured = profile.get("bandwidth_bytes_per_s") if given_bw is None else None
+    if measured:
+        peaks = HardwarePeaks(measured, peaks.flops_per_s, peaks.card, peaks.source)
+    if given_bw:
+        memory = f"{given_bw / 1e9:.0f} GB/s nominal"
+    elif measured:
+        memory = f"{measured / 1e9:.0f} GB/s measured device copy"
+    else:
+        memory = "unknown"
+    rate = compute_peak(flops_dtype, peaks.flops_per_s)
+    if rate:
+        compute = f"{rate / 1e12:.4g} TFLOP/s nominal {flops_dtype}"
+    elif peaks.flops_per_s:
+        compute = f"unknown for {flops_dtype} (the card's facts give {', '.join(sorted(peaks.flops_per_s))})"
+    else:
+        compute = "unknown (no compute peaks for this device)"
+    return peaks, {
+        "card": peaks.card, "source": peaks.source or ("given" if given_bw or peaks.flops_per_s else "measured"),
+        "memory_limit": memory, "compute_limit": compute,
+        "ceiling": {"memory": config.max_fraction_of_measured_copy if measured else config.max_fraction_of_limit,
+                    "compute": config.max_fraction_of_limit},
+    }
+
+
 def build_verdict(result: dict, spec: Spec, source: str, backend: str, device: str, config: EvalConfig,
                   peaks: HardwarePeaks | None, profile: dict | None) -> Verdict:
     status, extra = _status(result.get("status", "crashed"))
@@ -69,16 +99,16 @@ def build_verdict(result: dict, spec: Spec, source: str, backend: str, device: s
     diagnostics["timing"] = result.get("timing") or {}
     diagnostics["timing_method"] = timing.get("method") or (timed.get("eager") or {}).get("method")
     diagnostics["baselines"] = {k: v for k, v in profile.get("timed", {}).items()}
-    peaks = peaks or HardwarePeaks()
-    if peaks.memory_bandwidth_bytes_per_s is None and profile.get("bandwidth_bytes_per_s"):
-        peaks = HardwarePeaks(profile["bandwidth_bytes_per_s"], peaks.flops_per_s)
-        diagnostics["bandwidth_source"] = "measured device copy"
+    peaks, limits = limits_used(peaks, profile, timed.get("flops_dtype"), config)
+    diagnostics["limits"] = limits
     frac, kind = fraction_of_limit(timed.get("bytes_moved"), timed.get("flops"), timed.get("flops_dtype"),
                                    latency, peaks)
-    if status is Status.passed and frac is not None and frac > config.max_fraction_of_limit:
+    ceiling = limits["ceiling"].get(kind or "", config.max_fraction_of_limit)
+    if status is Status.passed and frac is not None and frac > ceiling:
         status = Status.rejected
-        reasons.append(f"implausible: {frac:.2f}x the {kind} limit ({timed.get('bytes_moved')} bytes, "
-                       f"{timed.get('flops')} FLOPs in {latency:.4g} ms); the timer was likely escaped")
+        reasons.append(f"implausible: {frac:.2f}x the {kind} limit ({limits[f'{kind}_limit']}; at most "
+                       f"{ceiling:g}x is plausible) with {timed.get('bytes_moved')} bytes and {timed.get('flops')} "
+                       f"FLOPs in {latency:.4g} ms; the timer was likely escaped")
     if status is not Status.passed and not reasons:
         reasons = [f"{status.value} (no detail from the worker)"]
     return Verdict(

@@ -125,6 +125,11 @@ def _rewrite(source: str, factor: float, least: int = MIN_SCALED, floor: int = F
     return "".join(lines), changes
 
 
+def scaled_source(source: str, factor: float) -> tuple[str, dict]:
+    """The source with its size constants (those of at least MIN_SCALED) times `factor`, and the changes."""
+    return _rewrite(source, factor)
+
+
 def _measure(source: str, name: str) -> tuple[int, int]:
     """Build the spec's model and inputs on the meta device, run forward: (input elements, FLOPs)."""
     import torch

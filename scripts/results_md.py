@@ -225,7 +225,7 @@ def newest_kernelbench(device: str) -> Path | None:
     older runs, kernelbench-<card>-* (h100, h200, ...) since runs name their card."""
     if device == "cpu":
         return newest("kernelbench-cpu-*.json")
-    return newest("kernelbench-*.json", where=lambda d: (d.get("card") or {}).get("id", "gpu") != "cpu"
+    return newest("kernelbench-*.json", where=lambda d: (d.get("card") or {}).get("short_id", "gpu") != "cpu"
                   and d.get("name", "").startswith("kernelbench-") and d.get("device", "cpu") != "cpu")
 
 

@@ -42,8 +42,8 @@ from agent_client.proposals import NodeView, Proposal, ProposalRequest, Provider
 from agent_client.signature import trace_signature
 from ingest.bundle import BundleError, bundle
 
-_NEEDS_A_MODEL = ("a model-backed provider may still serve it: `--provider anthropic` (set ANTHROPIC_API_KEY) "
-                  "or `--provider openai --base-url URL`")
+_NEEDS_A_MODEL = ("a model-backed provider may still serve it: `--provider anthropic` "
+                  "(set ANTHROPIC_API_KEY) or `--provider openai --base-url URL`")
 _MAX_DRY_RUNS = 160  # dry runs one request may spend looking for points not tried yet
 
 
@@ -100,7 +100,8 @@ class OfflineProvider:
                     except LoweringError:
                         continue
                     if alt.source != lowered.source:
-                        routes.append(self._lowered_route(f"lowering:conv_impl={impl}", alt, {"conv_impl": impl}))
+                        route_id = f"lowering:conv_impl={impl}"
+                        routes.append(self._lowered_route(route_id, alt, {"conv_impl": impl}))
         except TraceError as exc:
             raise ProviderError(f"offline: {exc}") from exc
         except LoweringError as exc:
@@ -108,9 +109,9 @@ class OfflineProvider:
         routes += self._library_routes(request, why)
         for route in [r for r in routes if r.meta.get("route") == "library"]:
             refused = self._probe(request, route).refusal(route.default)
-            if refused:  # the kernel's own launcher refuses these shapes: no candidate would pass
+            if refused:  # its launcher refuses these shapes, or the adapted forward cannot run them
                 routes.remove(route)
-                why.append(f"library: {route.meta['kernel_name']} refuses the spec: {refused}")
+                why.append(f"library: {route.meta['kernel_name']} cannot run the spec: {refused}")
         return routes, why
 
     @staticmethod
@@ -161,7 +162,7 @@ class OfflineProvider:
         return self._probes[k]
 
     def _identity(self, request: ProposalRequest, route: Route, point: dict) -> tuple:
-        """Two points are one candidate when their launches are the same (or, without a dry run, their values)."""
+        """Two points are one candidate when their launches are the same (without a dry run: their values)."""
         trace = self._probe(request, route).trace({**route.default, **point})
         if trace is not None and trace.launches:
             return ("launches", trace.launches)
@@ -176,7 +177,7 @@ class OfflineProvider:
     def propose(self, request: ProposalRequest) -> list[Proposal]:
         routes, why = self.routes(request)
         if not routes:
-            raise ProviderError("offline: no route serves this spec: " + "; ".join(why) + "; " + _NEEDS_A_MODEL)
+            raise ProviderError(f"offline: no route serves this spec: {'; '.join(why)}; {_NEEDS_A_MODEL}")
         by_id = {r.id: r for r in routes}
         history = list(request.history)
         if request.parent is not None and all(n.node_id != request.parent.node_id for n in history):
@@ -190,8 +191,8 @@ class OfflineProvider:
         done = at_limit(history)
         if done is not None:
             v = done.verdict
-            self.stop_note = (f"{done.node_id} reached {v['fraction_of_limit']:.0%} of the {v.get('limit_kind')} "
-                              f"limit (the search stops at {AT_LIMIT:.0%})")
+            self.stop_note = (f"{done.node_id} reached {v['fraction_of_limit']:.0%} of the "
+                              f"{v.get('limit_kind')} limit (the search stops at {AT_LIMIT:.0%})")
             return []
         if request.parent is None:
             plan = self._drafts(request, routes)
@@ -210,8 +211,8 @@ class OfflineProvider:
                 continue
             tried.add(identity)
             changed = sorted(k for k in point if base is not None and base[1].get(k) != point[k])
-            meta = {**route.meta, "route_id": route.id, "tunables": point, "general_lowering_only": only_fallback,
-                    "unserved": why}
+            meta = {**route.meta, "route_id": route.id, "tunables": point, "unserved": why,
+                    "general_lowering_only": only_fallback}
             if base is not None:
                 meta.update(expanded_from=base[0], changed=changed)
             out.append(Proposal(code=set_tunables(route.source, point), meta=meta,
@@ -226,7 +227,8 @@ class OfflineProvider:
         per_route = []
         for r in routes:
             relevant = self.relevant(request, r, r.default)
-            points = [r.default] + expansion_plan(r.default, r.space, None, relevant)[:self.drafts_per_kernel * 4]
+            alternatives = expansion_plan(r.default, r.space, None, relevant)[:self.drafts_per_kernel * 4]
+            points = [r.default, *alternatives]
             points += diverse_points(r.default, _only(r.space, relevant), 4 * request.n + 1)[1:]
             per_route.append([(r, p, None) for p in points])
         return [x[i] for i in range(max(len(x) for x in per_route)) for x in per_route if i < len(x)]
@@ -252,14 +254,14 @@ class OfflineProvider:
                 plan += self._around(request, alt, node, history)
         return plan
 
-    def _around(self, request: ProposalRequest, route: Route, base: NodeView, history: list[NodeView]) -> list:
+    def _around(self, request: ProposalRequest, route: Route, base: NodeView, history: list) -> list:
         """(route, point, (base id, base point)) for the points the search tries next around `base`: first the
         moves of its children that beat it, together; then the plan for its bottleneck."""
         point = {**route.default, **(base.tunables or base.meta.get("tunables") or {})}
         relevant = self.relevant(request, route, point)
         seed = sum(len(t) for t in self._tried.values())
-        steps = combined_moves(point, base, history) + expansion_plan(point, route.space, base.verdict, relevant,
-                                                                        seed=seed)
+        steps = combined_moves(point, base, history)
+        steps += expansion_plan(point, route.space, base.verdict, relevant, seed=seed)
         # when the plan is used up, points spread over what the path reads
         steps += diverse_points(point, _only(route.space, relevant), 4 * request.n + 1, seed=seed)[1:]
         return [(route, p, (base.node_id, point)) for p in steps]

@@ -125,7 +125,7 @@ class LaunchProbe:
         self.module_name = f"kkb_probe_{digest}"
         self._code = None
         self._cache: dict[str, Trace | None] = {}
-        self.refusals: dict[str, str] = {}  # point key -> the ValueError the candidate's own code raised
+        self.refusals: dict[str, str] = {}  # point key -> why the candidate would fail on real tensors too
 
     def trace(self, point: dict) -> Trace | None:
         from agent_client.offline.tunables import key
@@ -134,10 +134,10 @@ class LaunchProbe:
         if k not in self._cache:
             try:
                 self._cache[k] = self._trace(point)
-            except Exception as exc:  # noqa: BLE001 - any failure of a dry run means "unknown", never an error
+            except Exception as exc:  # noqa: BLE001 - a failed dry run means "unknown", never an error
                 self._cache[k] = None
-                if isinstance(exc, ValueError) and self._raised_here(exc):
-                    self.refusals[k] = str(exc)
+                if self._genuine(exc):
+                    self.refusals[k] = f"{type(exc).__name__}: {exc}"
         return self._cache[k]
 
     def dry_run(self, point: dict) -> DryRun:
@@ -160,19 +160,34 @@ class LaunchProbe:
         return f"{type(exc).__name__}: {first}{where}"
 
     def refusal(self, point: dict) -> str | None:
-        """The candidate's own refusal of the spec at `point` (its launcher raised ValueError, as the library's
-        launchers do for shapes they do not serve), or None."""
+        """Why the candidate cannot run the spec at `point`, when a dry run shows it would fail on real
+        tensors too (see _genuine), else None."""
         from agent_client.offline.tunables import key
 
         self.trace(point)
         return self.refusals.get(key(point))
 
-    def _raised_here(self, exc: BaseException) -> bool:
-        """Whether the exception was raised by a line of the candidate itself (not by torch or the fake mode)."""
+    def _genuine(self, exc: BaseException) -> bool:
+        """Whether a failure of the dry run would happen on real tensors too: a ValueError the candidate's own
+        code raised (a launcher refusing the shapes), or a shape error of a torch call on one of its lines
+        (a 3-D tensor transposed as a matrix). Fake tensors check shapes as real ones do; what they cannot do
+        (read data, reach a backend this torch lacks) is no refusal."""
+        from torch._subclasses import fake_tensor
+
+        frames = []
         tb = exc.__traceback__
-        while tb is not None and tb.tb_next is not None:
+        while tb is not None:
+            frames.append(tb.tb_frame.f_code.co_filename)
             tb = tb.tb_next
-        return tb is not None and tb.tb_frame.f_code.co_filename == str(self.path)
+        ours = str(self.path)
+        if isinstance(exc, ValueError):
+            return bool(frames) and frames[-1] == ours
+        names = ("DataDependentOutputException", "DynamicOutputShapeException", "UnsupportedOperatorException")
+        limits = tuple(getattr(fake_tensor, n) for n in names if hasattr(fake_tensor, n))
+        text = str(exc).lower()
+        return (type(exc) is RuntimeError and not isinstance(exc, limits) and ours in frames
+                and not any(word in text for word in ("cuda", "compiled with", "linked with", "data pointer",
+                                                      "storage", "fake", "meta", "backend", "device")))
 
     def _trace(self, point: dict, calls: list | None = None) -> Trace:
         import torch

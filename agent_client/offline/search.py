@@ -119,8 +119,8 @@ def at_limit(history: list) -> object | None:
 def combined_moves(point: dict, base, history: list) -> list[dict]:
     """Where two or more of `base`'s children beat it by moving different tunables, those moves together
     (each pair, then all of them), best children first."""
-    better = sorted((n for n in history if n.meta.get("expanded_from") == base.node_id and n.fitness > base.fitness),
-                    key=lambda n: -n.fitness)
+    children = [n for n in history if n.meta.get("expanded_from") == base.node_id]
+    better = sorted((n for n in children if n.fitness > base.fitness), key=lambda n: -n.fitness)
     moves = []
     for child in better:
         tunables = child.tunables or child.meta.get("tunables") or {}

@@ -4,7 +4,10 @@ Usage: evaluate = HarnessEvaluator(spec_path, backend="triton", device="cpu", ev
        verdict = evaluate(code)      # harness Verdict.to_dict(); {"status": "eval_error", ...} if the harness broke
        evaluate.close()              # stops the worker pool
 
-The harness runs each candidate in its own worker process (timeout, memory cap, private channel).
+The harness runs each candidate in its own worker process (timeout, memory cap, private channel). `peaks` are
+HardwarePeaks fields: a session's target card's nominal peaks (agent_client/target.py), {} to have the
+harness measure the copy bandwidth (the compute limit then unknown), or None (the default) for the nominal
+peaks of the card the device is (agent_client/card.py).
 With `pool=True` (the default) one harness executor serves the whole session: a WorkerPool on this host's
 `devices` (one timing worker each), or, given `ray_address`, a RayPool on that cluster. The spec's
 baselines (eager, torch.compile) are measured once per device kind and cached on disk, timing is
@@ -23,21 +26,14 @@ from pathlib import Path
 
 from agent_client.session.records import stand_in_verdict
 
-# AcceleratorFacts.peaks() keys -> the harness's dtype names
-_DTYPE_NAMES = {"fp64": "float64", "fp32": "float32", "tf32": "tf32", "bf16": "bfloat16", "fp16": "float16",
-                "fp8": "float8_e4m3fn", "int8": "int8"}
 
-
-def peaks_for_device(facts_peaks: dict | None, device: str) -> dict:
-    """HardwarePeaks fields from the target's facts on a GPU; empty on CPU (the harness measures then)."""
-    if not facts_peaks or not device.startswith("cuda"):
+def card_peaks_of(device: str) -> dict:
+    """HardwarePeaks fields of the card `device` is (empty on the CPU, or for a card the facts do not know)."""
+    if not device.startswith("cuda"):
         return {}
-    flops = {}
-    for key, value in facts_peaks.items():
-        if key.endswith("_flops_per_s"):
-            dtype = key.removesuffix("_flops_per_s")
-            flops[_DTYPE_NAMES.get(dtype, dtype)] = value
-    return {"memory_bandwidth_bytes_per_s": facts_peaks.get("memory_bandwidth_bytes_per_s"), "flops_per_s": flops}
+    from agent_client.card import card_peaks
+
+    return card_peaks(device).hardware_peaks()
 
 
 class HarnessEvaluator:
@@ -50,7 +46,7 @@ class HarnessEvaluator:
         self.devices = list(devices or [device])
         self.ray_address = ray_address
         self.eval_options = dict(eval_options or {})
-        self.peaks = dict(peaks or {})
+        self.peaks = dict(peaks) if peaks is not None else card_peaks_of(device)
         self.use_pool = pool
         self.compile_workers = compile_workers
         self._pool = None

@@ -21,7 +21,8 @@ Usage: python3 benchmarks/gpu/export_kernel.py --out DIR                 (repo r
    eager and torch.compile of the reference, the raw candidate, the exported module, and both small models
    compiled. The bar: (compile / exported) >= 0.95 x the search's speedup over torch.compile, both timed
    here (the file also gives the search's latency over the exported op's, its baseline unchanged).
-Writes DIR/export_kernel-<device>-<UTC>.json (and the exported module beside it) and prints a table last.
+Writes DIR/export_kernel-<card>-<UTC>.json (the card that ran it: h100, h200, cpu; and the exported module
+beside it) and prints a table last.
 """
 
 from __future__ import annotations
@@ -175,8 +176,8 @@ def main() -> int:
 
     import torch
 
-    from benchmarks.common import write_results
-    from harness.config import EvalConfig
+    from benchmarks.common import card_of, results_name, write_results
+    from harness.config import EvalConfig, HardwarePeaks
     from harness.pool import WorkerPool
 
     t0 = time.monotonic()
@@ -187,7 +188,9 @@ def main() -> int:
     if args.device.startswith("cuda"):
         payload["device_name"] = torch.cuda.get_device_name(torch.device(args.device))
     try:
-        with WorkerPool([args.device], config=config, compile_workers=0 if args.device == "cpu" else 2) as pool:
+        card = card_of(args.device)  # its nominal peaks are the limits; it names the results file
+        with WorkerPool([args.device], config=config, compile_workers=0 if args.device == "cpu" else 2,
+                        peaks=HardwarePeaks.from_dict(card.hardware_peaks())) as pool:
             found = []
             for name in args.specs:  # a later spec is skipped once the search has used its share of the time
                 if found and time.monotonic() - t0 > SEARCH_S:
@@ -228,10 +231,9 @@ def main() -> int:
         payload["error"] = f"{type(exc).__name__}: {exc}"
         payload["traceback"] = traceback.format_exc()[-4000:]
     payload["elapsed_s"] = round(time.monotonic() - t0, 1)
-    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    kind = "cpu" if args.device == "cpu" else "h200"
-    result = write_results(f"export_kernel-{kind}", payload, packages=["torch", "triton"],
-                           path=args.out / f"export_kernel-{kind}-{stamp}.json")
+    card = card_of(args.device)  # the card that ran it names the file (export_kernel-h100-...json on an H100)
+    result = write_results("export_kernel", payload, packages=["torch", "triton"],
+                           path=args.out / results_name("export_kernel", card), card=card)
     print(f"wrote {result}")
     if "error" in payload:
         print(payload["traceback"], file=sys.stderr)

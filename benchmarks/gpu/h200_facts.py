@@ -1,4 +1,5 @@
-"""Measure the H200's ceilings and properties as PyTorch sees them, for corpus/accelerators/h200.yaml.
+"""Measure a card's ceilings and properties as PyTorch sees them, for corpus/accelerators/<card>.yaml (written
+for the H200's; the results file is named by the card that ran it, <card>-facts-<time>.json).
 
 Usage (on a CUDA machine, from the repo root): python3 benchmarks/gpu/h200_facts.py [--out benchmarks/results]
 
@@ -73,7 +74,10 @@ def main() -> None:
     res["command"] = "python3 benchmarks/gpu/h200_facts.py"
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    path = out / f"h200-facts-{dt.datetime.now().strftime('%Y%m%dT%H%M%S')}.json"
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    from agent_client.card import card_peaks
+
+    path = out / f"{card_peaks('cuda:0').short_id}-facts-{dt.datetime.now().strftime('%Y%m%dT%H%M%S')}.json"
     path.write_text(json.dumps(res, indent=2))
     print(json.dumps(res, indent=2))
     print(f"wrote {path}", file=sys.stderr)

@@ -3,7 +3,7 @@
 #        KKB_HARNESS_BUDGET_S=190 bash benchmarks/gpu/harness.sh   (default budget 145 s in all)
 #        KKB_HARNESS_WITH_CUDA=1 ...   also the CUDA (load_inline) crash case: nvcc adds 30-60 s
 # GPU validation of the benchmark harness, within the budget:
-#   1. benchmarks/bench_harness.py -> benchmarks/results/harness-h200-<UTC time>.json (rewritten after each
+#   1. benchmarks/bench_harness.py -> benchmarks/results/harness-<card>-<UTC time>.json (rewritten after each
 #      section, so a kill keeps what was measured); prints a short table last
 #   2. bash benchmarks/gpu/tests.sh harness -m "gpu and not slow" tests/harness   (the GPU tests; ~30 s; their
 #      log, opened by its provenance, under benchmarks/results/logs/)

@@ -8,6 +8,8 @@
 #   SEARCH       candidates per problem (default 4)
 #   RESUME       a results file of an earlier round of the same sample: its problems are kept, not rerun
 #   CPU check:   DEVICE=cpu EXTRA="--max-elements 4096 --max-flops 1e6" bash benchmarks/gpu/kernelbench_round.sh ...
+#   BASELINES=DIR  spec baselines (eager and torch.compile times) of an earlier round on the same kind of card,
+#                  as this script leaves them in $OUT/baselines: the harness takes them instead of measuring again
 #
 # Writes $OUT/kernelbench-<card>-<UTC>.json (default OUT: benchmarks/results) and its log, and prints the
 # per-problem table and the summary last. A hard stop 60 s after BUDGET_S keeps what was written.
@@ -21,6 +23,11 @@ DEVICE=${DEVICE:-cuda:0}
 OUT=${OUT:-benchmarks/results}
 PY=${PY:-python3}
 mkdir -p "$OUT"
+CACHE=${KKB_HARNESS_CACHE:-$HOME/.cache/kernelkb}
+if [ -n "${BASELINES:-}" ] && [ -d "$BASELINES" ]; then
+  mkdir -p "$CACHE/baselines" && cp -n "$BASELINES"/*.json "$CACHE/baselines/" 2>/dev/null
+  echo "== $(ls "$BASELINES" | wc -l) spec baselines from $BASELINES"
+fi
 LOG="$OUT/kernelbench-round-$(date -u +%Y%m%dT%H%M%SZ).log"
 [ "$DEVICE" != cpu ] && command -v nvidia-smi >/dev/null && nvidia-smi -L
 args=(benchmarks/bench_kernelbench.py --kernelbench "$KB" --device "$DEVICE" --sample "$SAMPLE"
@@ -31,6 +38,7 @@ args=(benchmarks/bench_kernelbench.py --kernelbench "$KB" --device "$DEVICE" --s
 echo "== $PY ${args[*]}"
 timeout -k 10 $((BUDGET + 60)) "$PY" "${args[@]}" > "$LOG" 2>&1
 rc=$?
+mkdir -p "$OUT/baselines" && cp "$CACHE"/baselines/*.json "$OUT/baselines/" 2>/dev/null
 grep -v '^|' "$LOG" | tail -n 40
 echo "== exit $rc; log $LOG"
 RESULTS=$(ls -t "$OUT"/kernelbench-*.json 2>/dev/null | head -n 1)

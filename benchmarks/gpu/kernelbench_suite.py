@@ -6,18 +6,21 @@ Usage (from the repo root on a CUDA machine; LEVEL1 = a copy of KernelBench's le
     python3 benchmarks/gpu/kernelbench_suite.py LEVEL1 --device cpu --max-elements 65536 --skip tune,throughput
         (a CPU check of the script: the same problems scaled down, through Triton's interpreter)
 
-Steps, each a subprocess with its own time limit inside --budget-s (a hang or crash of one leaves the others):
-  suite       python3 -m harness.cli --suite LEVEL1 --only PROBLEMS --candidates benchmarks/kernelbench/level1
-              --device cuda:0 -o WORK/kernelbench-suite.json: 6 problems at their published sizes (ReLU
-              and Softmax 6.4 GB of input, RMSNorm 7.5 GB), 15 candidates: honest ones, a wrong one, one
-              calling PyTorch, one with TF32 products on an fp32 problem, one that hangs after an honest launch
+Steps, each a subprocess with its own time limit inside --budget-s (a hang or crash of one leaves the others;
+the defaults fit one 10-minute call):
+  suite       python3 -m kernelkb_cli bench --suite LEVEL1 --only PROBLEMS --candidates benchmarks/kernelbench/level1
+              --device cuda:0 -o WORK/kernelbench-suite.json (`kkb bench --suite`: the card's nominal peaks,
+              agent_client/card.py): 7 problems at their published sizes (ReLU and Softmax 6.4 GB of input,
+              RMSNorm 7.5 GB, MSELoss 8.6 GB), 16 candidates: honest ones, a wrong one, one calling PyTorch,
+              one with TF32 products on an fp32 problem, one that hangs after an honest launch
   tune        python3 -m kernelkb_cli tune PROBLEM --provider offline --budget 4 for two problems, after
               `kkb ingest corpus/kernels corpus/accelerators` into a fresh KKB_HOME (needs pydantic,
               pydantic-settings and chromadb: skipped, with the reason, where they are missing)
   throughput  python3 benchmarks/bench_harness.py --sections throughput: 50 small candidates through a pool
 After each step the GPU's compute processes are listed (nvidia-smi): none may be left holding memory.
-Writes benchmarks/results/kernelbench-<h200|device>-<UTC>.json (rows hold problem names and numbers only)
-and copies it and the suite's results file to --out-dir.
+Writes benchmarks/results/kernelbench-<card>-<UTC>.json (the card that ran it: h100, h200, cpu; rows hold
+problem names and numbers only; `median_time_to_verdict_s` at its top) and copies it and the suite's results
+file to --out-dir.
 """
 
 from __future__ import annotations
@@ -37,7 +40,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 CANDIDATES = ROOT / "benchmarks" / "kernelbench" / "level1"
 PROBLEMS = ["1_Square_matrix_multiplication_", "19_ReLU", "23_Softmax", "36_RMSNorm_", "42_Max_Pooling_2D",
-            "47_Sum_reduction_over_a_dimension"]
+            "47_Sum_reduction_over_a_dimension", "94_MSELoss"]
+SUITE_S = 360  # the suite step's limit (its rows are kept if it is stopped), within the default budget
+THROUGHPUT_S = 60
 TUNE_PROBLEMS = ["23_Softmax", "19_ReLU"]
 
 
@@ -75,14 +80,12 @@ def gpu_processes() -> list[str] | None:
     return [line.strip() for line in done.stdout.splitlines() if line.strip()]
 
 
-def device_tag(device: str) -> str:
-    """"h200" on an H200, else the device string without its colon."""
-    if device.startswith("cuda") and shutil.which("nvidia-smi"):
-        names = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
-                               text=True, timeout=30, check=False).stdout
-        if "H200" in names:
-            return "h200"
-    return device.replace(":", "")
+def card_tag(device: str) -> str:
+    """The card that runs it (h100, h200, ...; agent_client/card.py), "cpu" on the CPU."""
+    sys.path.insert(0, str(ROOT))
+    from agent_client.card import card_peaks
+
+    return card_peaks(device).short_id
 
 
 def suite_digest(path: Path) -> dict:
@@ -159,18 +162,21 @@ def main() -> int:
                     "device": args.device, "problems": PROBLEMS, "max_elements": args.max_elements, "steps": {}}
     suite_json = work / "kernelbench-suite.json"
     if "suite" not in skip:
-        cmd = [sys.executable, "-m", "harness.cli", "--suite", args.level1, "--only", ",".join(PROBLEMS),
+        cmd = [sys.executable, "-m", "kernelkb_cli", "bench", "--suite", args.level1, "--only", ",".join(PROBLEMS),
                "--candidates", str(CANDIDATES), "--device", args.device, "-o", str(suite_json)]
         if args.max_elements:
             cmd += ["--max-elements", str(args.max_elements)]
         if args.device == "cpu":  # the interpreter's derived limits are long (its slack): the hang ends sooner
             cmd += ["--timeout", "60"]
-        step = run_step("suite", cmd, min(330.0, deadline - time.monotonic() - 180), env)
+        step = run_step("suite", cmd, min(SUITE_S, deadline - time.monotonic() - THROUGHPUT_S - 20), env)
         report["steps"]["suite"] = {**step, **suite_digest(suite_json), "gpu_processes_after": gpu_processes()}
+        summary = report["steps"]["suite"].get("summary") or {}
+        report["median_time_to_verdict_s"] = summary.get("median_time_to_verdict_s")
+        report["median_evaluation_s"] = summary.get("median_evaluation_s")
     if "tune" not in skip:
         report["steps"]["tune"] = {**tune_step(args, deadline - 75, env), "gpu_processes_after": gpu_processes()}
     if "throughput" not in skip:
-        cmd = [sys.executable, "benchmarks/bench_harness.py", "--sections", "throughput", "--budget-s", "60",
+        cmd = [sys.executable, "benchmarks/bench_harness.py", "--sections", "throughput", "--budget-s", str(THROUGHPUT_S),
                "--device", args.device, "--out-dir", str(work)] + (["--quick"] if args.device == "cpu" else [])
         step = run_step("throughput", cmd, max(10.0, deadline - time.monotonic()), env)
         found = sorted(work.glob("harness-*.json"))
@@ -179,7 +185,8 @@ def main() -> int:
             "candidates_per_minute", "n_completed_in_budget", "all_classified_as_expected", "status_counts",
             "errors", "batch_seconds")}, "gpu_processes_after": gpu_processes()}
     report["total_seconds"] = round(time.monotonic() - start, 1)
-    tag = device_tag(args.device)
+    tag = card_tag(args.device)
+    report["card"] = tag
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
     path = ROOT / "benchmarks" / "results" / f"kernelbench-{tag}-{stamp}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -193,6 +200,8 @@ def main() -> int:
     summary = (report["steps"].get("suite") or {}).get("summary") or {}
     print(json.dumps({"suite": summary, "throughput": (report["steps"].get("throughput") or {}).get("throughput")},
                      indent=1, default=str))
+    print(f"card {tag}: median time to a verdict {report.get('median_time_to_verdict_s')} s, "
+          f"whole run {report['total_seconds']} s")
     return 0
 
 

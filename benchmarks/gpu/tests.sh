@@ -15,8 +15,7 @@ export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 KKB_GPU_COMMAND="KKB_COMMIT=${KKB_COMMIT:-} bash benchmarks/gpu/tests.sh $label $(printf '%q ' "$@")"
 export KKB_GPU_COMMAND="${KKB_GPU_COMMAND% }"
 py=${PYTHON:-python3}
-gpu=$("$py" -c 'import torch; c = torch.cuda
-print(c.get_device_name(0).split()[-1].lower() if c.is_available() else "cpu")' 2>/dev/null || echo unknown)
+gpu=$("$py" benchmarks/gpu/cuda_device.py --id 2>/dev/null || echo unknown)  # the card: h100, h200, ...
 dir=${KKB_GPU_LOG_DIR:-benchmarks/results/logs}
 mkdir -p "$dir"
 log="$dir/gpu-tests-$label-$gpu-$(date -u +%Y%m%dT%H%M%SZ).log"

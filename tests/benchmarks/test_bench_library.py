@@ -17,17 +17,19 @@ def test_plain_map_is_taken_as_it_is():
     assert tunables_of({"softmax_wide_rows": {"BLOCK_LOOP": 8192}}) == {"softmax_wide_rows": {"BLOCK_LOOP": 8192}}
 
 
-def test_default_peaks_are_the_h200_facts():
-    """The library run's limits are the measured rates in the H200's facts file, which agent sessions use."""
-    from agent_client.session.evaluator import peaks_for_device
-    from benchmarks.bench_library import H200_COPY_BANDWIDTH_GBPS, H200_PEAK_TFLOPS, REPO
-    from harness.peaks import parse_peak_tflops
-    from kb_server.facts import load_facts_file
+def test_default_peaks_are_the_cards_nominal_facts(monkeypatch):
+    """The library run's limits are the nominal peaks of the card the device is (agent_client/card.py), as for
+    sessions and suites; numbers given on the command line replace them."""
+    from agent_client import card as card_module
+    from benchmarks.bench_library import run_peaks
 
-    facts = peaks_for_device(load_facts_file(REPO / "corpus" / "accelerators" / "h200.yaml").peaks(), "cuda:0")
-    parsed = parse_peak_tflops(H200_PEAK_TFLOPS)
-    assert parsed and parsed == {k: facts["flops_per_s"][k] for k in parsed}
-    assert H200_COPY_BANDWIDTH_GBPS * 1e9 == facts["memory_bandwidth_bytes_per_s"]
+    monkeypatch.setattr(card_module, "read_device", lambda device: ("NVIDIA H200", 150_109_880_320))
+    peaks, card = run_peaks("cuda:0", None, "")
+    assert card.short_id == "h200" and peaks.memory_bandwidth_bytes_per_s == 4.8e12
+    assert peaks.flops_per_s["bfloat16"] == 989.5e12 and peaks.flops_per_s["tf32"] == 494.5e12
+    given, _ = run_peaks("cuda:0", 4250.0, "bfloat16=796")
+    assert given.memory_bandwidth_bytes_per_s == 4.25e12 and given.flops_per_s == {"bfloat16": 796e12}
+    assert run_peaks("cpu", None, "")[0].memory_bandwidth_bytes_per_s is None
 
 
 def test_compute_bound_rows_name_their_limit():

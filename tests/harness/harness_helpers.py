@@ -11,6 +11,23 @@ CANDIDATES = HERE / "candidates"
 REPO = HERE.parents[1]
 
 
+def _fixed_bytes() -> int:
+    from harness.compare import CHUNK_ELEMENTS, WORKSPACE_BYTES_PER_ELEMENT
+    from harness.config import EvalConfig
+    from harness.guard import DIGEST_CHUNK, DIGEST_WORKSPACE_BYTES_PER_WORD
+    from harness.memory import BANDWIDTH_PROBE_BYTES, CONTEXT_BYTES, SMALL_BYTES
+
+    config = EvalConfig()
+    return (config.l2_flush_bytes + config.clone_pool_bytes + BANDWIDTH_PROBE_BYTES + CONTEXT_BYTES + 2 * SMALL_BYTES
+            + max(CHUNK_ELEMENTS * WORKSPACE_BYTES_PER_ELEMENT, DIGEST_CHUNK * DIGEST_WORKSPACE_BYTES_PER_WORD))
+
+
+# What an evaluation on a GPU costs whatever its sizes: the flush buffer, the timing's pool of input clones, a
+# chunk of the comparison or of a digest, the bandwidth probe of the baselines' worker and a CUDA context.
+# The memory tests bound an estimate by 3 x (inputs + outputs + parameters) + the reference's workspace + this.
+FIXED_BYTES = _fixed_bytes()
+
+
 def candidate(name: str) -> str:
     return (CANDIDATES / f"{name}.py").read_text()
 

@@ -31,8 +31,10 @@ def test_suite_with_and_without_candidates(tmp_path):
     result = CliRunner().invoke(app, ["--suite", str(SUITE), "--candidates", str(CANDIDATES / "suite"),
                                       "--device", "cpu", "--no-compile-baseline", "-o", str(out)])
     assert result.exit_code == 0, result.output
-    rows = {r["spec"]: r for r in json.loads(out.read_text())["rows"]}
+    data = json.loads(out.read_text())
+    rows = {r["spec"]: r for r in data["rows"]}
     assert list(rows) == ["1_TinyRelu", "2_TinySum"]  # numeric order of KernelBench names
+    assert data["limits"]["line"].startswith("limits: none on the CPU")  # the results say what judged them
     assert rows["1_TinyRelu"]["status"] == "passed" and rows["1_TinyRelu"]["speedup_vs_eager"] > 0
     assert rows["2_TinySum"]["status"] == "baseline" and rows["2_TinySum"]["eager_ms"] > 0
 

@@ -82,7 +82,7 @@ def test_a_write_that_lands_during_the_sync_is_rejected(monkeypatch, late):
     out = torch.zeros(4)
     clock = _Clock((lambda: out.fill_(1.0)) if late else None)
     got, reasons, ops = checking._run_candidate(lambda x: out, [torch.ones(4)], get_backend("torch"), "cuda:0",
-                                                clock)
+                                                clock, guard.Digest(12345))
     assert got is out and ops == {}
     if late:
         assert len(reasons) == 1 and "output 0 changed after forward returned" in reasons[0], reasons

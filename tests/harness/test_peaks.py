@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from harness.config import HardwarePeaks
 from harness.peaks import compute_peak, fraction_of_limit, parse_peak_tflops
-
-H200_FACTS = Path(__file__).resolve().parents[2] / "corpus" / "accelerators" / "h200.yaml"
 
 
 def test_float32_limit_is_the_faster_of_fp32_and_a_third_of_tf32():
@@ -32,18 +28,62 @@ def test_the_higher_share_names_the_limit():
     assert fraction_of_limit(None, None, None, 1.0, HardwarePeaks()) == (None, None)
 
 
-def test_fp32_tensor_core_gemm_is_not_taken_for_a_timer_escape():
-    """The peaks an agent session uses on the H200 (its facts file). Our 3xTF32 fp32 GEMM runs 4096^3 in
-    1.796 ms (library-h200-all-20261201T105540Z.json), 76.5 TFLOP/s: 1.5x the SIMT fp32 rate alone, which made
-    the escape check (> 1.05 of the limit) reject it; a kernel ten times faster still is rejected."""
-    from agent_client.session.evaluator import peaks_for_device
-    from kb_server.facts import load_facts_file
+def _h100() -> HardwarePeaks:
+    """The peaks every path hands the harness on an H100: its name string through the card identity."""
+    from agent_client.card import card_for
 
-    peaks = HardwarePeaks.from_dict(peaks_for_device(load_facts_file(H200_FACTS).peaks(), "cuda:0"))
+    return HardwarePeaks.from_dict(card_for("NVIDIA H100 80GB HBM3", 85_031_714_816).hardware_peaks())
+
+
+def test_fp32_matmul_is_compute_bound():
+    """KernelBench's fp32 4096^3 matmul (1/1) at 1.84 ms on an H100: 75 TFLOP/s against a float32 limit of
+    max(67, 494.5 / 3) TFLOP/s, 45% of the compute limit; its 192 MiB move at 2% of the memory limit."""
     flops, nbytes = 2 * 4096**3, 3 * 4096 * 4096 * 4
-    frac, kind = fraction_of_limit(nbytes, flops, "float32", 1.7964, peaks)
-    assert kind == "compute" and 0.5 < frac < 0.6
-    assert fraction_of_limit(nbytes, flops, "float32", 0.17964, peaks)[0] > 1.05
+    frac, kind = fraction_of_limit(nbytes, flops, "float32", 1.84, _h100())
+    assert kind == "compute" and frac == pytest.approx(flops / 1.84e-3 / (494.5e12 / 3))
+    # a 3xTF32 kernel ten times faster still is a timer escape
+    assert fraction_of_limit(nbytes, flops, "float32", 0.184, _h100())[0] > 1.05
+
+
+def _verdict(tmp_path, latency_ms: float, bytes_moved: int, peaks: HardwarePeaks | None, measured_bw=None):
+    """The verdict the harness builds from a worker's passing result with this timing (harness/jobs.py)."""
+    from harness import EvalConfig, load_spec
+    from harness.jobs import build_verdict
+
+    path = tmp_path / "94_MSELoss.py"
+    path.write_text("import torch\nfrom torch import nn\n\n\nclass Model(nn.Module):\n    def forward(self, a, b):\n"
+                    "        return torch.mean((a - b) ** 2)\n\n\ndef get_inputs():\n    return [torch.rand(8), "
+                    "torch.rand(8)]\n\n\ndef get_init_inputs():\n    return []\n")
+    timed = {"bytes_moved": bytes_moved, "flops": 0, "flops_dtype": "float32", "eager": {"median_ms": 3.0}}
+    result = {"status": "passed", "timing": {"default": {"median_ms": latency_ms, "p20_ms": latency_ms,
+                                                          "p80_ms": latency_ms, "n": 10}}}
+    profile = {"timed": {"default": timed}, "bandwidth_bytes_per_s": measured_bw}
+    return build_verdict(result, load_spec(path), "", "triton", "cuda:0", EvalConfig(), peaks, profile)
+
+
+def test_the_plausibility_ceiling_is_the_nominal_peak(tmp_path):
+    """KernelBench's MSELoss (1/94) at its published size: 8.59 GB read in 2.74 ms, 3.13 TB/s on an H100 whose
+    copy measures ~3.0 TB/s. Against the card's nominal 3.35 TB/s it is 94% of the limit and passes; a kernel
+    faster than 1.05 x the nominal peak is a timer escape."""
+    nbytes = 8589934596
+    honest = _verdict(tmp_path, 2.74, nbytes, _h100())
+    assert honest.passed and honest.limit_kind == "memory" and honest.fraction_of_limit == pytest.approx(0.936, abs=1e-3)
+    limits = honest.diagnostics["limits"]
+    assert limits["memory_limit"] == "3350 GB/s nominal" and limits["ceiling"]["memory"] == 1.05
+    assert limits["card"] == "NVIDIA H100 SXM5 80GB" and "h100.yaml" in limits["source"]
+    escaped = _verdict(tmp_path, 2.74 / 1.2, nbytes, _h100())
+    assert escaped.status.value == "rejected" and "at most 1.05x is plausible" in escaped.reasons[0]
+
+
+def test_a_device_without_facts_is_judged_by_a_measured_copy_with_a_wider_margin(tmp_path):
+    """No facts for the card: the measured copy is the memory limit, passed by honest read-only kernels, so the
+    ceiling above it is wider; the compute limit is said to be unknown."""
+    honest = _verdict(tmp_path, 2.74, 8589934596, HardwarePeaks(), measured_bw=2.97e12)
+    assert honest.passed and honest.fraction_of_limit == pytest.approx(1.0556, abs=1e-3)  # over 1.05 of a copy
+    limits = honest.diagnostics["limits"]
+    assert limits["memory_limit"] == "2970 GB/s measured device copy" and limits["ceiling"]["memory"] == 1.25
+    assert limits["compute_limit"].startswith("unknown")
+    assert _verdict(tmp_path, 2.74 / 1.5, 8589934596, HardwarePeaks(), measured_bw=2.97e12).status.value == "rejected"
 
 
 @pytest.mark.parametrize("text", ["bfloat16=796,tf32=406", " bfloat16 = 796 , ", "float32=51.5"])

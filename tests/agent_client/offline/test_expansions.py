@@ -58,13 +58,15 @@ def _request(spec: Path, parent=None, history=(), n=4) -> ProposalRequest:
 
 
 def _view(node_id: str, proposal, fitness: float, fraction: float | None, kind: str = "memory") -> NodeView:
-    verdict = {"status": "passed", "fraction_of_limit": fraction, "limit_kind": kind, "speedup_vs_compile": fitness}
+    verdict = {"status": "passed", "fraction_of_limit": fraction, "limit_kind": kind,
+               "speedup_vs_compile": fitness}
     return NodeView(node_id, proposal.code, verdict, proposal.meta["tunables"], proposal.meta, fitness)
 
 
 def _drafts(provider: OfflineProvider, spec: Path):
     drafts = provider.propose(_request(spec, n=2))
-    assert {d.meta["route_id"] for d in drafts} == {"lowering", "library:softmax_rows_triton"}  # defaults first
+    # each route's default first
+    assert {d.meta["route_id"] for d in drafts} == {"lowering", "library:softmax_rows_triton"}
     return {d.meta["route"]: d for d in drafts}
 
 

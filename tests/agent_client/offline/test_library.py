@@ -63,8 +63,25 @@ def test_a_kernel_that_refuses_the_spec_shapes_is_no_route(tmp_path):
     spec = tmp_path / "sdpa.py"
     spec.write_text(SOFTMAX.replace("torch.softmax(x, dim=1)", attention)
                     .replace("torch.rand(batch_size, dim)", "torch.rand(batch_size, 2, 8, 24)"))
-    request = ProposalRequest(spec_path=spec, spec_source=spec.read_text(), backend="triton", accelerator="h100",
-                              prompt="", parent=None, n=1, kb=CorpusLibrary())
+    request = ProposalRequest(spec_path=spec, spec_source=spec.read_text(), backend="triton", prompt="",
+                              accelerator="h100", parent=None, n=1, kb=CorpusLibrary())
     routes, why = OfflineProvider().routes(request)
     assert [r.id for r in routes] == ["lowering"]
-    assert any("attention_fwd_triton refuses the spec" in w and "head_dim 24" in w for w in why), why
+    said = "attention_fwd_triton cannot run the spec: ValueError"
+    assert any(said in w and "head_dim 24" in w for w in why), why
+
+
+def test_a_route_whose_forward_cannot_take_the_spec_is_no_route(tmp_path):
+    # a batched matmul: the GEMM family's forward transposes its second input as a matrix, which a 3-D
+    # tensor is not; a dry run shows it (as the harness would, at a candidate's cost)
+    spec = tmp_path / "bmm.py"
+    forward = "def forward(self, x: torch.Tensor) -> torch.Tensor:"
+    spec.write_text(SOFTMAX.replace(forward, "def forward(self, x, y):")
+                    .replace("torch.softmax(x, dim=1)", "torch.bmm(x, y)")
+                    .replace("x = torch.rand(batch_size, dim)\n    return [x]",
+                             "return [torch.rand(batch_size, 8, 16), torch.rand(batch_size, 16, 12)]"))
+    request = ProposalRequest(spec_path=spec, spec_source=spec.read_text(), backend="triton", prompt="",
+                              accelerator="h100", parent=None, n=1, kb=CorpusLibrary())
+    routes, why = OfflineProvider().routes(request)
+    assert "library:gemm_epilogue_triton" not in [r.id for r in routes], why
+    assert any("gemm_epilogue_triton cannot run the spec: RuntimeError" in w for w in why), why

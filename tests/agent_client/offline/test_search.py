@@ -64,7 +64,8 @@ def test_compute_bound_moves_stages_and_precision_before_warps():
 def test_far_from_the_limit_the_plan_jumps_near_it_steps():
     space = {"BLOCK": [256, 512, 1024, 2048, 4096]}
     far = expansion_plan({"BLOCK": 1024}, space, {"limit_kind": "memory", "fraction_of_limit": 0.2}, combos=0)
-    near = expansion_plan({"BLOCK": 1024}, space, {"limit_kind": "memory", "fraction_of_limit": 0.8}, combos=0)
+    near = expansion_plan({"BLOCK": 1024}, space, {"limit_kind": "memory", "fraction_of_limit": 0.8},
+                          combos=0)
     assert [p["BLOCK"] for p in far] == [512, 2048, 256, 4096]
     assert [p["BLOCK"] for p in near] == [512, 2048]
 
@@ -84,7 +85,8 @@ def _node(node_id, route, fitness, fraction=None, status="passed"):
 
 
 def test_a_route_far_behind_the_leader_is_behind():
-    history = [_node("n1", "lowering", 0.5), _node("n2", "library:softmax", 2.0), _node("n3", "lowering", 0.6)]
+    history = [_node("n1", "lowering", 0.5), _node("n2", "library:softmax", 2.0),
+               _node("n3", "lowering", 0.6)]
     table = standings(history)
     assert table["lowering"].best_fitness == 0.6 and table["lowering"].evaluated == 2
     assert table["library:softmax"].best_node_id == "n2"
@@ -95,7 +97,8 @@ def test_a_route_far_behind_the_leader_is_behind():
 
 def test_the_search_is_done_at_the_limit():
     assert at_limit([_node("n1", "lowering", 1.0, 0.5)]) is None
-    assert at_limit([_node("n1", "lowering", 1.0, AT_LIMIT - 0.01), _node("n2", "x", 1.1, AT_LIMIT)]).node_id == "n2"
+    found = at_limit([_node("n1", "lowering", 1.0, AT_LIMIT - 0.01), _node("n2", "x", 1.1, AT_LIMIT)])
+    assert found.node_id == "n2"
     assert at_limit([_node("n3", "x", 0.0, 0.99, status="wrong")]) is None  # only a passing candidate counts
 
 

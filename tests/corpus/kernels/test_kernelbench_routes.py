@@ -18,70 +18,78 @@ from ingest.bundle import library_dir
 HEAD = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n"
 
 
-def _spec(init_args: str, init_body: str, forward: str, sizes: str, inputs: str, init_inputs: str) -> str:
+def _spec(forward: str, inputs: str, sizes: str, init: str = "pass", init_args: str = "",
+          init_inputs: str = "") -> str:
+    """A spec in KernelBench's layout. forward: "ARGS: EXPRESSION"; sizes, init: statements split by "; "."""
     args, result = forward.split(":", 1)
-    body = "\n".join("        " + line.strip() for line in init_body.splitlines())
+    body = "\n".join("        " + line for line in init.split("; "))
+    sizes = "\n".join(sizes.split("; "))
     return (HEAD + "\nclass Model(nn.Module):\n"
-            f"    def __init__(self{init_args}):\n        super(Model, self).__init__()\n{body}\n\n"
-            f"    def forward(self{args}):\n        return {result.strip()}\n\n\n{sizes}\n\n\n"
-            f"def get_inputs():\n    return [{inputs}]\n\n\ndef get_init_inputs():\n    return [{init_inputs}]\n")
+            f"    def __init__(self{', ' + init_args if init_args else ''}):\n"
+            f"        super(Model, self).__init__()\n{body}\n\n"
+            f"    def forward(self, {args}):\n        return {result.strip()}\n\n\n{sizes}\n\n\n"
+            f"def get_inputs():\n    return [{inputs}]\n\n\n"
+            f"def get_init_inputs():\n    return [{init_inputs}]\n")
 
 
-ROW = "batch_size = 8\ndim = 1000"
+ROW = "batch_size = 8; dim = 1000"
+MAPS = "torch.rand(batch_size, features, dim1, dim2)"
+QKV = "torch.rand(batch_size, num_heads, sequence_length, embedding_dimension)"
 SPECS = {
-    "attention": _spec("", "pass", ", Q, K, V: F.scaled_dot_product_attention(Q, K, V)",
-                       "batch_size = 2\nnum_heads = 2\nsequence_length = 16\nembedding_dimension = 16",
-                       ", ".join(["torch.rand(batch_size, num_heads, sequence_length, embedding_dimension)"] * 3), ""),
-    "batchnorm": _spec(", num_features: int", "self.bn = nn.BatchNorm2d(num_features=num_features)",
-                       ", x: self.bn(x)", "batch_size = 4\nfeatures = 8\ndim1 = 6\ndim2 = 6",
-                       "torch.rand(batch_size, features, dim1, dim2)", "features"),
-    "cross_entropy": _spec("", "pass", ", predictions, targets: F.cross_entropy(predictions, targets)",
-                           "batch_size = 16\nnum_classes = 100\ninput_shape = (num_classes,)",
-                           "torch.rand(batch_size, *input_shape), torch.randint(0, num_classes, (batch_size,))", ""),
-    "cumsum": _spec(", dim", "self.dim = dim", ", x: torch.cumsum(x, dim=self.dim)",
-                    "batch_size = 8\ninput_shape = (300,)\ndim = 1", "torch.rand(batch_size, *input_shape)", "dim"),
-    "gemm_epilogue": _spec("", "pass", ", A, B: torch.matmul(A, B)", "N = 64", "torch.rand(N, N), torch.rand(N, N)", ""),
-    "groupnorm": _spec(", num_features: int, num_groups: int",
-                       "self.gn = nn.GroupNorm(num_groups=num_groups, num_channels=num_features)", ", x: self.gn(x)",
-                       "batch_size = 4\nfeatures = 8\nnum_groups = 2\ndim1 = 6\ndim2 = 6",
-                       "torch.rand(batch_size, features, dim1, dim2)", "features, num_groups"),
-    "layernorm": _spec(", normalized_shape: tuple", "self.ln = nn.LayerNorm(normalized_shape=normalized_shape)",
-                       ", x: self.ln(x)", "batch_size = 4\nfeatures = 4\ndim1 = 8\ndim2 = 8",
-                       "torch.rand(batch_size, features, dim1, dim2)", "(features, dim1, dim2)"),
-    "log_softmax": _spec(", dim: int = 1", "self.dim = dim", ", x: torch.log_softmax(x, dim=self.dim)", ROW,
-                         "torch.rand(batch_size, dim)", ""),
-    "pointwise": _spec("", "pass", ", x: torch.relu(x)", ROW, "torch.rand(batch_size, dim)", ""),
-    "pool2d": _spec(", kernel_size: int, stride: int, padding: int, dilation: int",
+    "attention": _spec("Q, K, V: F.scaled_dot_product_attention(Q, K, V)", ", ".join([QKV] * 3),
+                       "batch_size = 2; num_heads = 2; sequence_length = 16; embedding_dimension = 16"),
+    "batchnorm": _spec("x: self.bn(x)", MAPS, "batch_size = 4; features = 8; dim1 = 6; dim2 = 6",
+                       "self.bn = nn.BatchNorm2d(num_features=num_features)", "num_features: int",
+                       "features"),
+    "cross_entropy": _spec("predictions, targets: F.cross_entropy(predictions, targets)",
+                           "torch.rand(batch_size, *input_shape), "
+                           "torch.randint(0, num_classes, (batch_size,))",
+                           "batch_size = 16; num_classes = 100; input_shape = (num_classes,)"),
+    "cumsum": _spec("x: torch.cumsum(x, dim=self.dim)", "torch.rand(batch_size, *input_shape)",
+                    "batch_size = 8; input_shape = (300,); dim = 1", "self.dim = dim", "dim", "dim"),
+    "gemm_epilogue": _spec("A, B: torch.matmul(A, B)", "torch.rand(N, N), torch.rand(N, N)", "N = 64"),
+    "groupnorm": _spec("x: self.gn(x)", MAPS,
+                       "batch_size = 4; features = 8; num_groups = 2; dim1 = 6; dim2 = 6",
+                       "self.gn = nn.GroupNorm(num_groups=num_groups, num_channels=num_features)",
+                       "num_features: int, num_groups: int", "features, num_groups"),
+    "layernorm": _spec("x: self.ln(x)", MAPS, "batch_size = 4; features = 4; dim1 = 8; dim2 = 8",
+                       "self.ln = nn.LayerNorm(normalized_shape=normalized_shape)", "normalized_shape: tuple",
+                       "(features, dim1, dim2)"),
+    "log_softmax": _spec("x: torch.log_softmax(x, dim=self.dim)", "torch.rand(batch_size, dim)", ROW,
+                         "self.dim = dim", "dim: int = 1"),
+    "pointwise": _spec("x: torch.relu(x)", "torch.rand(batch_size, dim)", ROW),
+    "pool2d": _spec("x: self.maxpool(x)", "torch.rand(batch_size, channels, height, width)",
+                    "batch_size = 2; channels = 4; height = 12; width = 12; kernel_size = 2; stride = 2; "
+                    "padding = 1; dilation = 1",
                     "self.maxpool = nn.MaxPool2d(kernel_size=kernel_size, stride=stride, padding=padding, "
-                    "dilation=dilation)", ", x: self.maxpool(x)",
-                    "batch_size = 2\nchannels = 4\nheight = 12\nwidth = 12\nkernel_size = 2\nstride = 2\npadding = 1"
-                    "\ndilation = 1", "torch.rand(batch_size, channels, height, width)",
+                    "dilation=dilation)", "kernel_size: int, stride: int, padding: int, dilation: int",
                     "kernel_size, stride, padding, dilation"),
-    "reduction": _spec(", dim: int", "self.dim = dim", ", x: torch.sum(x, dim=self.dim, keepdim=True)",
-                       "batch_size = 4\ndim1 = 32\ndim2 = 48\nreduce_dim = 1", "torch.rand(batch_size, dim1, dim2)",
+    "reduction": _spec("x: torch.sum(x, dim=self.dim, keepdim=True)", "torch.rand(batch_size, dim1, dim2)",
+                       "batch_size = 4; dim1 = 32; dim2 = 48; reduce_dim = 1", "self.dim = dim", "dim: int",
                        "reduce_dim"),
-    "rmsnorm": _spec(", num_features: int, eps: float = 1e-5", "self.num_features = num_features\nself.eps = eps",
-                     ", x: x / torch.sqrt(torch.mean(x ** 2, dim=1, keepdim=True) + self.eps)",
-                     "batch_size = 4\nfeatures = 16\ndim1 = 6\ndim2 = 6", "torch.rand(batch_size, features, dim1, dim2)",
+    "rmsnorm": _spec("x: x / torch.sqrt(torch.mean(x ** 2, dim=1, keepdim=True) + self.eps)", MAPS,
+                     "batch_size = 4; features = 16; dim1 = 6; dim2 = 6",
+                     "self.num_features = num_features; self.eps = eps",
+                     "num_features: int, eps: float = 1e-5",
                      "features"),
-    "softmax": _spec("", "pass", ", x: torch.softmax(x, dim=1)", ROW, "torch.rand(batch_size, dim)", ""),
+    "softmax": _spec("x: torch.softmax(x, dim=1)", "torch.rand(batch_size, dim)", ROW),
 }
 FAMILIES = sorted(p.name for p in library_dir().iterdir() if (p / "kernel.yaml").is_file())
 
 # level 2's way: a layer, then a chain of ops that a family's prologue or epilogue may take
-LINEAR = ("self.gemm = nn.Linear(in_features, out_features)", "batch_size = 8\nin_features = 32\nout_features = 48",
-          "torch.rand(batch_size, in_features)")
 LEVEL2 = {
     "gemm_multiply_leakyrelu": ("gemm_epilogue", _spec(
-        ", in_features, out_features, multiplier, negative_slope", LINEAR[0] + "\nself.multiplier = multiplier\n"
-        "self.leaky_relu = nn.LeakyReLU(negative_slope)", ", x: self.leaky_relu(self.gemm(x) * self.multiplier)",
-        LINEAR[1] + "\nmultiplier = 2.0\nnegative_slope = 0.1", LINEAR[2],
+        "x: self.leaky_relu(self.gemm(x) * self.multiplier)", "torch.rand(batch_size, in_features)",
+        "batch_size = 8; in_features = 32; out_features = 48; multiplier = 2.0; negative_slope = 0.1",
+        "self.gemm = nn.Linear(in_features, out_features); self.multiplier = multiplier; "
+        "self.leaky_relu = nn.LeakyReLU(negative_slope)",
+        "in_features, out_features, multiplier, negative_slope",
         "in_features, out_features, multiplier, negative_slope")),
     "matmul_divide_gelu": ("gemm_epilogue", _spec(
-        ", input_size, output_size, divisor", "self.linear = nn.Linear(input_size, output_size)\n"
-        "self.divisor = divisor", ", x: torch.nn.functional.gelu(self.linear(x) / self.divisor)",
-        "batch_size = 8\ninput_size = 32\noutput_size = 48\ndivisor = 10.0", "torch.rand(batch_size, input_size)",
-        "input_size, output_size, divisor")),
+        "x: torch.nn.functional.gelu(self.linear(x) / self.divisor)", "torch.rand(batch_size, input_size)",
+        "batch_size = 8; input_size = 32; output_size = 48; divisor = 10.0",
+        "self.linear = nn.Linear(input_size, output_size); self.divisor = divisor",
+        "input_size, output_size, divisor", "input_size, output_size, divisor")),
 }
 
 
@@ -111,8 +119,8 @@ def test_a_level2_chain_reaches_its_family(name, tmp_path, pool):
 
 def _library_route_passes(family: str, source: str, spec: Path, pool) -> None:
     spec.write_text(source)
-    request = ProposalRequest(spec_path=spec, spec_source=spec.read_text(), backend="triton", accelerator="h100",
-                              prompt="", parent=None, n=4, kb=CorpusLibrary())
+    request = ProposalRequest(spec_path=spec, spec_source=spec.read_text(), backend="triton", prompt="",
+                              accelerator="h100", parent=None, n=4, kb=CorpusLibrary())
     provider = OfflineProvider()
     routes, why = provider.routes(request)
     library = [r for r in routes if r.meta.get("route") == "library"]
