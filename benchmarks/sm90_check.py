@@ -15,9 +15,10 @@ kernels from corpus/kernels through the one bundling function), each route's def
 fake tensors on a simulated H100) and each distinct launch compiled for sm_90 (benchmarks/sm90_compile.py).
 Reported per launch: compiled or the compiler's error, registers, spills, shared memory against the limit;
 per problem a verdict: ok (every launch compiles and fits), fail (which launches, why), incomplete (nothing
-failed, but a dry run stopped early, its stop_kind saying why: needs_data, a launcher reading real data;
-refused, the candidate's own launcher refuses the shapes; error, anything else, such as an API the installed
-triton lacks; the launches before the stop are checked), no_routes. Compiled results are cached by kernel source, signature and options (--cache).
+failed, but a dry run stopped early; its stop_kind says why: needs_data, a launcher reading real data;
+refused, real tensors would stop it too: the candidate's launcher refuses the shapes, or a shape error on
+one of its lines; error, anything else, such as an API the installed triton lacks; the launches before the
+stop are checked), no_routes. Compiled results are cached by kernel source, signature and options (--cache).
 Writes benchmarks/results/sm90-check-<UTC>.json (or --out, rewritten after each problem); a table last.
 """
 
@@ -89,7 +90,7 @@ _NEEDS_DATA = ("DataDependentOutputException", "DynamicOutputShapeException", "G
 
 
 def stop_kind(run) -> str | None:
-    """Why a dry run did not finish: needs_data, refused (the candidate's launcher refuses the shapes) or error
+    """Why a dry run did not finish: needs_data, refused (it would fail on real tensors too) or error
     (anything else: an API the installed triton lacks, or a device query the simulation does not answer)."""
     if run.error is None:
         return None
