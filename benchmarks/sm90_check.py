@@ -4,6 +4,7 @@ launch at the published sizes, compiled ahead of time for an H100/H200 with the 
 Usage: PY=/path/to/venv-with-the-GPU-machine's-triton/bin/python
        $PY benchmarks/sm90_check.py --kernelbench PATH/KernelBench --sample benchmarks/kernelbench_h200_sample.txt
        $PY benchmarks/sm90_check.py --kernelbench PATH/KernelBench --problems 1/23_Softmax --points 8 --out FILE
+       $PY benchmarks/sm90_check.py --specs corpus/kernels/*/specs/*.py       # any spec files, as problems
        $PY benchmarks/sm90_check.py --candidate CANDIDATE.py --spec SPEC.py [--point '{"BLOCK": 2048}']
 
 The CPU interpreter accepts kernels the compiler rejects or compiles badly (shared memory past the block
@@ -14,9 +15,10 @@ kernels from corpus/kernels through the one bundling function), each route's def
 fake tensors on a simulated H100) and each distinct launch compiled for sm_90 (benchmarks/sm90_compile.py).
 Reported per launch: compiled or the compiler's error, registers, spills, shared memory against the limit;
 per problem a verdict: ok (every launch compiles and fits), fail (which launches, why), incomplete (nothing
-failed, but a dry run stopped early, its stop_kind saying why: needs_data, a launcher reading real data;
-refused, the candidate's own launcher refuses the shapes; error, anything else, such as an API the installed
-triton lacks; the launches before the stop are checked), no_routes. Compiled results are cached by kernel source, signature and options (--cache).
+failed, but a dry run stopped early; its stop_kind says why: needs_data, a launcher reading real data;
+refused, real tensors would stop it too: the candidate's launcher refuses the shapes, or a shape error on
+one of its lines; error, anything else, such as an API the installed triton lacks; the launches before the
+stop are checked), no_routes. Compiled results are cached by kernel source, signature and options (--cache).
 Writes benchmarks/results/sm90-check-<UTC>.json (or --out, rewritten after each problem); a table last.
 """
 
@@ -88,7 +90,7 @@ _NEEDS_DATA = ("DataDependentOutputException", "DynamicOutputShapeException", "G
 
 
 def stop_kind(run) -> str | None:
-    """Why a dry run did not finish: needs_data, refused (the candidate's launcher refuses the shapes) or error
+    """Why a dry run did not finish: needs_data, refused (it would fail on real tensors too) or error
     (anything else: an API the installed triton lacks, or a device query the simulation does not answer)."""
     if run.error is None:
         return None
@@ -230,6 +232,8 @@ def main() -> None:
     ap.add_argument("--kernelbench", default="", help="folder holding level1/ and level2/")
     ap.add_argument("--problems", nargs="*", default=[], help="LEVEL/STEM names, e.g. 1/23_Softmax")
     ap.add_argument("--sample", nargs="*", default=[], help="files naming problems, one LEVEL/STEM a line")
+    ap.add_argument("--specs", nargs="*", default=[], help="spec files checked as problems are (e.g. the "
+                    "library's own specs, whose bf16 and TMA paths KernelBench's fp32 problems do not take)")
     ap.add_argument("--points", type=int, default=6, help="search drafts per problem besides each route's default")
     ap.add_argument("--library", default="", help="the library folder (default: corpus/kernels)")
     ap.add_argument("--candidate", default="", help="check this candidate file instead (with --spec)")
@@ -258,13 +262,20 @@ def main() -> None:
         from agent_client.offline.library import CorpusLibrary
         from benchmarks.bench_kernelbench import read_problems
 
-        if not (args.problems or args.sample):
-            raise SystemExit("sm90_check: name problems with --problems or --sample (or a file with --candidate)")
-        if not (Path(args.kernelbench) / "level1").is_dir():
-            raise SystemExit(f"sm90_check: --kernelbench {args.kernelbench!r} has no level1/ folder")
+        if not (args.problems or args.sample or args.specs):
+            raise SystemExit("sm90_check: name problems with --problems, --sample or --specs (or --candidate a file)")
+        named = []
+        if args.problems or args.sample:
+            if not (Path(args.kernelbench) / "level1").is_dir():
+                raise SystemExit(f"sm90_check: --kernelbench {args.kernelbench!r} has no level1/ folder")
+            named = [(f"{level}/{path.stem}", path)
+                     for level, path in read_problems(Path(args.kernelbench), [], args.problems, args.sample)]
+        for spec in args.specs:
+            if not Path(spec).is_file():
+                raise SystemExit(f"sm90_check: --specs {spec}: no such file")
+            named.append((spec, Path(spec)))
         kb = CorpusLibrary(args.library or None)
-        for level, path in read_problems(Path(args.kernelbench), [], args.problems, args.sample):
-            name = f"{level}/{path.stem}"
+        for name, path in named:
             print(f"sm90_check: {name} ...", file=sys.stderr, flush=True)
             row = check_problem(name, path, kb, args.points, cache)
             payload["problems"].append(row)

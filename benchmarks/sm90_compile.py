@@ -285,8 +285,10 @@ def compile_launch(prepared: PreparedLaunch) -> LaunchCheck:
         reasons.append(f"shared memory {meta.shared} B > {SHARED_LIMIT_BYTES} B per block")
     if threads > MAX_THREADS_PER_BLOCK:
         reasons.append(f"{threads} threads > {MAX_THREADS_PER_BLOCK} per block")
-    if usage.get("registers") and usage["registers"] * threads > REGISTERS_PER_SM:
-        reasons.append(f"{usage['registers']} registers x {threads} threads > {REGISTERS_PER_SM} per SM")
+    allocated = -(-(usage.get("registers") or 0) // 8) * 8  # a warp's registers come in units of 256 (8 a thread)
+    if allocated * threads > REGISTERS_PER_SM:
+        reasons.append(f"{usage['registers']} registers (allocated {allocated}) x {threads} threads "
+                       f"> {REGISTERS_PER_SM} per SM")
     return LaunchCheck("out_of_resources" if reasons else "compiled", tuple(reasons), error=usage.get("error", ""),
                        registers=usage.get("registers"), spill_stores_bytes=usage.get("spill_stores"),
                        spill_loads_bytes=usage.get("spill_loads"), stack_frame_bytes=usage.get("stack"),

@@ -54,7 +54,7 @@ class DryRun:
     trace: Trace | None  # None when the dry run could not finish
     calls: tuple  # Launch per launch made, those before a stop included
     error: str | None = None  # why it stopped: the exception and the candidate's line that raised it
-    refused: bool = False  # stopped by the candidate's own ValueError: its launcher does not serve the shapes
+    refused: bool = False  # stopped as real tensors would stop it too (see LaunchProbe._genuine)
 
 
 class _Reads(dict):
@@ -146,8 +146,7 @@ class LaunchProbe:
         try:
             return DryRun(self._trace(point, calls), tuple(calls))
         except Exception as exc:  # noqa: BLE001 - reported, as in trace()
-            refused = isinstance(exc, ValueError) and self._raised_here(exc)
-            return DryRun(None, tuple(calls), self._stop_reason(exc), refused)
+            return DryRun(None, tuple(calls), self._stop_reason(exc), self._genuine(exc))
 
     def _stop_reason(self, exc: BaseException) -> str:
         """`Type: message` and the last line of the candidate itself that the exception passed through."""
