@@ -455,8 +455,11 @@ def _batchnorm(sig: OpSignature) -> list[str]:
     eps = _const(op, 7, "eps", 1e-5)
     if momentum is None:
         raise AdaptError("batchnorm: momentum=None (cumulative average) is not in the library kernel")
+    # F.batch_norm written out keeps no batch counter: the kernel then counts into a scratch word
+    tracked = f"{prefix}num_batches_tracked"
+    counter = f"self.{tracked}" if tracked in sig.params else "None"
     return [(f"return batch_norm_train({expr(op.args[0])}, {weight}, {bias}, {mean}, {var}, "
-            f"self.{prefix}num_batches_tracked, {momentum!r}, {eps!r})")]
+            f"{counter}, {momentum!r}, {eps!r})")]
 
 
 # ---- reductions, scans, losses ----------------------------------------------------------------

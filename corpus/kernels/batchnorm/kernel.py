@@ -326,6 +326,8 @@ def _running_args(running_mean, running_var, num_batches_tracked, stand_in: torc
     """(update, the three running-statistics arguments): without running statistics the kernel is compiled
     with UPDATE_RUNNING False and never reads them, so `stand_in` fills their places."""
     update = running_mean is not None and running_var is not None
+    if update and num_batches_tracked is None:  # no counter kept (F.batch_norm): count into a scratch word
+        num_batches_tracked = torch.zeros(1, dtype=torch.int64, device=stand_in.device)
     running = (running_mean, running_var, num_batches_tracked) if update else (stand_in,) * 3
     return update, running
 

@@ -135,3 +135,22 @@ def _library_route_passes(family: str, source: str, spec: Path, pool) -> None:
     proposal = next(p for p in provider.propose(request) if p.meta["route_id"] == library[0].id)
     verdict = pool.evaluate(spec, proposal.code, "triton")
     assert verdict.status.value == "passed", (verdict.reasons, Path(spec).name)
+
+
+def test_a_written_out_batch_norm_without_a_counter_passes(tmp_path, pool):
+    # F.batch_norm on the module's own buffers keeps no num_batches_tracked: the adapted forward must not
+    # reach for one (it did, and every such candidate stopped with an AttributeError)
+    source = _spec("x: F.batch_norm(x, self.running_mean, self.running_var, self.weight, self.bias, True, 0.1, "
+                   "1e-5)", MAPS, "batch_size = 4; features = 8; dim1 = 6; dim2 = 6",
+                   "self.weight = nn.Parameter(torch.randn(num_features)); "
+                   "self.bias = nn.Parameter(torch.randn(num_features)); "
+                   "self.register_buffer('running_mean', torch.zeros(num_features)); "
+                   "self.register_buffer('running_var', torch.ones(num_features))", "num_features: int",
+                   "features")
+    spec = tmp_path / "kb_batchnorm_functional.py"
+    spec.write_text(source)
+    request = ProposalRequest(spec_path=spec, spec_source=source, backend="triton", prompt="", accelerator="h100",
+                              parent=None, n=4, kb=CorpusLibrary())
+    routes, why = OfflineProvider().routes(request)
+    assert any(r.meta.get("op_family") == "batchnorm" for r in routes), why
+    _library_route_passes("batchnorm", source, spec, pool)
