@@ -10,7 +10,9 @@ masking them and masks K only where it is not a multiple of BLOCK_K. After it, t
 everything the kernel stores from the accumulator (bias, activations, scales, residuals) at the tile's indices.
 Tiles come from a rule on the shape (_matmul_defaults), with the search's space beside it. A problem with few
 output tiles and a long K splits K over programs (SPLIT_K), whose partial tiles a second kernel sums before the
-epilogue. A tril/triu of the product skips the K loop of tiles the mask zeroes entirely.
+epilogue. A tril/triu of the product skips the K loop of tiles the mask zeroes entirely. An fp32 operand whose K
+is not contiguous may be copied K-major first, each batch's matrix (A_KMAJOR / B_KMAJOR, tunables; on by default
+where dot_rules.kmajor_pays says the copy pays).
 
 The older helpers below (_dot_types, _dot_line, _gemm_tunables, _tile_order, _store_epilogue) serve the
 convolution's implicit GEMM (kernels/conv.py).

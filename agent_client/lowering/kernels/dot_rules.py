@@ -174,13 +174,13 @@ KMAJOR_MIN_PRODUCTS = 256  # products each element of a K-major copy must feed f
 
 def kmajor_offered(op: Operand, fp32: bool, k_dim: int) -> bool:
     """A_KMAJOR / B_KMAJOR: an fp32 operand stored with K not contiguous (torch.matmul(A, B)'s B, A.T's A, a
-    batched B of torch.bmm) may be copied K-major first, each batch's matrix as the 2-D operand's. Hopper's TF32
-    MMA (tf32x3 is three of them) takes both operands K-major from shared memory; Triton's tf32x3 splits the
-    operands in registers, so an operand that is not K-major reaches shared memory through scalar transposing
-    stores (B) or loads (A) instead of stmatrix/ldmatrix (the PTX compiled for sm_90 with triton 3.6). The
-    library's loop ran KernelBench's 4096^3 matmul, whose B is N-major, in 3.70 ms against 1.84 for its own
-    K-major linear layer of the same size, both on an H100. k_dim: which of the operand's last two dims is K
-    (-1 for A, -2 for B)."""
+    batched B of torch.bmm) may be copied K-major first, each batch's matrix as a 2-D operand's. Hopper's TF32
+    MMA takes its operands K-major from shared memory; Triton's tf32x3 splits them in registers, and in the PTX
+    it compiles for sm_90 an N-major B reaches shared memory through scalar stores and an M-major A leaves it
+    through scalar loads, where K-major ones use stmatrix and ldmatrix. On an H100 KernelBench's 4096^3 matmul
+    (B N-major) ran in 1.674 ms with the copy, 3.851 ms through the library's kernel on B as stored
+    (corpus/kernels/gemm_epilogue/NOTES.md). k_dim: which of the operand's last two dims is K (-1 for A, -2
+    for B)."""
     return fp32 and op.strides[k_dim] != 1
 
 
@@ -196,7 +196,7 @@ def kmajor_pays(products_per_element: int) -> bool:
     element once (8 bytes of fp32); the product then reads the copy instead. On an H100 (KernelBench 1/1,
     benchmarks/results/kernelbench-h100-20261207T152746Z.json) the copy and the K-major loop ran at 82 TFLOP/s,
     the library's loop on the N-major B at 36 (1/3's batched loop without a copy at 37): an element's 256
-    products take ~6.2 ps against ~14, and its copy ~2.7 ps at 3 TB/s. The break-even is near 90 products a
+    products take ~6.2 ps against ~14, and its copy ~2.7 ps at 3 TB/s. The break-even is near 90 products an
     element; 256 leaves room for a copy slower than a plain one (it transposes). KernelBench 1/3 (128 x
     512x1024 @ 1024x2048, 512 products an element of B): B is 1 GiB, a copy of ~0.7 ms against ~3.4 ms of
     products at 82 TFLOP/s."""
