@@ -12,7 +12,7 @@ What it decides:
   experimental form that stores each operand once as TF32 high and remainder parts, K-major and zero-padded to
   BLOCK_K, then runs three plain TF32 products a K step from shared memory (no register round trip);
 - B_KMAJOR / A_KMAJOR (the lowering's copy of an fp32 operand K-major before the GEMM, on by default) against
-  reading it as stored, on 1/1, 1/6, 1/8, 1/18;
+  reading it as stored, on 1/1, 1/6, 1/8, 1/18; each batch's B of 1/3 (bmm); A's copy and B's each alone on 1/16;
 - split K for 1/6 (SPLIT_K values), the irregular 1/8 (unaligned rows);
 - Gemm + epilogue problems (2/12, 2/37) and a bf16 4096^3 linear + GELU: the lowering (pointer loop and the
   persistent TMA form, PERSISTENT) against the library; 2/18 through the row-sum rewrite (no M x N x K GEMM).
@@ -85,6 +85,8 @@ ITEMS = [  # the lowering's defaults ({}) copy an N-major fp32 B K-major (B_KMAJ
     ("1/8_Matmul_with_irregular_shapes_", None, [{}, {"B_KMAJOR": False}], ["split3"]),
     ("2/37_Matmul_Swish_Sum_GroupNorm", None, [{}], ["library"]),
     ("1/18_Matmul_with_transposed_both", None, [{}, {"A_KMAJOR": False}], []),
+    ("1/3_Batched_matrix_multiplication", None, [{}, {"B_KMAJOR": False}], []),
+    ("1/16_Matmul_with_transposed_A", None, [{}, {"A_KMAJOR": False}, {"B_KMAJOR": False}], []),
     ("1/15_Matmul_for_lower_triangular_matrices", None, [{}], []),
     ("2/18_Matmul_Sum_Max_AvgPool_LogSumExp_LogSumExp", None, [{}], []),
     ("1/9_Tall_skinny_matrix_multiplication_", None, [{}, {"BLOCK_N": 256}], []),

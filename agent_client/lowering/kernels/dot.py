@@ -10,7 +10,9 @@ masking them and masks K only where it is not a multiple of BLOCK_K. After it, t
 everything the kernel stores from the accumulator (bias, activations, scales, residuals) at the tile's indices.
 Tiles come from a rule on the shape (_matmul_defaults), with the search's space beside it. A problem with few
 output tiles and a long K splits K over programs (SPLIT_K), whose partial tiles a second kernel sums before the
-epilogue. A tril/triu of the product skips the K loop of tiles the mask zeroes entirely.
+epilogue. A tril/triu of the product skips the K loop of tiles the mask zeroes entirely. An fp32 operand whose K
+is not contiguous may be copied K-major first, each batch's matrix (A_KMAJOR / B_KMAJOR, tunables; on by default
+where dot_rules.kmajor_pays says the copy pays).
 
 The older helpers below (_dot_types, _dot_line, _gemm_tunables, _tile_order, _store_epilogue) serve the
 convolution's implicit GEMM (kernels/conv.py).
@@ -34,7 +36,9 @@ from agent_client.lowering.kernels.common import (
 )
 from agent_client.lowering.kernels.dot_rules import (
     gemm_tunables,
+    kmajor_batches,
     kmajor_offered,
+    kmajor_pays,
     matmul_defaults,
     matmul_space,
     operand,
@@ -180,13 +184,16 @@ class _Gemm:
         defaults = matmul_defaults(m, n, k, nb, self.fp32, target)
         space = matmul_space(defaults, self.fp32, target)
         self.split = defaults["SPLIT_K"] > 1
-        # which operands may be copied K-major first (fp32 on a GPU: on by default, see kmajor_offered)
-        self.kmajor = [x for x, op, kd in (("A", opa, -1), ("B", opb, -2)) if kmajor_offered(op, nb, self.fp32, kd)]
+        # which operands may be copied K-major first, each batch's matrix (fp32: see kmajor_offered), and how
+        # many matrices each copy holds (one for an operand shared by every batch)
+        self.kmajor = [x for x, op, kd in (("A", opa, -1), ("B", opb, -2)) if kmajor_offered(op, self.fp32, kd)]
+        self.copies = {x: kmajor_batches(opa if x == "A" else opb, nb, self.batched) for x in self.kmajor}
         self.tma = tma_form(opa, opb, 0 if self.batched else nb, self.fp32, self.split)
         gpu = target != "cpu"
-        for x in self.kmajor:  # a copy pays where each of its elements feeds many products (compute-bound)
-            reuse = m if x == "B" else n
-            defaults[f"{x}_KMAJOR"], space[f"{x}_KMAJOR"] = gpu and reuse >= 256, [False, True] if gpu else [False]
+        for x in self.kmajor:  # on where each copied element feeds enough products (kmajor_pays)
+            products = (m if x == "B" else n) * (nb // self.copies[x])
+            defaults[f"{x}_KMAJOR"] = gpu and kmajor_pays(products)
+            space[f"{x}_KMAJOR"] = [False, True] if gpu else [False]
         if self.tma:  # the library's 16-bit form: 0.2223 ms against 0.2580 through pointers at 4096^3 (NOTES.md)
             defaults["PERSISTENT"], space["PERSISTENT"] = gpu, [False, True] if gpu else [False]
         self.exprs, self.tun, self.space = gemm_tunables(name, defaults, space, self.fp32, target)
@@ -202,25 +209,34 @@ class _Gemm:
 
     def kmajor_copy(self) -> list[Kernel]:
         """With A_KMAJOR / B_KMAJOR, kernels that copy the operand K-major first, A as (M, K) and B as its
-        transpose (N, K), row-major (no launch with the tunable off: a grid of zero programs)."""
+        transpose (N, K), row-major, one such matrix a batch (program_id(1)) or one for an operand every batch
+        shares (no launch with the tunable off: a grid of zero programs)."""
         kernels = []
         for x in self.kmajor:
             op = self.opa if x == "A" else self.opb
-            rows = self.m if x == "A" else self.n
+            rows, k, copies = (self.m if x == "A" else self.n), self.k, self.copies[x]
             s_row, s_k = (op.strides[-2], op.strides[-1]) if x == "A" else (op.strides[-1], op.strides[-2])
-            on, k, src, dst = self.exprs[f"{x}_KMAJOR"], self.k, op.buffer.name, f"{self.name}_{x.lower()}k"
-            alloc = f"{dst} = torch.empty(({rows}, {k}), device=dev, dtype=torch.float32) if {on} else {src}"
+            on, src, dst = self.exprs[f"{x}_KMAJOR"], op.buffer.name, f"{self.name}_{x.lower()}k"
+            dims = f"({copies}, {rows}, {k})" if copies > 1 else f"({rows}, {k})"
+            alloc = f"{dst} = torch.empty({dims}, device=dev, dtype=torch.float32) if {on} else {src}"
             kt = -(-k // 64)
-            code = (f"@triton.jit\ndef {dst}_copy({src}, {dst}):\n"
-                    f"    tile = tl.program_id(0)\n"
-                    f"    ri = (tile // {kt}) * 64 + tl.arange(0, 64)[:, None]\n"
-                    f"    ki = (tile % {kt}) * 64 + tl.arange(0, 64)[None, :]\n"
-                    f"    mask = (ri < {rows}) & (ki < {k})\n"
-                    f"    v = tl.load({src} + {op.offset} + ri * {s_row} + ki * {s_k}, mask=mask)\n"
-                    f"    tl.store({dst} + ri * {k} + ki, v, mask=mask)\n")
-            grid = f"({-(-rows // 64) * kt} if {on} else 0,)"
-            kernels.append(Kernel(f"{dst}_copy", code, [src, dst], grid, {"num_warps": "4"}, {}, {}, "gemm",
-                                  f"{x} of {self.what} copied K-major (with {x}_KMAJOR)", host=[alloc]))
+            i64 = ".to(tl.int64)" if max(copies * rows * k, op.buffer.meta.numel) > INT32_MAX else ""
+            lines = [f"@triton.jit\ndef {dst}_copy({src}, {dst}):",
+                     f"    tile = tl.program_id(0){i64}",
+                     f"    ri = (tile // {kt}) * 64 + tl.arange(0, 64)[:, None]",
+                     f"    ki = (tile % {kt}) * 64 + tl.arange(0, 64)[None, :]",
+                     f"    mask = (ri < {rows}) & (ki < {k})"]
+            src_at, dst_at = f"{src} + {op.offset}", dst
+            if copies > 1:  # this program's batch: its operand matrix and its place in the copy
+                lines.append(f"    bi = tl.program_id(1){i64}")
+                src_at, dst_at = f"{src_at} + bi * {op.strides[0]}", f"{dst} + bi * {rows * k}"
+            lines += [f"    v = tl.load({src_at} + ri * {s_row} + ki * {s_k}, mask=mask)",
+                      f"    tl.store({dst_at} + ri * {k} + ki, v, mask=mask)"]
+            grid = f"({-(-rows // 64) * kt} if {on} else 0{f', {copies}' if copies > 1 else ''},)"
+            each = f", each of {copies} batches" if copies > 1 else ""
+            kernels.append(Kernel(f"{dst}_copy", "\n".join(lines) + "\n", [src, dst], grid, {"num_warps": "4"}, {},
+                                  {}, "gemm", f"{x} of {self.what} copied K-major{each} (with {x}_KMAJOR)",
+                                  host=[alloc]))
         return kernels
 
     def setup(self) -> None:
@@ -255,6 +271,11 @@ class _Gemm:
         w.emit(f"off_m = pid_m * BLOCK_M{i64}")
         w.emit(f"off_n = pid_n * BLOCK_N{i64}")
 
+    def _copied(self, x: str) -> str:
+        """This program's matrix of operand x's K-major copy."""
+        copy = f"{self.name}_{x.lower()}k"
+        return f"{copy} + bi * {(self.m if x == 'A' else self.n) * self.k}" if self.copies[x] > 1 else copy
+
     def tile_product(self) -> None:
         """acc of this program's tile through pointers (the _gemm_acc loop), then mi, ni."""
         w = self.w
@@ -273,8 +294,8 @@ class _Gemm:
         b_opts = [False, True] if "B" in self.kmajor else [False]
         forms = [(fa, fb) for fa in a_opts for fb in b_opts]
         for i, (fa, fb) in enumerate(forms):
-            a_ptr, a_strides = (f"{self.name}_ak", f"{k}, 1") if fa else (base_a, f"{sa[-2]}, {sa[-1]}")
-            b_ptr, b_strides = (f"{self.name}_bk", f"1, {k}") if fb else (base_b, f"{sb[-2]}, {sb[-1]}")
+            a_ptr, a_strides = (self._copied("A"), f"{k}, 1") if fa else (base_a, f"{sa[-2]}, {sa[-1]}")
+            b_ptr, b_strides = (self._copied("B"), f"1, {k}") if fb else (base_b, f"{sb[-2]}, {sb[-1]}")
             call = (f"acc = _gemm_acc({a_ptr}, {b_ptr}, off_m, off_n, {self.m}, {self.n}, {k}, k_first, k_steps, "
                     f"{a_strides}, {b_strides}, {tail}")
             if len(forms) == 1:

@@ -169,14 +169,38 @@ def _arange_along(v) -> tuple[int, int] | None:
 
 
 # ---- optional forms of the main loop ------------------------------------------------------------------------
-def kmajor_offered(op: Operand, nb: int, fp32: bool, k_dim: int) -> bool:
-    """A_KMAJOR / B_KMAJOR: an fp32 operand stored with K not contiguous (torch.matmul(A, B)'s B, A.T's A) copied
-    K-major first. Hopper's TF32 MMA (tf32x3 is three of them) takes both operands K-major from shared memory,
-    only 16-bit MMAs transpose (Triton's AccelerateMatmul); the library's loop ran KernelBench's 4096^3 matmul,
-    whose B is N-major, in 3.70 ms against 1.84 for its own K-major linear layer of the same size, both on an
-    H100. One copy of the operand costs what reading it twice does, against M N K products. k_dim: which of the
-    operand's last two dims is K (-1 for A, -2 for B)."""
-    return fp32 and nb == 1 and op.strides[k_dim] != 1
+KMAJOR_MIN_PRODUCTS = 256  # products each element of a K-major copy must feed for the copy to pay (kmajor_pays)
+
+
+def kmajor_offered(op: Operand, fp32: bool, k_dim: int) -> bool:
+    """A_KMAJOR / B_KMAJOR: an fp32 operand stored with K not contiguous (torch.matmul(A, B)'s B, A.T's A, a
+    batched B of torch.bmm) may be copied K-major first, each batch's matrix as a 2-D operand's. Hopper's TF32
+    MMA takes its operands K-major from shared memory; Triton's tf32x3 splits them in registers, and in the PTX
+    it compiles for sm_90 an N-major B reaches shared memory through scalar stores and an M-major A leaves it
+    through scalar loads, where K-major ones use stmatrix and ldmatrix. On an H100 KernelBench's 4096^3 matmul
+    (B N-major) ran in 1.674 ms with the copy, 3.851 ms through the library's kernel on B as stored
+    (corpus/kernels/gemm_epilogue/NOTES.md). k_dim: which of the operand's last two dims is K (-1 for A, -2
+    for B)."""
+    return fp32 and op.strides[k_dim] != 1
+
+
+def kmajor_batches(op: Operand, nb: int, batched: bool) -> int:
+    """Matrices a K-major copy of the operand holds: one a batch, or one for all where the operand is the same
+    matrix in every batch (batch stride 0, an expanded weight)."""
+    return nb if batched and nb > 1 and op.strides[0] != 0 else 1
+
+
+def kmajor_pays(products_per_element: int) -> bool:
+    """Whether an operand's K-major copy is on by default, from the products each copied element feeds (M for
+    B, N for A, times the batches an operand shared by all of them serves). The copy reads and writes each
+    element once (8 bytes of fp32); the product then reads the copy instead. On an H100 (KernelBench 1/1,
+    benchmarks/results/kernelbench-h100-20261207T152746Z.json) the copy and the K-major loop ran at 82 TFLOP/s,
+    the library's loop on the N-major B at 36 (1/3's batched loop without a copy at 37): an element's 256
+    products take ~6.2 ps against ~14, and its copy ~2.7 ps at 3 TB/s. The break-even is near 90 products an
+    element; 256 leaves room for a copy slower than a plain one (it transposes). KernelBench 1/3 (128 x
+    512x1024 @ 1024x2048, 512 products an element of B): B is 1 GiB, a copy of ~0.7 ms against ~3.4 ms of
+    products at 82 TFLOP/s."""
+    return products_per_element >= KMAJOR_MIN_PRODUCTS
 
 
 def tma_form(opa: Operand, opb: Operand, nb: int, fp32: bool, split: bool) -> str | None:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from agent_client.lowering.lower import lower_spec
+from agent_client.offline.reads import LaunchProbe
 from agent_client.offline.tunables import get_tunables, set_tunables
 from harness import EvalConfig, Status, evaluate
 
@@ -77,8 +78,10 @@ def test_optional_forms_are_offered_where_they_apply(tmp_path):
     linear = lower_spec(SPECS / "linear_bf16_gelu.py", target="cuda")
     assert any(k.endswith("_PERSISTENT") for k in linear.space) and "_gemm_acc_tma(" in linear.source
     assert not any(k.endswith("_B_KMAJOR") for k in linear.space)  # a linear layer's weight is K-major already
-    batched = lower_spec(SPECS / "batched_matmul.py", target="cuda")
-    assert not any(k.endswith(("_B_KMAJOR", "_PERSISTENT")) for k in batched.space)
+    batched = lower_spec(SPECS / "batched_matmul.py", target="cuda")  # each batch's N-major B, 32 rows: off
+    assert batched.space["_p0k0_gemm_B_KMAJOR"] == [False, True] and not batched.tunables["_p0k0_gemm_B_KMAJOR"]
+    assert "copied K-major, each of 4 batches" in batched.kernels[0]
+    assert not any(k.endswith(("_A_KMAJOR", "_PERSISTENT")) for k in batched.space)
 
 
 def test_no_k_mask_where_k_divides_into_blocks():
@@ -137,11 +140,83 @@ def _with(source: str, **values) -> str:
     ("square_matmul", {"B_KMAJOR": True, "BLOCK_M": 32}),  # B copied K-major first
     ("transposed_both", {"A_KMAJOR": True, "BLOCK_M": 16}),  # a.T copied K-major (b.T is already)
     ("square_matmul", {"B_KMAJOR": False}),  # B read N-major in the loop
+    ("batched_matmul", {"B_KMAJOR": True, "BLOCK_M": 16}),  # each batch's B copied K-major
+    # a.transpose(1, 2) @ b, 37x29x45 a batch: both copied a batch, partial tiles, a ragged K
+    ("batched_transposed_a", {"A_KMAJOR": True, "B_KMAJOR": True, "BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16}),
+    ("batched_transposed_a", {"A_KMAJOR": True, "B_KMAJOR": False, "BLOCK_N": 16}),  # one copied, one as stored
+    ("batched_shared_b", {"B_KMAJOR": True, "BLOCK_M": 16, "BLOCK_K": 16}),  # one copy of B for the 5 batches
     ("linear_bf16_gelu", {"PERSISTENT": True, "BLOCK_M": 16, "BLOCK_N": 32}),  # TMA, B^T (N, K), 12 tiles
     ("matmul_bf16", {"PERSISTENT": True, "BLOCK_M": 32, "BLOCK_N": 16, "BLOCK_K": 16}),  # TMA, B (K, N), ragged
-], ids=["tril", "triu", "split_k", "irregular", "b_kmajor", "a_kmajor", "b_nmajor", "persistent_nk", "persistent_kn"])
+], ids=["tril", "triu", "split_k", "irregular", "b_kmajor", "a_kmajor", "b_nmajor", "bmm_b_kmajor", "bmm_both_kmajor",
+        "bmm_a_kmajor", "bmm_shared_b_kmajor", "persistent_nk", "persistent_kn"])
 def test_gemm_tunables_keep_the_result(name, values):
     spec = SPECS / f"{name}.py"
     source = _with(lower_spec(spec, target="cpu").source, **values)
+    for x in ("A", "B"):  # a forced copy is made and read: its launch has programs, the GEMM takes its form
+        if values.get(f"{x}_KMAJOR"):
+            launches = _launches(source, spec)
+            assert launches[f"_p0k0_gemm_{x.lower()}k_copy"][0][0] > 0
+            assert launches["_p0k0_gemm"][1][f"{x}_KMAJOR"] is True
     verdict = evaluate(spec, source, backend="triton", device="cpu", config=CPU)
     assert verdict.status == Status.passed, verdict.reasons
+
+
+def _launches(source: str, spec) -> dict:
+    """{kernel: (grid, constexpr arguments)} of the candidate's launches at the spec's shapes (a dry run)."""
+    trace = LaunchProbe(source, spec, "cpu").trace({})
+    assert trace is not None, "the dry run did not finish"
+    return {name: (tuple(grid), dict(consts)) for name, grid, _, consts in trace.launches}
+
+
+KERNELBENCH_STYLE = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, a, b):
+        return {forward}
+
+
+def get_inputs():
+    return [{inputs}]
+
+
+def get_init_inputs():
+    return []
+'''
+
+# (forward, inputs at KernelBench's published sizes, {operand: grid of its K-major copy's launch}); an operand
+# absent is K-major as stored (no copy offered); a grid of 0 programs is a copy offered but off by the rule. A
+# copy's grid is 64x64 tiles of the operand's (rows, K) matrix, times its batches.
+PUBLISHED = [
+    ("torch.matmul(a, b)", "torch.rand(4096, 4096), torch.rand(4096, 4096)", {"B": (4096,)}),  # 1/1
+    ("torch.bmm(a, b)", "torch.rand(128, 512, 1024), torch.rand(128, 1024, 2048)", {"B": (512, 128)}),  # 1/3
+    ("torch.matmul(a, b)", "torch.rand(16, 1024, 2048), torch.rand(2048, 768)", {"B": (384,)}),  # 1/10: rows flattened
+    ('torch.einsum("bijl,lk->bijk", a, b)', "torch.rand(8, 256, 512, 256), torch.rand(256, 768)", {"B": (48,)}),  # 1/11
+    ("torch.matmul(a.T, b)", "torch.rand(8192, 2048), torch.rand(8192, 4096)", {"A": (4096,), "B": (8192,)}),  # 1/16
+    ("torch.matmul(a, b.T)", "torch.rand(2048, 8192), torch.rand(4096, 8192)", {}),  # 1/17: both K-major as stored
+    ("torch.matmul(a.T, b.T)", "torch.rand(8192, 2048), torch.rand(4096, 8192)", {"A": (4096,)}),  # 1/18
+    # window attention's probabilities @ values (1920 windows of 49 tokens): 49 products an element of B, off
+    ("torch.bmm(a, b)", "torch.rand(1920, 49, 49), torch.rand(1920, 49, 32)", {"B": (0, 1920)}),
+    # 32 rows a batch: off; the same B shared by the 64 batches: 2048 products an element, one copy
+    ("torch.bmm(a, b)", "torch.rand(64, 32, 512), torch.rand(64, 512, 1024)", {"B": (0, 64)}),
+    ("torch.bmm(a, b.expand(64, -1, -1))", "torch.rand(64, 32, 512), torch.rand(1, 512, 1024)", {"B": (128,)}),
+]
+
+
+@pytest.mark.parametrize("forward, inputs, copies", PUBLISHED,
+                         ids=["1_1", "1_3", "1_10", "1_11", "1_16", "1_17", "1_18", "windows", "bmm_few_rows",
+                              "bmm_shared_b"])
+def test_kmajor_copies_at_published_sizes(tmp_path, forward, inputs, copies):
+    spec = tmp_path / "spec.py"
+    spec.write_text(KERNELBENCH_STYLE.format(forward=forward, inputs=inputs))
+    launches = _launches(lower_spec(spec, target="cuda").source, spec)
+    made = {name.removeprefix("_p0k0_gemm_")[0].upper(): grid for name, (grid, _) in launches.items()
+            if name.endswith("k_copy")}
+    assert made == copies, launches
+    gemm = launches["_p0k0_gemm"][1]
+    for x in "AB":  # the GEMM reads each copy that is made, and each operand as stored otherwise
+        assert gemm.get(f"{x}_KMAJOR", False) is (x in copies and copies[x][0] > 0), gemm
