@@ -143,13 +143,11 @@ EXCHANGE = [
 ]
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("spec,tunables", EXCHANGE)
 def test_the_exchange_alone(tmp_path, spec, tunables):
     _run(tmp_path, spec, tunables, "exchange")
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("spec,tunables", [
     ("softmax_wide", {"_CHUNK": 256}),  # (max, sum of exp) merged: the row's max, then sum(exp(x - max))
     ("log_softmax_wide", {"_CHUNK": 256, "_coop_prefetch": False}),
