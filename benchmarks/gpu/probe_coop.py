@@ -52,6 +52,7 @@ ITEMS = [
     ("1/24_LogSoftmax", "coop", "lowering", COOP),
     ("1/24_LogSoftmax", "split (default)", "lowering", {}),
     ("2/21_Conv2d_Add_Scale_Sigmoid_GroupNorm", "coop no prefetch", "lowering", {**COOP, "_coop_prefetch": False}),
+    ("1/23_Softmax", "coop x1/SM", "lowering", {**COOP, "_coop_per_sm": 1}),  # 128 registers, no spills
     ("1/23_Softmax", "coop 8192 w8 x4/SM", "lowering", {**COOP, "_CHUNK": 8192, "_coop_warps": 8,
                                                        "_coop_per_sm": 4}),
 ]
