@@ -1,7 +1,15 @@
 """The cooperative form of a split group (kernels/split.py): persistent programs each hold one chunk of a row
-in registers; per round they publish their partial results as tagged 64-bit words (the value's bits, the high
-half clear: the word is its own ready flag, no counter and no fence), wait for the row's other words, combine
-them, and at the end write the outputs from the registers: one read and one write, the minimum.
+in registers; per round they publish their partial results as 32-bit words and count themselves in on the
+row's counter (a release), wait until the counter holds every chunk (an acquire), read and combine the row's
+words, and at the end write the outputs from the registers: one read and one write, the minimum.
+
+Why a counter and not self-tagged words polled by every thread: a tile of words is held by several warps at
+once when it is smaller than the program (a [4, 32] tile over 16 warps: 4 copies), and each copy is its own
+load. Polled, a copy can be published while another is not; Triton takes the copies to be equal, so the "all
+in" test and the decode can read different copies, and a decoded unpublished word is NaN (H100: 4% of 1/23
+Softmax's outputs, agent_client/lowering/NOTES.md). The counter is read by one thread and broadcast (a
+scalar atomic), so every thread takes the same decision, and after its acquire every copy of every word
+reads published.
 
 A round's programs are co-resident: the grid is at most the programs the GPU holds at once, whole rows a
 round, registers capped (maxnreg) so that many fit. Should a peer not run (or, in the interpreter, programs
@@ -14,7 +22,6 @@ Usage: kernel = coop_kernel(group, "cuda")   # group: kernels.split.Group
 from __future__ import annotations
 
 import re
-import struct
 
 from agent_client.lowering import ops
 from agent_client.lowering.index import delinearize, linearize
@@ -26,25 +33,15 @@ from agent_client.lowering.writer import Buffer, KernelWriter, shape
 _MAX_SPIN_GPU = 50_000  # polls (about a microsecond each) before a program reduces a row itself
 
 
-def _word(value: str, acc_t: str) -> str:
-    """A 32-bit partial result as the low half of an int64 word (high half clear: published)."""
-    raw = f"{value}.to(tl.int32, bitcast=True)" if acc_t == "f32" else value
-    return f"({raw}.to(tl.int64) & 0xFFFFFFFF)"
-
-
-def _pad_word(kind: str, acc_t: str) -> int:
-    """The word of a reduction's neutral element (the padding lanes of a row's words)."""
-    lit = _init_lit(kind, acc_t)
-    if acc_t == "f32":
-        value = float(lit.replace('-float("inf")', "-inf").replace('float("inf")', "inf"))
-        return struct.unpack("<I", struct.pack("<f", value))[0]
-    return int(lit) & 0xFFFFFFFF
+def _bits(value: str, acc_t: str) -> str:
+    """A 32-bit partial result as its int32 bits (the workspace's words)."""
+    return f"{value}.to(tl.int32, bitcast=True)" if acc_t == "f32" else value
 
 
 def coop_kernel(g: Group, target: str) -> Kernel:
     n = g.name
     w = KernelWriter(loadable(g.buffers, g.outputs + g.reductions), f"{n}_coop")
-    ws, spin = f"{n}_ws", f"{n}_spin"
+    ws, cnt, spin = f"{n}_ws", f"{n}_cnt", f"{n}_spin"
     w.emit("parts = tl.arange(0, SPLIT_P2)")
     w.emit(f"counts = tl.minimum(tl.maximum({g.rn} - parts * CHUNK, 0), CHUNK).to(tl.float32)")
     loop_at = len(w.lines)
@@ -57,14 +54,17 @@ def coop_kernel(g: Group, target: str) -> Kernel:
     full = g.full_idx(xpart, "ri")
     slots = f"{g.xn} * SPLIT"
     first_wait = None
-    for reds in g.rounds:
+    for r, reds in enumerate(g.rounds):
         w.mask = "xmask & rmask"
         for red in reds:  # this chunk's partial results, published
             for slot, value, acc_t in _partials(w, g, red, full):
-                w.emit(f"tl.atomic_xchg({ws} + {slot} * {slots} + task, {_word(value, acc_t)}, sem=\"relaxed\")")
+                w.emit(f"tl.store({ws} + {slot} * {slots} + task, {_bits(value, acc_t)})")
+        counter = f"{cnt} + {r * g.xn} + task // SPLIT"
+        w.emit("tl.debug_barrier()  # every thread's stores before the release")
+        w.emit(f"tl.atomic_add({counter}, 1, sem=\"release\")")
         if first_wait is None:
             first_wait = len(w.lines)
-        words, miss = _wait(w, g, reds, ws, spin, slots)
+        words, miss = _wait(w, g, reds, ws, counter, spin, slots)
         for red in reds:  # the row's result from its words (plain reductions first: a merged one reads them)
             _combine_row(w, g, red, words, miss, xpart)
     w.mask = "xmask & rmask"
@@ -84,6 +84,7 @@ def coop_kernel(g: Group, target: str) -> Kernel:
     w.indent -= 1
     _prefetch(w, g, loop_at, body_at, first_wait)
     w.args[ws] = Buffer(ws, None)
+    w.args[cnt] = Buffer(cnt, None)
     w.args[spin] = Buffer(spin, None)
     return _launch(w, g, target)
 
@@ -157,30 +158,29 @@ def _partials(w: KernelWriter, g: Group, red, full) -> list[tuple[int, str, str]
     return [(g.slots[red][0], w.bind(reduce_code(kind, reduce_code(kind, v, 1), 0)), acc_t)]
 
 
-def _wait(w: KernelWriter, g: Group, reds: list, ws: str, spin: str, slots: str) -> tuple[str, str]:
-    """(words, missing): the round's words of the chunk's row ([slots, SPLIT_P2]), polled until all are
-    published or `spin` polls."""
+def _wait(w: KernelWriter, g: Group, reds: list, ws: str, counter: str, spin: str, slots: str) -> tuple[str, str]:
+    """(words, missing): the round's words of the chunk's row ([slots, SPLIT_P2]), read once the row's counter
+    holds all SPLIT chunks, or after `spin` polls (then `missing`, the same in every thread)."""
     rows = [s for r in reds for s in g.slots[r]]
     w.n += 1
     words, miss, k = f"words{w.n}", f"miss{w.n}", f"k{w.n}"
-    w.emit(f"{k} = tl.arange(0, {pow2(len(rows))})[:, None]")
-    load = (f"tl.load({ws} + ({rows[0]} + {k}) * {slots} + (task - ci) + parts[None, :], "
-            f"mask=({k} < {len(rows)}) & (parts[None, :] < SPLIT), other=0, volatile=True)")
-    test = f"tl.min(tl.min(({words} >> 32).to(tl.int32), 1), 0) < 0"
-    w.emit(f"{words} = {load}")
-    w.emit(f"{miss} = {test}")
+    got = f"got{w.n}"
+    w.emit(f"{got} = tl.atomic_add({counter}, 0, sem=\"acquire\")")
     w.emit("spins = 0")
-    w.emit(f"while {miss} & (spins < {spin}):")
-    w.emit(f"    {words} = {load}")
-    w.emit(f"    {miss} = {test}")
+    w.emit(f"while ({got} < SPLIT) & (spins < {spin}):")
+    w.emit(f"    {got} = tl.atomic_add({counter}, 0, sem=\"acquire\")")
     w.emit("    spins += 1")
+    w.emit(f"{miss} = {got} < SPLIT")
+    w.emit(f"{k} = tl.arange(0, {pow2(len(rows))})[:, None]")
+    w.emit(f"{words} = tl.load({ws} + ({rows[0]} + {k}) * {slots} + (task - ci) + parts[None, :], "
+           f"mask=({k} < {len(rows)}) & (parts[None, :] < SPLIT), other=0, volatile=True)")
     return words, miss
 
 
 def _row_of(w: KernelWriter, words: str, row: int, first: int, acc_t: str, pad: str) -> str:
     """One slot's words of the row, decoded; padding lanes (past SPLIT) give `pad`."""
     k = words.replace("words", "k")
-    bits = f"(tl.sum(tl.where({k} == {row - first}, {words}, 0), 0) & 0xFFFFFFFF).to(tl.int32)"
+    bits = f"tl.sum(tl.where({k} == {row - first}, {words}, 0), 0)"
     value = bits + (".to(tl.float32, bitcast=True)" if acc_t == "f32" else "")
     return w.bind(f"tl.where(parts < SPLIT, {value}, {pad})")
 
@@ -199,9 +199,10 @@ def _combine_row(w: KernelWriter, g: Group, red, words: str, miss: str, xpart) -
         total = w.bind(reduce_code(kind, vals, 0))
     res = f"row{w.n}"
     w.emit(f"{res} = {total}")
-    # a peer that never ran: this program reduces the whole row itself
+    # a peer that never ran: this program reduces the whole row itself (FALLBACK: always, but where a test
+    # launches a second time on a workspace of published words, to check their combine alone)
     init = _init_lit(kind, acc_t)
-    w.emit(f"if {miss}:")
+    w.emit(f"if FALLBACK and {miss}:")
     w.indent += 1
     w.push()
     facc = f"facc{w.n}"
@@ -231,7 +232,9 @@ def _launch(w: KernelWriter, g: Group, target: str) -> Kernel:
     chunk, t_c, s_c = tune(n, "CHUNK", min(4096 if target == "cpu" else 16384, chunks[-1]), chunks)
     warps, t_w, s_w = tune(n, "coop_warps", 16, [4, 8, 16, 32])
     per_sm, t_p, s_p = tune(n, "coop_per_sm", 2, [1, 2, 4])
-    form, t_f, s_f = tune(n, "form", "coop", ["coop", "split"])
+    # the two-level form by default: on an H100 the cooperative one left NaN in 4% of 1/23 Softmax's outputs
+    # and 7% of 2/21's GroupNorm's (rows of several chunks, several rows a round) while passing on the CPU
+    form, t_f, s_f = tune(n, "form", "split", ["coop", "split"])
     # the library's cooperative softmax lost 12% without its next chunk's loads in flight while it waited
     # (corpus/kernels/softmax/NOTES.md); compiled for sm_90 at 64 registers, the prefetch does not spill
     prefetch, t_q, s_q = tune(n, "coop_prefetch", True, [False, True])
@@ -243,16 +246,18 @@ def _launch(w: KernelWriter, g: Group, target: str) -> Kernel:
         f"{n}_cap = {sms} * {n}_per_sm",
         f"{n}_use_coop = {form} == 'coop' and {n}_split <= {n}_cap  # a row's chunks all resident at once",
         f"{n}_grid = triton.cdiv({g.xn}, triton.cdiv({g.xn}, max(1, {n}_cap // {n}_split))) * {n}_split",
-        (f"{n}_ws = torch.full(({words}, {g.xn} * {n}_split), -1, dtype=torch.int64, device=dev) "
-         f"if {n}_use_coop else None"),
+        f"{n}_ws = torch.empty(({words}, {g.xn} * {n}_split), dtype=torch.int32, device=dev) if {n}_use_coop else None",
+        (f"{n}_cnt = torch.zeros(({len(g.rounds)}, {g.xn}), dtype=torch.int32, device=dev) "
+         f"if {n}_use_coop else None  # chunks in, per round and row"),
         f"{n}_spin = {_MAX_SPIN_GPU} if dev.type == 'cuda' else 0  # the interpreter runs programs in turn",
     ]
     constexprs = {"CHUNK": chunk, "SPLIT": f"{n}_split", "SPLIT_P2": f"triton.next_power_of_2({n}_split)",
-                  "FBLOCK": "4096" if target == "cpu" else "2048", "PREFETCH": prefetch, "num_warps": warps,
+                  "FBLOCK": "4096" if target == "cpu" else "2048", "PREFETCH": prefetch, "FALLBACK": "True",
+                  "num_warps": warps,
                   "maxnreg": f"min(255, 65536 // ({n}_per_sm * {warps} * 32) // 8 * 8)"}
     note = (f"cooperative split reduction of {g.rn} over {g.xn} rows, {len(g.rounds)} round(s): "
             f"{', '.join(r.name for r in g.reductions)} -> {', '.join(o.name for o in g.outputs)}")
-    return Kernel(w.name, finish(w, ["CHUNK", "SPLIT", "SPLIT_P2", "FBLOCK", "PREFETCH"]), list(w.args),
+    return Kernel(w.name, finish(w, ["CHUNK", "SPLIT", "SPLIT_P2", "FBLOCK", "PREFETCH", "FALLBACK"]), list(w.args),
                   f"({n}_grid,)", constexprs, {**t_f, **t_c, **t_w, **t_p, **t_q}, {**s_f, **s_c, **s_w, **s_p, **s_q},
                   "reduction", note,
                   host=host, when=f"{n}_use_coop")

@@ -57,8 +57,11 @@ def _spec(tmp_path: Path, forward: str, sizes: str, inputs: str, init: str = "")
      "persistent reduction of 4096 over 32768 rows"),
 ])
 def test_strategy_at_published_sizes(tmp_path, forward, sizes, inputs, expected):
-    kernels = lower_spec(_spec(tmp_path, forward, sizes, inputs), target="cuda").kernels
+    lowered = lower_spec(_spec(tmp_path, forward, sizes, inputs), target="cuda")
+    kernels = lowered.kernels
     assert any(expected in k for k in kernels), kernels
+    forms = [v for name, v in lowered.tunables.items() if name.endswith("_form")]
+    assert forms == (["split"] if "cooperative" in expected else []), lowered.tunables  # two levels by default
     if "(looped)" in expected or "persistent" in expected:
         assert not any("split" in k for k in kernels), kernels
     if "round 0" in expected:
@@ -74,28 +77,28 @@ def _tuned(lowered, values: dict) -> str:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("spec,options,tunables,kernel", [
-    # cooperative (by default with the next chunk's loads issued before the wait): 8 chunks of 128 a row, the
-    # last partial; one round (the max, and the sum of exponentials
-    # each chunk takes from its own max)
-    ("softmax_wide", SPLIT, {"_CHUNK": 128}, "cooperative"),
+    # cooperative (asked for; with the next chunk's loads issued before the wait by default): 8 chunks of 128 a
+    # row, the last partial; one round (the max, and the sum of exponentials each chunk takes from its own max)
+    ("softmax_wide", SPLIT, {"_form": "coop", "_CHUNK": 128}, "cooperative"),
     # two levels: 8 chunks of 125, each smaller than one block of 256
     ("softmax_wide", SPLIT, {"_form": "split", "_SPLIT": 8, "_RBLOCK": 256}, "round 0"),
     # chunks of 500 in steps of 256: each lane's running max and rescaled sum over two steps
     ("softmax_wide", SPLIT, {"_form": "split", "_SPLIT": 2, "_RBLOCK": 256}, "round 0"),
-    ("softmax_wide", SPLIT, {"_CHUNK": 128, "_coop_prefetch": False}, "cooperative"),  # no early loads of the next
-    ("log_softmax_wide", SPLIT, {"_CHUNK": 256}, "cooperative"),
+    # no early loads of the next chunk
+    ("softmax_wide", SPLIT, {"_form": "coop", "_CHUNK": 128, "_coop_prefetch": False}, "cooperative"),
+    ("log_softmax_wide", SPLIT, {"_form": "coop", "_CHUNK": 256}, "cooperative"),
     # layer norm over (C, H, W): the mean's sum and the chunks' means and centred squares in one round
-    ("layernorm_chw", SPLIT, {"_CHUNK": 256}, "cooperative"),
-    ("layernorm_chw", SPLIT, {"_CHUNK": 256, "_coop_prefetch": False}, "cooperative"),
+    ("layernorm_chw", SPLIT, {"_form": "coop", "_CHUNK": 256}, "cooperative"),
+    ("layernorm_chw", SPLIT, {"_form": "coop", "_CHUNK": 256, "_coop_prefetch": False}, "cooperative"),
     ("layernorm_chw", SPLIT, {"_form": "split", "_SPLIT": 4}, "round 0"),
     ("layernorm_chw", SPLIT, {"_form": "split", "_SPLIT": 2, "_RBLOCK": 256}, "round 0"),  # lanes' Welford, 2 steps
     # a row's softmax with its max (times two) and log-sum-exp: outputs of the rows' count from the split group
-    ("softmax_and_max", SPLIT, {"_CHUNK": 128}, "cooperative"),
+    ("softmax_and_max", SPLIT, {"_form": "coop", "_CHUNK": 128}, "cooperative"),
     ("softmax_and_max", SPLIT, {"_form": "split", "_SPLIT": 2}, "round 0"),
     # one row of every element read once: two levels; the mean's scale applied where the row is combined
     ("mse_loss", SPLIT, {"_SPLIT": 4, "_RBLOCK": 256}, "round 0"),
     # x over a norm of every element: one row, the elements written from registers
-    ("frobenius", SPLIT, {"_CHUNK": 256}, "cooperative"),
+    ("frobenius", SPLIT, {"_form": "coop", "_CHUNK": 256}, "cooperative"),
     ("frobenius", SPLIT, {"_form": "split", "_SPLIT": 4}, "round 0"),
     # columns: 117 inner columns in blocks of 16 (a partial last block), the 8 channels in registers
     ("rmsnorm_dim1", {}, {"_XBLOCK": 16}, "column reduction of 8 (persistent)"),
@@ -144,10 +147,12 @@ class _Forbidden:
 @pytest.mark.parametrize("chunk,form", [
     (128, "coop"),  # 8 chunks a row: the CPU's 4 "SMs" hold 8 programs, so the rows run cooperatively
     (16, "split"),  # 63 chunks a row: more than the programs resident at once, so the two-level form runs
+    (None, "split"),  # the default form: two levels
 ])
 def test_the_form_that_runs(tmp_path, chunk, form):
     lowered = lower_spec(ROW_SPECS / "softmax_wide.py", target="cpu", options=SPLIT)
-    module = _candidate(_tuned(lowered, {"_CHUNK": chunk}), tmp_path, f"rows_form_{form}")
+    asked = {"_CHUNK": chunk, "_form": "coop"} if chunk else {}
+    module = _candidate(_tuned(lowered, asked), tmp_path, f"rows_form_{form}_{chunk}")
     coop = [n for n in vars(module) if n.endswith("_coop") and hasattr(vars(module)[n], "run")]
     parts = [n for n in vars(module) if "_part" in n and hasattr(vars(module)[n], "run")]
     assert coop and parts
