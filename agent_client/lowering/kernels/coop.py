@@ -7,7 +7,7 @@ Why a counter and not self-tagged words polled by every thread: a tile of words 
 once when it is smaller than the program (a [4, 32] tile over 16 warps: 4 copies), and each copy is its own
 load. Polled, a copy can be published while another is not; Triton takes the copies to be equal, so the "all
 in" test and the decode can read different copies, and a decoded unpublished word is NaN (H100: 4% of 1/23
-Softmax's outputs, agent_client/lowering/NOTES.md). The counter is read by one thread and broadcast (a
+Softmax's outputs, agent_client/lowering/README.md). The counter is read by one thread and broadcast (a
 scalar atomic), so every thread takes the same decision, and after its acquire every copy of every word
 reads published.
 
