@@ -360,9 +360,10 @@ def write_table(args: argparse.Namespace) -> Path:
         drop |= _drop(earlier["drop"])
     if not runs:
         raise TableError("library_table: --write-table needs runs (RESULTS.json files or --runs-of TABLE)")
+    argv = [a for a in sys.argv[1:] if a != "--update-sidecars"]  # what writes the table, not what reads it
     command = "python3 scripts/library_table.py " + " ".join(
         str(Path(a).relative_to(REPO)) if Path(a).is_absolute() and Path(a).is_relative_to(REPO) else a
-        for a in sys.argv[1:])
+        for a in argv)
     table = build_table(runs, args.pick, drop, copies, command)
     stamp = table["date"].replace("-", "").replace(":", "")
     out = args.out or RESULTS / f"library-table-{table['accelerator']}-{stamp}.json"

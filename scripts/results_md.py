@@ -170,7 +170,7 @@ def tune_section() -> str:
 
 
 def library_section() -> str:
-    table = load_table()
+    lib = load_table()
     vendor: dict[str, tuple[dict, dict, Path]] = {}  # the newest vendor run of each spec
     for p in sorted(RESULTS.glob("vendor-h200-*.json")):
         d = load(p)
@@ -180,15 +180,15 @@ def library_section() -> str:
     rows = [[spec, f(r["speedup_vs"].get("cublas_linear"), ".3f"), f(r["speedup_vs"].get("cublaslt_bias_gelu"), ".3f"),
              f(r["speedup_vs"].get("sdpa"), ".3f"), f(r["speedup_vs"].get("eager_reference"), ".2f"), link(p)]
             for spec, (r, d, p) in sorted(vendor.items())]
-    pick = "the row with the median latency" if table["pick"] == "median" else "the newest row"
+    pick = "the row with the median latency" if lib["pick"] == "median" else "the newest row"
     return "\n".join([
         "## The skill library on the H200", "",
         ("One harness run of every spec, and repeats of some, on a CUDA machine (`bash benchmarks/gpu/library.sh`); "
          f"per spec {pick} over the runs the table file names, less the rows of configurations changed since. "
          + COLUMNS_NOTE), "",
-        source(table["path"], table) + " Each row names its run file and the commit that holds it (`git show "
-        "COMMIT:benchmarks/results/FILE`).", "", table_text(table), "",
-        "Runs: " + ", ".join(f"`{r['file']}` in commit {r['commit']}" for r in table["runs"]) + ".", "",
+        source(lib["path"], lib) + " Each row names its run file and the commit that holds it (`git show "
+        "COMMIT:benchmarks/results/FILE`).", "", table_text(lib), "",
+        "Runs: " + ", ".join(f"`{r['file']}` in commit {r['commit']}" for r in lib["runs"]) + ".", "",
         "### Against the vendor libraries", "",
         ("`python3 benchmarks/bench_vendor.py`: the vendor call's median time over ours in the same window (the "
          "harness's timing on fresh clones of the inputs, alternating runs), from the newest run of each spec. "
@@ -360,8 +360,8 @@ def results_md() -> str:
 
 def headline() -> str:
     """The README's few numbers, each with its file (links relative to the repository's root)."""
-    table = load_table()
-    rows = table["rows"]
+    lib = load_table()
+    rows = lib["rows"]
     mem = [r for r in rows if r["family"] not in COMPUTE_BOUND and r["status"] == "passed"]
     retr_file = newest("retrieval-*.json", lambda d: d["questions_file"].endswith("/retrieval_questions.yaml"))
     held_file = newest("retrieval-*.json", lambda d: "heldout" in d["questions_file"])
@@ -372,8 +372,8 @@ def headline() -> str:
          f"{len(mem)} memory-bound ones run at a geometric mean of "
          f"{geomean([r['speedup_vs_eager'] for r in mem]):.2f}x over eager and "
          f"{geomean([r['speedup_vs_compile'] for r in mem]):.2f}x over torch.compile (the "
-         f"{'median' if table['pick'] == 'median' else 'newest'} of {len(table['runs'])} runs, "
-         f"{link(table['path'], '')})."),
+         f"{'median' if lib['pick'] == 'median' else 'newest'} of {len(lib['runs'])} runs, "
+         f"{link(lib['path'], '')})."),
         (f"- Retrieval: hybrid recall@5 {retr['modes']['hybrid']['recall@5']:.3f} on {retr['n_questions']} "
          f"questions ({link(retr_file, '')}), {held['modes']['hybrid']['recall@5']:.3f} on {held['n_questions']} "
          f"held-out ones ({link(held_file, '')}); hybrid search p50 {p50:.1f} ms at 100k chunks on 2 CPU cores "
