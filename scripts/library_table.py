@@ -345,12 +345,6 @@ def _drop(values: list[str]) -> frozenset[tuple[str, str]]:
 
 
 def write_table(args: argparse.Namespace) -> Path:
-    if args.selection:  # files, pick, drop and copy_at_size from a selection file (paths relative to the repository)
-        sel = json.loads(args.selection.read_text())
-        args.files += [REPO / f for f in sel["files"]]
-        args.copy_at_size += [REPO / f for f in sel.get("copy_at_size", [])]
-        args.drop += sel.get("drop", [])
-        args.pick = sel.get("pick", args.pick)
     runs, copies, drop = _committed(args.files), _committed(args.copy_at_size), _drop(args.drop)
     if args.runs_of:
         earlier = load_table(args.runs_of)
@@ -382,8 +376,6 @@ def main() -> int:
     p.add_argument("--runs-of", type=Path, default=None, metavar="TABLE",
                    help="--write-table: also the runs, drops and copy-at-size files of this table")
     p.add_argument("--out", type=Path, default=None, help="--write-table: where (default: benchmarks/results/)")
-    p.add_argument("--selection", type=Path, default=None,
-                   help="--write-table: runs, pick, drop and copy_at_size from this JSON file")
     p.add_argument("--pick", choices=("newest", "median"), default="median",
                    help="per spec: the newest row, or the row with the median latency over all the files")
     p.add_argument("--copy-at-size", action="append", default=[], type=Path, metavar="FILE",
