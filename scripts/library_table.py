@@ -2,31 +2,32 @@
 
 Usage:
     python3 scripts/library_table.py [--table TABLE.json] [--doc FILE.md] [--update-sidecars]
-    python3 scripts/library_table.py --write-table [RESULTS.json ...] [--runs-of TABLE.json] [--pick median|newest]
-        [--drop FILE_STEM:SPEC ...] [--copy-at-size copy_at_size-X.json ...] [--out TABLE.json]
+    python3 scripts/library_table.py --write-table [RESULTS.json ...] [--runs-of TABLE.json]
+        [--pick median|newest] [--drop FILE_STEM:SPEC ...] [--copy-at-size copy_at_size-X.json ...]
+        [--out TABLE.json]
     python3 scripts/library_table.py --compare RESULTS.json [RESULTS.json ...] [--within 0.03] [--json OUT.json]
 
 The published table is one file, benchmarks/results/library-table-<card>-<UTC>.json: per spec the row chosen
 from the harness runs of benchmarks/bench_library.py, each row naming its run file and the commit that holds
 that file (`git show COMMIT:benchmarks/results/FILE`), with the runs, the pick, the dropped rows and the
-copy-at-size shares it was made from. With no mode, the newest table file is read and printed (the same columns
-as `bench_library.py --table`), with --doc written between the markers below in that file; --update-sidecars
-writes each passed row into corpus/kernels/<family>/kernel.yaml `measurements` (KernelMeasurement fields, the
-table file as results_file), replacing an earlier measurement of the same accelerator and spec.
-docs/RESULTS.md shows the same table (scripts/results_md.py).
+copy-at-size shares it was made from. With no mode, the newest table file is read and printed (the same
+columns as `bench_library.py --table`), with --doc written between the markers below in that file;
+--update-sidecars writes each passed row into corpus/kernels/<family>/kernel.yaml `measurements`
+(KernelMeasurement fields, the table file as results_file), replacing an earlier measurement of the same
+accelerator and spec. docs/RESULTS.md shows the same table (scripts/results_md.py).
 
 --write-table makes a new table file: from the runs named (committed files: the table names their commits) and
 with --runs-of also from the runs, drops and copy-at-size files of an earlier table (read from their commits
-where the tree no longer has them). For each (family, spec) the newest row wins (files ordered by their "date"),
-or with --pick median the row with the median latency across the files; --drop FILE_STEM:SPEC leaves out a row
-that measured a configuration changed since. --copy-at-size (files of benchmarks/gpu/copy_at_size.py, the later
-file winning per spec) puts beside each spec under a bar what a device copy of its bytes reaches at its size:
-short kernels pay a launch, ramp-up and tail that a 2 GiB copy does not. To add a run: commit it, write a new
-table with --runs-of the current one, then remove the run and the old table (git keeps both).
+where the tree no longer has them). For each (family, spec) the newest row wins (files ordered by their
+"date"), or with --pick median the row with the median latency across the files; --drop FILE_STEM:SPEC leaves
+out a row that measured a configuration changed since. --copy-at-size (files of benchmarks/gpu/copy_at_size.py,
+the later file winning per spec) puts beside each spec under a bar what a device copy of its bytes reaches at
+its size: short kernels pay a launch, ramp-up and tail that a 2 GiB copy does not. To add a run: commit it,
+write a new table with --runs-of the current one, then remove the run and the old table (git keeps both).
 
 --compare instead sets a run's latencies beside the table's (the kernel.yaml measurements of its accelerator),
-spec by spec (a later file's row wins: a rerun of some specs completes a run cut short), and exits 1 where a spec
-is missing, failed, or is more than --within slower.
+spec by spec (a later file's row wins: a rerun of some specs completes a run cut short), and exits 1 where a
+spec is missing, failed, or is more than --within slower.
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ COLUMNS_NOTE = (
     "the larger of the fp32 rate and a third of the TF32 rate, which 3xTF32 products reach); \"compile of limit\" "
     "the same for torch.compile: where it is already near 100%, no kernel can win by much.")
 
-Loaded = tuple[dict, Path]  # a results file's payload, and its path (in the tree, or where it was when committed)
+Loaded = tuple[dict, Path]  # a results file's payload and its path (in the tree, or where it was committed)
 
 
 def _loaded(files: list[Path | Loaded]) -> list[Loaded]:
@@ -163,8 +164,9 @@ class TableError(ValueError):
 
 def _run_entry(payload: dict, f: Path, commit: str) -> dict:
     info = payload.get("machine", {})
-    return {"file": f.name, "commit": commit, "date": payload.get("date", ""), "command": payload.get("command"),
-            "accelerator": payload.get("accelerator", "unknown"), "versions": info.get("versions", {})}
+    return {"file": f.name, "commit": commit, "date": payload.get("date", ""),
+            "command": payload.get("command"), "accelerator": payload.get("accelerator", "unknown"),
+            "versions": info.get("versions", {})}
 
 
 def _committed(files: list[Path]) -> list[tuple[Loaded, str]]:
@@ -184,7 +186,7 @@ def _committed(files: list[Path]) -> list[tuple[Loaded, str]]:
 
 
 def _from_history(entries: list[dict], what: str, table: Path) -> list[tuple[Loaded, str]]:
-    """The files an earlier table names ({"file", "commit"}), read from the tree or else from their commits."""
+    """The files an earlier table names ({"file", "commit"}), read from the tree, else from their commits."""
     out = []
     for i, e in enumerate(entries):
         try:
@@ -197,23 +199,25 @@ def _from_history(entries: list[dict], what: str, table: Path) -> list[tuple[Loa
 
 def build_table(runs: list[tuple[Loaded, str]], pick: str, drop: frozenset[tuple[str, str]],
                 copies: list[tuple[Loaded, str]], command: str, date: str | None = None) -> dict:
-    """The table file's content: per spec the picked row (with its run file and commit), and what it came from."""
+    """The table file's content: per spec the picked row (with its run file and commit), and its sources."""
     loaded = [lp for lp, _ in runs]
     commit_of = {lp[1].name: c for lp, c in runs}
     picked = (median_rows if pick == "median" else latest_rows)(loaded, drop)
     accelerators = sorted({p.get("accelerator", "unknown") for p, _ in loaded})
     if len(accelerators) != 1:
-        raise TableError(f"library_table: the runs measured {accelerators or 'nothing'}: one accelerator a table")
+        raise TableError(f"library_table: the runs measured {accelerators or 'nothing'}: "
+                         "one accelerator a table")
     return {
         "benchmark": "library_table",
-        "about": ("The skill library's published table: per spec the row picked from the runs (pick), less the "
-                  "rows that measured a configuration changed since (drop); each row names its run file and the "
-                  "commit that holds it (git show COMMIT:benchmarks/results/FILE). Written by "
+        "about": ("The skill library's published table: per spec the row picked from the runs (pick), less "
+                  "the rows that measured a configuration changed since (drop); each row names its run file and "
+                  "the commit that holds it (git show COMMIT:benchmarks/results/FILE). Written by "
                   "scripts/library_table.py --write-table."),
         "date": date or dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "command": command, "commit": results_history.head_commit(), "accelerator": accelerators[0],
         "pick": pick,
-        "runs": [_run_entry(p, f, commit_of[f.name]) for p, f in sorted(loaded, key=lambda pf: pf[0].get("date", ""))],
+        "runs": [_run_entry(p, f, commit_of[f.name])
+                 for p, f in sorted(loaded, key=lambda pf: pf[0].get("date", ""))],
         "drop": sorted(f"{stem}:{spec}" for stem, spec in drop),
         "copy_at_size": [{"file": f.name, "commit": c, "date": p.get("date", "")} for (p, f), c in copies],
         "copy_fraction_by_spec": copy_fractions([lp for lp, _ in copies]),
@@ -228,8 +232,8 @@ def newest_table() -> Path | None:
 
 
 def load_table(path: Path | None = None) -> dict:
-    """A table file (default: the newest), checked for the fields the pages and sidecars read; TableError names
-    the file and the missing field. Its path is under "path"."""
+    """A table file (default: the newest), checked for the fields the pages and sidecars read; TableError
+    names the file and the missing field. Its path is under "path"."""
     path = path or newest_table()
     if path is None:
         raise TableError(f"library_table: no {TABLE_GLOB} under {RESULTS.relative_to(REPO)} "
@@ -244,8 +248,8 @@ def load_table(path: Path | None = None) -> dict:
     runs = {r.get("file") for r in table["runs"]}
     for i, row in enumerate(table["rows"]):
         if row.get("run_file") not in runs or not row.get("run_commit"):
-            raise TableError(f"library_table: {path.name}: rows[{i}] ({row.get('spec')}): its run_file is not one "
-                             "of the runs, or it names no run_commit")
+            raise TableError(f"library_table: {path.name}: rows[{i}] ({row.get('spec')}): its run_file is "
+                             "not one of the runs, or it names no run_commit")
     return {**table, "path": path}
 
 
@@ -267,7 +271,7 @@ def write_doc(doc: Path, table: str) -> None:
 
 
 def measurement(row: dict, run: dict, table_file: Path) -> dict:
-    """A kernel.yaml measurement of a table row: the run's date, versions and command, the table as its file."""
+    """A kernel.yaml measurement of a table row: the run's date, versions and command; the table its file."""
     return {
         "accelerator": run["accelerator"], "spec": row["spec"], "shape": row["shape"],
         "dtype": row["dtype"], "latency_ms": row["latency_ms"], "speedup_vs_eager": row["speedup_vs_eager"],
@@ -295,7 +299,8 @@ def update_sidecars(table: dict) -> None:
     by_family: dict[str, list[dict]] = {}
     for row in table["rows"]:
         if row["status"] == "passed" and row.get("latency_ms"):
-            by_family.setdefault(row["family"], []).append(measurement(row, runs[row["run_file"]], table["path"]))
+            run = runs[row["run_file"]]
+            by_family.setdefault(row["family"], []).append(measurement(row, run, table["path"]))
     for family, ms in by_family.items():
         sidecar = REPO / "corpus" / "kernels" / family / "kernel.yaml"
         if sidecar.is_file():
@@ -362,7 +367,8 @@ def write_table(args: argparse.Namespace) -> Path:
     stamp = table["date"].replace("-", "").replace(":", "")
     out = args.out or RESULTS / f"library-table-{table['accelerator']}-{stamp}.json"
     out.write_text(json.dumps(table, indent=1) + "\n")
-    print(f"library_table: {len(table['rows'])} rows from {len(table['runs'])} runs -> {out}", file=sys.stderr)
+    print(f"library_table: {len(table['rows'])} rows from {len(table['runs'])} runs -> {out}",
+          file=sys.stderr)
     return out
 
 
@@ -375,7 +381,8 @@ def main() -> int:
     p.add_argument("--write-table", action="store_true", help="make a new table file from runs")
     p.add_argument("--runs-of", type=Path, default=None, metavar="TABLE",
                    help="--write-table: also the runs, drops and copy-at-size files of this table")
-    p.add_argument("--out", type=Path, default=None, help="--write-table: where (default: benchmarks/results/)")
+    p.add_argument("--out", type=Path, default=None,
+                   help="--write-table: where (default: benchmarks/results/)")
     p.add_argument("--pick", choices=("newest", "median"), default="median",
                    help="per spec: the newest row, or the row with the median latency over all the files")
     p.add_argument("--copy-at-size", action="append", default=[], type=Path, metavar="FILE",

@@ -184,8 +184,8 @@ def library_section() -> str:
     return "\n".join([
         "## The skill library on the H200", "",
         ("One harness run of every spec, and repeats of some, on a CUDA machine (`bash benchmarks/gpu/library.sh`); "
-         f"per spec {pick} over the runs the table file names, less the rows of configurations changed since. "
-         + COLUMNS_NOTE), "",
+         f"per spec {pick} over the runs the table file names, less the rows of configurations changed "
+         "since. " + COLUMNS_NOTE), "",
         source(lib["path"], lib) + " Each row names its run file and the commit that holds it (`git show "
         "COMMIT:benchmarks/results/FILE`).", "", table_text(lib), "",
         "Runs: " + ", ".join(f"`{r['file']}` in commit {r['commit']}" for r in lib["runs"]) + ".", "",

@@ -1,5 +1,5 @@
-"""scripts/library_table.py: newest (or median) row per spec, --drop skips a named (file, spec) row, and the published
-table file is what its runs (read from the commits that hold them) give."""
+"""scripts/library_table.py: newest (or median) row per spec, --drop skips a named (file, spec) row, and the
+published table file is what its runs (read from the commits that hold them) give."""
 
 from __future__ import annotations
 
@@ -154,7 +154,7 @@ def _run(tmp_path: Path, changes: dict) -> Path:
 results_history = library_table.results_history
 
 
-@pytest.mark.skipif(not results_history.has_history(), reason="reads the runs from the commits that hold them")
+@pytest.mark.skipif(not results_history.has_history(), reason="reads the runs from their commits")
 def test_the_published_table_is_what_its_runs_give():
     """The table file's rows are the rows its runs give (each read from the commit the table names), and the
     kernel.yaml measurements are those rows with the table as their file."""
@@ -163,8 +163,10 @@ def test_the_published_table_is_what_its_runs_give():
     copies = library_table._from_history(table["copy_at_size"], "copy_at_size", table["path"])
     rebuilt = library_table.build_table(runs, table["pick"], library_table._drop(table["drop"]), copies,
                                         table["command"], table["date"])
-    assert rebuilt["rows"] == table["rows"] and rebuilt["copy_fraction_by_spec"] == table["copy_fraction_by_spec"]
-    assert {r["file"]: r["commit"] for r in rebuilt["runs"]} == {r["file"]: r["commit"] for r in table["runs"]}
+    assert rebuilt["rows"] == table["rows"]
+    assert rebuilt["copy_fraction_by_spec"] == table["copy_fraction_by_spec"]
+    commits = [{r["file"]: r["commit"] for r in t["runs"]} for t in (rebuilt, table)]
+    assert commits[0] == commits[1]
 
 
 def test_kernel_yaml_measurements_are_the_table_rows():
@@ -174,17 +176,19 @@ def test_kernel_yaml_measurements_are_the_table_rows():
     where = str(table["path"].relative_to(REPO))
     for row in table["rows"]:
         sidecar = yaml.safe_load((REPO / "corpus" / "kernels" / row["family"] / "kernel.yaml").read_text())
-        [m] = [m for m in sidecar["measurements"] if m["accelerator"] == table["accelerator"] and m["spec"] == row["spec"]]
+        [m] = [m for m in sidecar["measurements"]
+               if m["accelerator"] == table["accelerator"] and m["spec"] == row["spec"]]
         assert (m["latency_ms"], m["results_file"]) == (row["latency_ms"], where), row["spec"]
 
 
 def test_a_table_file_without_a_field_is_refused_by_name(tmp_path: Path):
     bad = tmp_path / "library-table-h200-x.json"
-    bad.write_text(json.dumps({"date": "2027-01-01", "accelerator": "h200", "pick": "median", "runs": [], "drop": [],
-                               "copy_at_size": [], "copy_fraction_by_spec": {}}))
+    bad.write_text(json.dumps({"date": "2027-01-01", "accelerator": "h200", "pick": "median", "runs": [],
+                               "drop": [], "copy_at_size": [], "copy_fraction_by_spec": {}}))
     with pytest.raises(library_table.TableError, match=r"library-table-h200-x.json: no field rows"):
         library_table.load_table(bad)
-    bad.write_text(json.dumps({**json.loads(bad.read_text()), "rows": [{"spec": "tall", "run_file": "gone.json"}]}))
+    rows = [{"spec": "tall", "run_file": "gone.json"}]
+    bad.write_text(json.dumps({**json.loads(bad.read_text()), "rows": rows}))
     with pytest.raises(library_table.TableError, match=r"rows\[0\] \(tall\)"):
         library_table.load_table(bad)
 
