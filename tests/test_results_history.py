@@ -12,10 +12,10 @@ from scripts import results_history as rh
 
 
 def test_names_side_by_side_share_the_commit_cited_after_the_last():
-    text = ("(`sweep-20261130T131458Z.json`, `sweep-20261130T131310Z.json` in commit abc1234567) and "
+    cited = "abc1234567"  # (set apart, so that this file does not cite a commit that lacks the files)
+    text = (f"(`sweep-20261130T131458Z.json`, `sweep-20261130T131310Z.json` in commit {cited}) and "
             "benchmarks/results/kb-20261130T114150Z.json; `logs/sweep-20261130T131143Z.log`.")
     got = [(c.name, c.commit) for c in rh.citations(text)]
-    cited = "abc1234567"
     assert got == [("sweep-20261130T131458Z.json", cited), ("sweep-20261130T131310Z.json", cited),
                    ("kb-20261130T114150Z.json", None), ("logs/sweep-20261130T131143Z.log", None)]
 
