@@ -12,7 +12,8 @@ EvalConfig (25 ms of back-to-back calls, then >= 100 ms of repetitions, L2 flush
 repetition on fresh clones of the spec's inputs, as the harness times a candidate), three times each,
 alternating. (Until 2026-12-01 every repetition reused one input set: with no clone copies queued ahead of a
 call, a kernel whose launch takes ~0.1 ms of Python, as the Triton and Gluon GEMMs' do, was timed partly on the
-host, and three runs of the Hopper GEMM read 0.1805, 0.1171 and 0.1486 ms: vendor-h200-20261201T233633Z.json.) The vendor piece:
+host, and three runs of the Hopper GEMM read 0.1805, 0.1171 and 0.1486 ms:
+vendor-h200-20261201T233633Z.json in commit 8cf6c933e.) The vendor piece:
   gemm_epilogue  F.linear alone (cuBLAS, bias fused in its epilogue), cuBLASLt's bias + GELU epilogue
                  (torch._addmm_activation: its tanh GELU, no scale or residual), and eager's whole reference
                  (cuBLAS plus the separate epilogue kernels)

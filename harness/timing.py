@@ -16,10 +16,11 @@ Method "cuda_events" (GPU), do_bench's window and steps:
   queued repetitions keep it out of the GPU time, as in do_bench, while it is shorter than a repetition's GPU work
   (the flush and the kernel); where it is longer the GPU reaches the start event before the host has launched the
   kernel and the wait is timed (the tall bf16 GEMM's Gluon path through the JIT on a slow host: 0.19 ms a call,
-  p20-p80 0.1125-0.1968 ms, benchmarks/results/library-h200-gemm-hostms-20261202T012451Z.json). It is reported
-  beside the GPU time because a kernel whose launch takes longer than its GPU time is launch-bound wherever
-  nothing queues ahead of it (that GEMM's Triton path, and its Gluon path before launch plans: ~0.1 ms of Python
-  a call against ~0.11 ms on the H200, benchmarks/results/gemm-hopper-timing-h200-20261201T235101Z.json).
+  p20-p80 0.1125-0.1968 ms, benchmarks/results/library-h200-gemm-hostms-20261202T012451Z.json
+  in commit 0b14644a5). It is reported beside the GPU time because a kernel whose launch takes longer than its
+  GPU time is launch-bound wherever nothing queues ahead of it (that GEMM's Triton path, and its Gluon path
+  before launch plans: ~0.1 ms of Python a call against ~0.11 ms on the H200,
+  benchmarks/results/gemm-hopper-timing-h200-20261201T235101Z.json in commit 8cf6c933e).
 Method "wall_clock" (CPU, e.g. the Triton interpreter): time.perf_counter around each call; the numbers
 are marked as such and are not comparable with GPU numbers.
 """

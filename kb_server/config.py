@@ -55,7 +55,8 @@ class KBSettings(BaseSettings):
     write_batch_size: int = Field(default=4000, ge=1)  # chromadb rejects adds much above ~5000 records
     # each retriever's depth before the fusion: deeper lists add tail noise to reciprocal rank fusion. 20
     # (not 40) since chunks are cut by the embedder's tokenizer: the developers' 154 questions at recall@5
-    # 1.000 (0.994 at 40), the held-out ones 0.978 (0.956); benchmarks/results/retrieval-*.json
+    # 1.000 (0.994 at 40), the held-out ones 0.978 (0.956); benchmarks/results/retrieval-*.json (the bracketed
+    # runs: retrieval-20261204T202215Z.json, retrieval-20261204T202357Z.json in commit 52f5fd8a7)
     candidates_per_retriever: int = Field(default=20, ge=1)
     rrf_k: int = Field(default=60, ge=1)  # reciprocal rank fusion constant (Cormack et al. use 60)
     max_k: int = Field(default=MAX_K, ge=1, le=MAX_K)  # the most hits one search may ask for

@@ -20,7 +20,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-from scripts.library_table import COLUMNS_NOTE, load_selection, selected_table
+from scripts.library_table import COLUMNS_NOTE, load_table, table_text
 
 RESULTS = REPO / "benchmarks" / "results"
 DOC = REPO / "docs" / "RESULTS.md"
@@ -170,8 +170,7 @@ def tune_section() -> str:
 
 
 def library_section() -> str:
-    sel = load_selection()
-    _, text = selected_table(sel)
+    lib = load_table()
     vendor: dict[str, tuple[dict, dict, Path]] = {}  # the newest vendor run of each spec
     for p in sorted(RESULTS.glob("vendor-h200-*.json")):
         d = load(p)
@@ -181,13 +180,15 @@ def library_section() -> str:
     rows = [[spec, f(r["speedup_vs"].get("cublas_linear"), ".3f"), f(r["speedup_vs"].get("cublaslt_bias_gelu"), ".3f"),
              f(r["speedup_vs"].get("sdpa"), ".3f"), f(r["speedup_vs"].get("eager_reference"), ".2f"), link(p)]
             for spec, (r, d, p) in sorted(vendor.items())]
+    pick = "the row with the median latency" if lib["pick"] == "median" else "the newest row"
     return "\n".join([
         "## The skill library on the H200", "",
         ("One harness run of every spec, and repeats of some, on a CUDA machine (`bash benchmarks/gpu/library.sh`); "
-         "per spec the row with the median latency over the runs that `scripts/library_selection.json` names, less "
-         "the rows of configurations changed since (`python3 scripts/library_table.py --selection "
-         "scripts/library_selection.json`). " + COLUMNS_NOTE), "", text, "",
-        "Runs: " + ", ".join(link(p) for p in sel["files"]) + ".", "",
+         f"per spec {pick} over the runs the table file names, less the rows of configurations changed "
+         "since. " + COLUMNS_NOTE), "",
+        source(lib["path"], lib) + " Each row names its run file and the commit that holds it (`git show "
+        "COMMIT:benchmarks/results/FILE`).", "", table_text(lib), "",
+        "Runs: " + ", ".join(f"`{r['file']}` in commit {r['commit']}" for r in lib["runs"]) + ".", "",
         "### Against the vendor libraries", "",
         ("`python3 benchmarks/bench_vendor.py`: the vendor call's median time over ours in the same window (the "
          "harness's timing on fresh clones of the inputs, alternating runs), from the newest run of each spec. "
@@ -359,8 +360,8 @@ def results_md() -> str:
 
 def headline() -> str:
     """The README's few numbers, each with its file (links relative to the repository's root)."""
-    sel = load_selection()
-    rows = [r for r, _, _ in selected_table(sel)[0]]
+    lib = load_table()
+    rows = lib["rows"]
     mem = [r for r in rows if r["family"] not in COMPUTE_BOUND and r["status"] == "passed"]
     retr_file = newest("retrieval-*.json", lambda d: d["questions_file"].endswith("/retrieval_questions.yaml"))
     held_file = newest("retrieval-*.json", lambda d: "heldout" in d["questions_file"])
@@ -370,9 +371,9 @@ def headline() -> str:
         (f"- Skill library on the H200: {sum(r['status'] == 'passed' for r in rows)} of {len(rows)} specs pass; the "
          f"{len(mem)} memory-bound ones run at a geometric mean of "
          f"{geomean([r['speedup_vs_eager'] for r in mem]):.2f}x over eager and "
-         f"{geomean([r['speedup_vs_compile'] for r in mem]):.2f}x over torch.compile (the median of "
-         f"{len(sel['files'])} runs, `benchmarks/results/library-h200-*.json`, named in "
-         "`scripts/library_selection.json`)."),
+         f"{geomean([r['speedup_vs_compile'] for r in mem]):.2f}x over torch.compile (the "
+         f"{'median' if lib['pick'] == 'median' else 'newest'} of {len(lib['runs'])} runs, "
+         f"{link(lib['path'], '')})."),
         (f"- Retrieval: hybrid recall@5 {retr['modes']['hybrid']['recall@5']:.3f} on {retr['n_questions']} "
          f"questions ({link(retr_file, '')}), {held['modes']['hybrid']['recall@5']:.3f} on {held['n_questions']} "
          f"held-out ones ({link(held_file, '')}); hybrid search p50 {p50:.1f} ms at 100k chunks on 2 CPU cores "

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from scripts import results_history
+
 REPO = Path(__file__).resolve().parents[1]
 # (written with [ ] and [.] so that this file does not hold the words it looks for)
 BUILD_WORDS = re.compile(
@@ -48,3 +50,50 @@ def test_tracked_text_has_no_build_words():
     found = [f"{p.relative_to(REPO)}:{line}: {word}" for p in _tracked_text() for line, word in _hits(p)
              if (str(p.relative_to(REPO)), word) not in KNOWN]
     assert not found, "words about how the project was built:\n" + "\n".join(found[:20])
+
+
+# benchmarks/results/ keeps the latest run of each benchmark; text cites an earlier one as its name plus the
+# commit that holds it (scripts/results_history.py reads the citations).
+RESULTS_PATH = re.compile(r"benchmarks/results/[A-Za-z0-9_./-]*")
+PLACEHOLDER = re.compile(r"\.\.\.|\b[A-Z]{1,8}\b")  # benchmarks/results/FILE, sweep-X.json, library-...json
+
+
+@pytest.mark.skipif(not (REPO / ".git").exists(), reason="needs the git checkout")
+def test_every_results_path_named_in_the_text_exists():
+    """A plain path under benchmarks/results/ names a file or folder there now (patterns, placeholders such as
+    `sweep-<UTC>.json` or FILE, ignored caches and stamped names, which the next test reads, aside)."""
+    missing = []
+    for p in _tracked_text():
+        try:
+            text = p.read_text(encoding="utf-8")
+        except (UnicodeDecodeError, FileNotFoundError):
+            continue
+        for m in RESULTS_PATH.finditer(text):
+            path, after = m.group(0), text[m.end():m.end() + 1]
+            if after in tuple("*<{$") or PLACEHOLDER.search(path) or results_history.STAMP.search(path):
+                continue
+            path = path.rstrip(".")
+            if (REPO / path).exists():
+                continue
+            inside = path.rstrip("/") + "/x"  # a folder git ignores (a cache) matches only as a folder
+            ignored = subprocess.run(["git", "check-ignore", "-q", inside], cwd=REPO, check=False)
+            if ignored.returncode != 0:
+                missing.append(f"{p.relative_to(REPO)}: {path}")
+    assert not missing, "paths under benchmarks/results/ that are not there:\n" + "\n".join(missing[:20])
+
+
+@pytest.mark.skipif(not results_history.has_history(), reason="needs the git checkout")
+def test_every_cited_results_file_is_in_the_tree_or_in_the_commit_cited():
+    """Every results file the text names is under benchmarks/results/ or cited with a commit that holds it
+    (`NAME` in commit H). Tests name made-up results files for their fixtures: there only a cited commit is
+    checked."""
+    bad = []
+    for p in _tracked_text():
+        try:
+            text = p.read_text(encoding="utf-8")
+        except (UnicodeDecodeError, FileNotFoundError):
+            continue
+        fixtures = p.is_relative_to(REPO / "tests")
+        bad += [f"{p.relative_to(REPO)}: {why}" for why in results_history.unresolved(text)
+                if not (fixtures and "no commit cited" in why)]
+    assert not bad, "results files cited that do not resolve:\n" + "\n".join(bad[:20])

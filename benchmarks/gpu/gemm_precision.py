@@ -1,7 +1,7 @@
 """fp32 GEMM precision against a float64 reference: cuBLAS fp32, our "ieee" and our "tf32x3" kernels.
 
 Usage (a CUDA machine, repo root):
-    python3 benchmarks/gpu/gemm_precision.py benchmarks/results/gemm_precision-h200.json
+    python3 benchmarks/gpu/gemm_precision.py benchmarks/results/gemm_precision-h200-<UTC>.json
     python3 benchmarks/gpu/gemm_precision.py /tmp/p.json --device cpu --size 256   # CPU: emulated 3xTF32 only
 
 The problem is linear_gelu_fp32_4096 (y = gelu(x @ W^T + b) * 0.5 + residual; x, residual ~ randn, the

@@ -3,10 +3,11 @@
 Usage (a CUDA machine, repo root): python3 benchmarks/gpu/prewarm.py [SECONDS]   (default 15)
 
 Why: on the H200 the first specs timed after the machine sat idle came out bimodal (ours and
-torch.compile's alike: benchmarks/results/library-h200-r6-20261130T155330Z.json, sweep-20261130T164547Z.json's
-first rows); 15 s of bf16 matmuls and copies from a separate process before the run removed it
-(library-h200-r6-20261130T155636Z.json); the same load from inside the measuring process did not
-(library-h200-r7-20261130T155806Z.json).
+torch.compile's alike: benchmarks/results/library-h200-r6-20261130T155330Z.json in commit cd266249b, the
+first rows of sweep-20261130T164547Z.json in commit ff902dffa); 15 s of bf16 matmuls and copies from a
+separate process before the run removed it (library-h200-r6-20261130T155636Z.json in commit cd266249b);
+the same load from inside the measuring process did not
+(library-h200-r7-20261130T155806Z.json in commit cd266249b).
 """
 
 from __future__ import annotations

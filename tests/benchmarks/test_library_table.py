@@ -1,10 +1,13 @@
-"""scripts/library_table.py: newest (or median) row per spec, and --drop skips a named (file, spec) row."""
+"""scripts/library_table.py: newest (or median) row per spec, --drop skips a named (file, spec) row, and the
+published table file is what its runs (read from the commits that hold them) give."""
 
 from __future__ import annotations
 
 import importlib.util
 import json
 from pathlib import Path
+
+import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location("kkb_library_table", REPO / "scripts" / "library_table.py")
@@ -146,3 +149,53 @@ def _run(tmp_path: Path, changes: dict) -> Path:
     path = tmp_path / "run.json"
     path.write_text(json.dumps({"accelerator": "h200", "rows": rows}))
     return path
+
+
+results_history = library_table.results_history
+
+
+@pytest.mark.skipif(not results_history.has_history(), reason="reads the runs from their commits")
+def test_the_published_table_is_what_its_runs_give():
+    """The table file's rows are the rows its runs give (each read from the commit the table names), and the
+    kernel.yaml measurements are those rows with the table as their file."""
+    table = library_table.load_table()
+    runs = library_table._from_history(table["runs"], "runs", table["path"])
+    copies = library_table._from_history(table["copy_at_size"], "copy_at_size", table["path"])
+    rebuilt = library_table.build_table(runs, table["pick"], library_table._drop(table["drop"]), copies,
+                                        table["command"], table["date"])
+    assert rebuilt["rows"] == table["rows"]
+    assert rebuilt["copy_fraction_by_spec"] == table["copy_fraction_by_spec"]
+    commits = [{r["file"]: r["commit"] for r in t["runs"]} for t in (rebuilt, table)]
+    assert commits[0] == commits[1]
+
+
+def test_kernel_yaml_measurements_are_the_table_rows():
+    import yaml
+
+    table = library_table.load_table()
+    where = str(table["path"].relative_to(REPO))
+    for row in table["rows"]:
+        sidecar = yaml.safe_load((REPO / "corpus" / "kernels" / row["family"] / "kernel.yaml").read_text())
+        [m] = [m for m in sidecar["measurements"]
+               if m["accelerator"] == table["accelerator"] and m["spec"] == row["spec"]]
+        assert (m["latency_ms"], m["results_file"]) == (row["latency_ms"], where), row["spec"]
+
+
+def test_a_table_file_without_a_field_is_refused_by_name(tmp_path: Path):
+    bad = tmp_path / "library-table-h200-x.json"
+    bad.write_text(json.dumps({"date": "2027-01-01", "accelerator": "h200", "pick": "median", "runs": [],
+                               "drop": [], "copy_at_size": [], "copy_fraction_by_spec": {}}))
+    with pytest.raises(library_table.TableError, match=r"library-table-h200-x.json: no field rows"):
+        library_table.load_table(bad)
+    rows = [{"spec": "tall", "run_file": "gone.json"}]
+    bad.write_text(json.dumps({**json.loads(bad.read_text()), "rows": rows}))
+    with pytest.raises(library_table.TableError, match=r"rows\[0\] \(tall\)"):
+        library_table.load_table(bad)
+
+
+def test_a_run_must_be_a_committed_results_file(tmp_path: Path):
+    outside = _results(tmp_path / "run.json", "2027-01-01", 0.1)
+    with pytest.raises(library_table.TableError, match="lives in benchmarks/results/"):
+        library_table._committed([outside])
+    with pytest.raises(library_table.TableError, match="no such results file"):
+        library_table._committed([library_table.RESULTS / "library-h200-none-20270101T000000Z.json"])

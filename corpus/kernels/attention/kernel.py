@@ -52,7 +52,8 @@ TUNABLES = {
     "BLOCK_M": 128,
     "BLOCK_N": 64,
     # BLOCK_N for head_dim >= 128: 128-key blocks measured 1.0106 vs 1.0709 ms with 64 (causal 0.5644 vs 0.6058,
-    # benchmarks/results/sweep-20261130T165611Z.json); d64 is faster with 64 (sweep-20261130T131143Z.json)
+    # benchmarks/results/sweep-20261130T165611Z.json in commit ff902dffa); d64 is faster with 64
+    # (sweep-20261130T131143Z.json in commit 8bfc09a7e)
     "BLOCK_N_D128": 128,
     "num_warps": 8,
     "num_stages": 3,
@@ -64,8 +65,9 @@ TUNABLES = {
     # block, ring slots and ping-pong per head dim, medians of 5 alternating do_bench runs: d128 0.873-0.882 ms
     # against SDPA's 0.901-0.903 and the Triton kernel's 1.015-1.033 (3 consumers of 64-key blocks: 0.933-0.959);
     # d64 with 3 consumers, 2 slots, ping-pong 0.547 against SDPA's 0.598 and the Triton kernel's 0.623 (without
-    # ping-pong 0.554 against 0.609; 2 consumers 0.613) (benchmarks/results/gluon-attention-probe-h200-20261201T172403Z.json,
-    # -172507Z.json)
+    # ping-pong 0.554 against 0.609; 2 consumers 0.613)
+    # (benchmarks/results/gluon-attention-probe-h200-20261201T172403Z.json in commit 896f387f1,
+    # gluon-attention-probe-h200-20261201T172507Z.json in commit 896f387f1)
     "HOPPER_WS": True,
     "HOPPER_CONSUMERS_D128": 2,  # consumer warp groups of 64 query rows a CTA (2 or 3)
     "HOPPER_CONSUMERS": 3,
@@ -75,7 +77,8 @@ TUNABLES = {
     "HOPPER_PINGPONG_D128": True,
     "HOPPER_PINGPONG": True,
     # causal heads too (key blocks up to each CTA's last row, the diagonal ones masked): d128 0.514-0.522 ms against the
-    # Triton kernel's 0.577, d64 0.346-0.348 against 0.361 (gluon-attention-probe-causal-h200-20261201T173723Z.json)
+    # Triton kernel's 0.577, d64 0.346-0.348 against 0.361
+    # (gluon-attention-probe-causal-h200-20261201T173723Z.json in commit bb0373dae)
     "HOPPER_CAUSAL": True,
 }
 

@@ -282,8 +282,8 @@ if gluon is not None:
 
 
 # Host-side caches: a launch's Python work is of the order of the tall GEMM's 0.11 ms on the GPU (0.10-0.12 ms
-# a call measured on the H200, benchmarks/results/gemm-hopper-timing-h200-20261201T234624Z.json), and where it
-# is not hidden behind queued GPU work the GPU waits for it.
+# a call measured on the H200, benchmarks/results/gemm-hopper-timing-h200-20261201T234624Z.json
+# in commit 8cf6c933e), and where it is not hidden behind queued GPU work the GPU waits for it.
 _LAYOUTS: dict = {}
 
 
@@ -363,9 +363,10 @@ def _hopper_launch(x2: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | 
 
 # Launch plans. A launch through the JIT costs ~0.1 ms of host Python (binding 21 arguments, specialising 12,
 # validating two descriptors, choosing the path), as long as the kernel's 0.11 ms on the GPU: where no GPU work is
-# queued ahead the GPU waits for it (benchmarks/results/gemm-hopper-timing-h200-20261201T234624Z.json). A repeat
-# call of one problem takes the plan the first call left: the kernel it compiled, relaunched through its launcher
-# (27.7 us of host time a call against 104.8, benchmarks/results/gemm-hopper-timing-h200-20261202T014111Z.json).
+# queued ahead the GPU waits for it (benchmarks/results/gemm-hopper-timing-h200-20261201T234624Z.json
+# in commit 8cf6c933e). A repeat call of one problem takes the plan the first call left: the kernel it
+# compiled, relaunched through its launcher (27.7 us of host time a call against 104.8,
+# benchmarks/results/gemm-hopper-timing-h200-20261202T014111Z.json in commit 0b14644a5).
 
 
 def _call_key(x, weight, bias, residual, activation: str, reduce: str, t: dict) -> tuple:

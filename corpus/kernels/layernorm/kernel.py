@@ -12,9 +12,10 @@ Paths, chosen by the launcher from the row width N and dtype:
   op a value instead of two or three), the squares summed in one reduction over the (low, high) tuple (one
   FFMA a value), y packed two values a word by one cvt.rn.bf16x2 (the interpreter: the same rounding in
   Triton ops). Few warps win: one per PAIR_ROW_BYTES_PER_WARP (8192) bytes of a program's rows, so a
-  5120-wide row gets 2. On the H200 (65536x5120, benchmarks/results/sweep-20261201T010657Z.json) that ran
-  0.319 ms (98.9% of copy bandwidth) against 0.325 with 4 warps, 0.329 with 8, and 0.376 for the fused
-  kernel's default (8 warps, width not compiled in); COLS_CONSTEXPR with 4 warps ran 0.326.
+  5120-wide row gets 2. On the H200 (65536x5120, benchmarks/results/sweep-20261201T010657Z.json
+  in commit d24de399f) that ran 0.319 ms (98.9% of copy bandwidth) against 0.325 with 4 warps, 0.329
+  with 8, and 0.376 for the fused kernel's default (8 warps, width not compiled in); COLS_CONSTEXPR with 4
+  warps ran 0.326.
 - RELOAD: the fused path's rows (of at least RELOAD_MIN_N values) by a kernel that holds one chunk, not the
   row: per-lane Welford statistics over the row's chunks, merged in two trees, then a second read of the
   row (L1/L2-warm) for y.
@@ -50,7 +51,7 @@ TUNABLES = {
     # fused path for rows of at least RELOAD_MIN_N not on the pairs path: the reload kernel, one chunk of the row
     # live, x re-read for y. H200, 4096 fp32: 0.2519/0.2522 ms against the fused kernel's 0.2606/0.2616
     # (torch.compile 0.2526; chunks of 4096 0.2514, 1024 0.2528; 8 warps 0.2561, 4 warps 0.2829:
-    # benchmarks/results/sweep-20261201T084141Z.json)
+    # benchmarks/results/sweep-20261201T084141Z.json in commit 225df4dcd)
     "RELOAD": True,
     "RELOAD_MIN_N": 2048,
     "RELOAD_CHUNK": 2048,  # reload kernel: values per step at most (power of 2; the row's power of 2 if less)
@@ -269,7 +270,8 @@ def _layernorm_split(x2, w, b, y, eps: float, t: dict) -> None:
 def _fused_warps(rows: int, n_cols: int, element_size: int, bytes_per_warp: int) -> int:
     """Warps for a program holding `rows` rows: one per bytes_per_warp of real data (not of the padded
     power-of-two tile), a power of two in [2, 32]. On the H200 a 5120-wide bf16 row runs best with 8 warps,
-    4096 fp32 with 16 and 8192 fp32 with 32 (benchmarks/results/sweep-20261130T131458Z.json)."""
+    4096 fp32 with 16 and 8192 fp32 with 32 (benchmarks/results/sweep-20261130T131458Z.json
+    in commit 8bfc09a7e)."""
     want = max(1, rows * n_cols * element_size // bytes_per_warp)
     return max(2, min(32, 1 << (want.bit_length() - 1)))
 

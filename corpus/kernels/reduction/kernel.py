@@ -40,8 +40,8 @@ TUNABLES = {
     # inner length is not a multiple of 16 values, else "tile". Triton proves an integer argument's divisibility
     # by 16 only, so the "tile" path's row stride of 1000 (4000-byte fp32 rows, every one 16-byte aligned) still
     # gives scalar loads: 64x2048x1000 fp32 sum "tile" 0.1421-0.1423 ms, "vec" 0.1338-0.1344 (harness,
-    # benchmarks/results/library-h200-ab-*-20261201T1051*.json). The rule used to be "rows not whole 16-byte
-    # vectors", which sent that spec to "tile".
+    # benchmarks/results/library-h200-ab-*-20261201T105*.json in commit ab220786f). The rule used to be
+    # "rows not whole 16-byte vectors", which sent that spec to "tile".
     "COL_STRATEGY": "auto",
     "VEC_BLOCK_I": 256,  # "vec": output columns per program (shrunk while the grid is small)
     "VEC_BLOCK_R_COL": 8,  # "vec": reduced rows per step for 4-byte data (x2 for 2-byte)
@@ -53,9 +53,10 @@ TUNABLES = {
     # read the same column tile of many (outer) slabs: short runs (bf16 max: 128 bytes) at one offset of every
     # row. True: the column tiles (and R splits) of one slab run side by side, covering whole rows at once (one
     # grid axis, decoded in the kernel).
-    # Harness, H200: bf16 max 0.1446/0.1450 -> 0.1411/0.1417 ms (library-h200-abA*/abB*-20261201T1045*.json),
+    # Harness, H200: bf16 max 0.1446/0.1450 -> 0.1411/0.1417 ms
+    # (library-h200-ab{A,B}{1,2}-20261201T104*.json in commit ab220786f),
     # 0.1407/0.1408 -> 0.1393/0.1394 and the fp32 "vec" sum 0.1359/0.1360 -> 0.1343/0.1343 on another box
-    # (library-h200-ab-outerfirst-*/-colsfirst-*-20261201T1105*.json)
+    # (library-h200-ab-{outerfirst,colsfirst}-{1,2}-20261201T110*.json in commit ab220786f)
     "COLS_FIRST": True,
 }
 _OPS = {"sum": 0, "mean": 1, "max": 2, "min": 3, "argmax": 4, "argmin": 5}

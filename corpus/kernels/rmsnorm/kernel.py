@@ -13,7 +13,7 @@ Paths, chosen by the launcher from the row width N and dtype:
   cvt.rn.bf16x2 (the interpreter: the same rounding in Triton ops). Warps as in layernorm: one per
   PAIR_ROW_BYTES_PER_WARP bytes (a 4096-wide row: 1), or PAIR_WARPS. Ported from layernorm, where it took
   65536x5120 bf16 from 84% to 98.9% of copy bandwidth on the H200
-  (benchmarks/results/sweep-20261201T010657Z.json).
+  (benchmarks/results/sweep-20261201T010657Z.json in commit d24de399f).
 - RELOAD: the fused path's rows (of at least RELOAD_MIN_N values) by a kernel that holds one chunk, not the
   row: x^2 summed over the row's chunks, then a second read of the row (L1/L2-warm) for y. What
   torch.compile generates for this op (XBLOCK 1, R0_BLOCK 8192, 16 warps on the H200 for 8192 fp32:
@@ -44,7 +44,8 @@ TUNABLES = {
     "PAIR_ROW_BYTES_PER_WARP": 8192,  # pairs path: one warp per this many bytes of the rows a program holds
     # fused path for rows of at least RELOAD_MIN_N not on the pairs path: the reload kernel, one chunk of the row
     # live, x re-read for y. H200: 8192 fp32 0.5032/0.5034 ms against the fused kernel's 0.5105/0.5112 (torch.compile
-    # 0.5005), 4096 bf16 (8 warps) 0.5018 against 0.5206/0.5211 (benchmarks/results/sweep-20261201T084141Z.json)
+    # 0.5005), 4096 bf16 (8 warps) 0.5018 against 0.5206/0.5211
+    # (benchmarks/results/sweep-20261201T084141Z.json in commit 225df4dcd)
     "RELOAD": True,
     "RELOAD_MIN_N": 2048,
     "RELOAD_CHUNK": 8192,  # reload kernel: values per step at most (power of 2; the row's power of 2 if less)
@@ -148,7 +149,8 @@ def _rmsnorm_looped_kernel(
 
 def _fused_warps(rows: int, n_cols: int, element_size: int, bytes_per_warp: int) -> int:
     """A power of two in [2, 32]: one warp per bytes_per_warp of the rows' real bytes (the padded tile
-    would over-count); 32 warps for 8192-wide fp32 rows measured best on the H200 (sweep-20261130T131458Z)."""
+    would over-count); 32 warps for 8192-wide fp32 rows measured best on the H200
+    (sweep-20261130T131458Z.json in commit 8bfc09a7e)."""
     want = max(1, rows * n_cols * element_size // bytes_per_warp)
     return max(2, min(32, 1 << (want.bit_length() - 1)))
 

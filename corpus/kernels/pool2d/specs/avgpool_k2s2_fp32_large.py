@@ -1,7 +1,7 @@
 """Spec: 2-D average pooling, kernel 2, stride 2, padding 0, fp32, 64 x 128 x 112 x 112
 (392 MiB read, 98 MiB written: four times the bytes of avgpool_k2s2_fp32, where a device copy of the same
 bytes reaches only 83-86% of the large-copy rate; a copy of these 490 MiB reaches 97%, so this size tests the
-kernel, not the launch and ramp: benchmarks/results/copy_at_size-20261201T104409Z.json).
+kernel, not the launch and ramp: benchmarks/results/copy_at_size-20261201T104409Z.json in commit ab220786f).
 
 KernelBench format plus the harness conventions (harness/spec.py): DTYPE, VARIANTS, keyword sizes.
 SIZE picks the default shape; the CPU tests load a copy of this file with SIZE = "tiny".

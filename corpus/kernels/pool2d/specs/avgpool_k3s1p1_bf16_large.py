@@ -1,7 +1,7 @@
 """Spec: 2-D average pooling, kernel 3, stride 1, padding 1 (padding counts in the divisor), bf16, 128 x 256 x 56 x 56
 (196 MiB read, 196 MiB written: four times the bytes of avgpool_k3s1p1_bf16, where a device copy of the same
 bytes reaches only 84% of the large-copy rate; a copy of these 392 MiB reaches 96%:
-benchmarks/results/copy_at_size-20261201T104409Z.json).
+benchmarks/results/copy_at_size-20261201T104409Z.json in commit ab220786f).
 
 KernelBench format plus the harness conventions (harness/spec.py): DTYPE, VARIANTS, keyword sizes.
 SIZE picks the default shape; the CPU tests load a copy of this file with SIZE = "tiny".
