@@ -104,6 +104,17 @@ def build_verdict(result: dict, spec: Spec, source: str, backend: str, device: s
     frac, kind = fraction_of_limit(timed.get("bytes_moved"), timed.get("flops"), timed.get("flops_dtype"),
                                    latency, peaks)
     ceiling = limits["ceiling"].get(kind or "", config.max_fraction_of_limit)
+    if kind == "compute" and frac is not None and frac > ceiling:
+        # The FLOPs are the reference's; a candidate may need fewer (sum(x @ W^T) is x @ W summed, a product by a
+        # vector), so past the compute peak the bytes, which every candidate must move, judge an escape where the
+        # memory limit is known; with none known the FLOPs are all the evidence there is.
+        mem_frac, mem_kind = fraction_of_limit(timed.get("bytes_moved"), None, None, latency, peaks)
+        if mem_frac is not None:
+            diagnostics["fewer_flops_than_reference"] = (
+                f"{frac:.2f}x the compute limit at the reference's {timed.get('flops')} FLOPs: the candidate "
+                "computes less than the reference does (an algebraic rewrite); judged by its bytes")
+            frac, kind = mem_frac, mem_kind
+            ceiling = limits["ceiling"].get(kind or "", config.max_fraction_of_limit)
     if status is Status.passed and frac is not None and frac > ceiling:
         status = Status.rejected
         reasons.append(f"implausible: {frac:.2f}x the {kind} limit ({limits[f'{kind}_limit']}; at most "

@@ -45,7 +45,8 @@ def test_fp32_matmul_is_compute_bound():
     assert fraction_of_limit(nbytes, flops, "float32", 0.184, _h100())[0] > 1.05
 
 
-def _verdict(tmp_path, latency_ms: float, bytes_moved: int, peaks: HardwarePeaks | None, measured_bw=None):
+def _verdict(tmp_path, latency_ms: float, bytes_moved: int, peaks: HardwarePeaks | None, measured_bw=None,
+             flops: int = 0):
     """The verdict the harness builds from a worker's passing result with this timing (harness/jobs.py)."""
     from harness import EvalConfig, load_spec
     from harness.jobs import build_verdict
@@ -54,7 +55,7 @@ def _verdict(tmp_path, latency_ms: float, bytes_moved: int, peaks: HardwarePeaks
     path.write_text("import torch\nfrom torch import nn\n\n\nclass Model(nn.Module):\n    def forward(self, a, b):\n"
                     "        return torch.mean((a - b) ** 2)\n\n\ndef get_inputs():\n    return [torch.rand(8), "
                     "torch.rand(8)]\n\n\ndef get_init_inputs():\n    return []\n")
-    timed = {"bytes_moved": bytes_moved, "flops": 0, "flops_dtype": "float32", "eager": {"median_ms": 3.0}}
+    timed = {"bytes_moved": bytes_moved, "flops": flops, "flops_dtype": "float32", "eager": {"median_ms": 3.0}}
     result = {"status": "passed", "timing": {"default": {"median_ms": latency_ms, "p20_ms": latency_ms,
                                                           "p80_ms": latency_ms, "n": 10}}}
     profile = {"timed": {"default": timed}, "bandwidth_bytes_per_s": measured_bw}
@@ -73,6 +74,22 @@ def test_the_plausibility_ceiling_is_the_nominal_peak(tmp_path):
     assert limits["card"] == "NVIDIA H100 SXM5 80GB" and "h100.yaml" in limits["source"]
     escaped = _verdict(tmp_path, 2.74 / 1.2, nbytes, _h100())
     assert escaped.status.value == "rejected" and "at most 1.05x is plausible" in escaped.reasons[0]
+
+
+def test_fewer_flops_than_the_reference_is_judged_by_bytes(tmp_path):
+    """KernelBench 2/18 (a linear layer summed over its outputs) at its published size: the reference counts
+    137 GFLOPs, the lowering multiplies x by the weight's column sums instead and moves 33.6 MB in 0.194 ms. Past
+    the compute peak at the reference's FLOPs it is honest; the bytes, which every candidate moves, still catch a
+    timer escape."""
+    nbytes, flops = 33558528, 137438953472
+    honest = _verdict(tmp_path, 0.1942, nbytes, _h100(), flops=flops)
+    assert honest.passed and honest.limit_kind == "memory"
+    assert honest.fraction_of_limit == pytest.approx(nbytes / 0.1942e-3 / 3.35e12, rel=1e-3)
+    assert "algebraic rewrite" in honest.diagnostics["fewer_flops_than_reference"]
+    escaped = _verdict(tmp_path, 0.005, nbytes, _h100(), flops=flops)
+    assert escaped.status.value == "rejected" and "memory limit" in escaped.reasons[0]
+    within = _verdict(tmp_path, 2.0, nbytes, _h100(), flops=flops)  # under the compute peak: judged by FLOPs
+    assert within.passed and within.limit_kind == "compute" and "fewer_flops_than_reference" not in within.diagnostics
 
 
 def test_a_device_without_facts_is_judged_by_a_measured_copy_with_a_wider_margin(tmp_path):

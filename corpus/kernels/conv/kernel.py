@@ -158,7 +158,8 @@ def conv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None
     grid = (m_tiles * triton.cdiv(cout_g, block_n) * phases, groups)
     big = max(x.numel(), y.numel()) >= 2**31
     # as many pipeline stages as shared memory holds (a split weight tile counts twice)
-    stages = max(1, min(cfg["num_stages"], 200000 // (4 * (block_m * block_k + (1 + split) * block_k * block_n))))
+    stages = max(1, min(cfg["num_stages"], 200000 // (x.element_size() * (block_m * block_k
+                                                                           + (1 + split) * block_k * block_n))))
     _conv_kernel[grid](
         x, wp, bias if bias is not None else y, y,
         nb, cin_g, cout_g, *size_in, *size_out, *ks, *st, *pd, *dl,
