@@ -319,6 +319,11 @@ def _conv(sig: OpSignature) -> list[str]:
     if isinstance(values["padding"], str):
         raise AdaptError(f"conv: padding={values['padding']!r} is not in the library kernel (the general lowering "
                          "serves it)")
+    dtype = sig.inputs[0][1] if sig.inputs else "float32"
+    if dtype in ("bfloat16", "float16"):
+        raise AdaptError(f"conv: {dtype} input: the library kernel's edge is 3xTF32 against cuDNN's fp32; in 16 "
+                         "bits cuDNN on the tensor cores was faster (0.65x torch.compile on an H100, "
+                         "corpus/kernels/conv/NOTES.md), so the general lowering and torch.compile serve it")
     groups = int(values["groups"])
     cin_g = (weight.shape[0] if transposed else weight.shape[1] * groups) // max(groups, 1)
     cout_g = weight.shape[1] if transposed else weight.shape[0] // max(groups, 1)

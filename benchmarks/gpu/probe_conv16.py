@@ -1,4 +1,4 @@
-"""Probe: the conv family on its 16-bit spec (corpus/kernels/conv/specs/conv2d_k3_bf16.py, 32x64x128x128 bf16,
+"""Probe: the conv family's kernel in bf16 (the spec the family left, 32x64x128x128 bf16,
 3x3, 64 -> 128) against cuDNN eager and torch.compile: which x layout, tiles and stages, if any, beat compile.
 
 Usage (a CUDA machine, repo root): python3 benchmarks/gpu/probe_conv16.py --out DIR [--budget-s 90]

@@ -82,6 +82,7 @@ def test_one_transposed_convolution_gets_the_library_route(tmp_path, conv_kb):
     ("Conv2d(16, 16, 3, groups=16)", "1, 16, 8, 8", "self.up(x)", "depthwise convolution"),
     ("Conv2d(16, 16, 3, padding='same')", "1, 16, 8, 8", "self.up(x)", "padding='same'"),
     ("Conv2d(16, 32, 3)", "1, 16, 8, 8", "torch.relu(self.up(x))", "no op family matches"),
+    ("Conv2d(16, 32, 3).to(torch.bfloat16)", "1, 16, 8, 8).to(torch.bfloat16", "self.up(x)", "bfloat16 input"),
 ])
 def test_what_the_library_route_does_not_serve_is_said(tmp_path, conv_kb, conv, shape, forward, reason):
     _, _, _, routes, why = _routes(tmp_path, conv_kb, conv, shape, forward)
