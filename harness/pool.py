@@ -67,6 +67,7 @@ class WorkerPool:
         self._compile_workers: list[WorkerProcess] = []
         self._next_runner = itertools.count()
         self.compile_workers = compile_workers
+        self._busy: list[str | None] = [None] * len(self.runners)  # the spec each device thread works on
 
     @property
     def parallelism(self) -> int:
@@ -78,6 +79,11 @@ class WorkerPool:
     def restarts(self) -> int:
         """Workers replaced after a verdict other than passed (for reports)."""
         return sum(r.restarts for r in self.runners)
+
+    def slots(self) -> list[dict]:
+        """Each device thread: its device, the pid of its current worker, and the spec it works on now."""
+        return [{"worker": i, "device": r.device, "pid": r.workers.current.pid, "busy": self._busy[i]}
+                for i, r in enumerate(self.runners)]
 
     # ---- public -------------------------------------------------------------------------------------
     def submit(self, spec_path: str | Path, source: str, backend: str = "triton") -> Future:
@@ -178,7 +184,7 @@ class WorkerPool:
             verdict = local.runner.compile_stage(spec, source, backend, worker)
             if verdict is not None:
                 verdict.diagnostics["where"] = {"executor": "local", "device": local.runner.device,
-                                                "worker": "compile"}
+                                                "worker": "compile", "compiled_ahead": True}
                 fut.set_result(verdict)
                 return
             self._queue.put((spec, source, backend, fut, True))
@@ -193,12 +199,14 @@ class WorkerPool:
             spec, source, backend, fut, compiled = item
             if not fut.set_running_or_notify_cancel():
                 continue
+            self._busy[index] = spec.name
             try:
                 if source is None:
                     fut.set_result(runner.profile(spec))
                 else:
                     verdict = runner.evaluate(spec, source, backend, first_calls=not compiled)
-                    verdict.diagnostics["where"] = {"executor": "local", "device": runner.device, "worker": index}
+                    verdict.diagnostics["where"] = {"executor": "local", "device": runner.device, "worker": index,
+                                                    "compiled_ahead": compiled}
                     fut.set_result(verdict)
             except BaseException as exc:  # noqa: BLE001 - resolve the Future whatever happened
                 if not isinstance(exc, HarnessStopped):
@@ -207,4 +215,6 @@ class WorkerPool:
                     except HarnessStopped:
                         pass
                 fut.set_exception(exc)
+            finally:
+                self._busy[index] = None
         runner.close()

@@ -358,14 +358,15 @@ class RayPool:
             return None
         return item, slot["actor"].compile.remote(self._payload(spec), source, backend, known)
 
-    def _resolve(self, item: tuple, answer: dict, index: int) -> None:
+    def _resolve(self, item: tuple, answer: dict, index: int, compiled: bool = False) -> None:
         fut, attempt = item[3], item[4]
         data = answer["verdict"]
         where = answer.get("where") or {}
         data["diagnostics"] = {**(data.get("diagnostics") or {}),
                                "ray": {"attempts": attempt, **where},
                                "where": {"executor": "ray", "host": where.get("host"),
-                                         "device": where.get("device"), "worker": index}}
+                                         "device": where.get("device"), "worker": index,
+                                         "compiled_ahead": compiled}}
         fut.set_result(Verdict.from_dict(data))
 
     def _lost(self, item: tuple, exc: BaseException) -> None:
@@ -448,7 +449,7 @@ class RayPool:
                 ref = slot["actor"].evaluate.remote(self._payload(spec), source, backend, known, compiled)
                 if self.compile_ahead and not self._closing:
                     following = self._take_next(slot)
-                self._resolve(item, self._ray.get(ref), index)
+                self._resolve(item, self._ray.get(ref), index, compiled)
             except ray_errors as exc:
                 # the actor died: the candidate it evaluated and the one it compiled run again elsewhere
                 lost = [item] + ([following[0]] if following is not None else [])
