@@ -140,13 +140,14 @@ def _suite(suite: Path, candidates: Path | None, backend: str, devices: list[str
                 "executor": f"ray {ray}" if ray else ",".join(devices), "trials": config.trials}
     before = snapshot()  # the GPUs' memory and processes, for what the run leaves held (held_memory.py)
     with open_executor(devices, config, peaks, compile_workers=compile_workers, ray_address=ray) as pool:
+        startup_s = pool.warm_up()  # every worker started: the run's throughput is the executor's steady state
         run = run_suite(problems, pool, results, identity, candidates=candidates, backend=backend, resume=resume,
                         max_inflight=2 * pool.parallelism,  # one queued behind each evaluation: no idle device
                         extra={"command": " ".join(sys.argv),
                                "limits": {**peaks.to_dict(), "line": _limits_line(peaks, devices[0])}},
                         on_row=lambda r: print(f"{r['spec']} {r.get('candidate') or ''}: {r['status']}",
                                                file=sys.stderr))
-    annotate(results, held_after=held_after(before))
+    annotate(results, held_after=held_after(before), executor_startup_s=round(startup_s, 3))
     if run.resumed_rows:
         print(f"resumed: {run.resumed_rows} rows from {results}", file=sys.stderr)
     human = sys.stderr if json_out else sys.stdout

@@ -74,9 +74,20 @@ def _children() -> dict[int, list[int]]:
     return children
 
 
-def harness_processes(root: int | None = None) -> list[dict]:
+def _has_marker(pid: int, marker: str | None) -> bool:
+    if marker is None:
+        return True
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            return marker.encode() in f.read().split(b"\0")
+    except OSError:
+        return False
+
+
+def harness_processes(root: int | None = None, marker: str | None = None) -> list[dict]:
     """Harness processes alive under `root` (default: this process): pid, command line, and whether it is
-    a fork server (which holds no GPU memory and waits for the next worker to fork)."""
+    a fork server (which holds no GPU memory and waits for the next worker to fork). marker: only those
+    whose environment holds this NAME=VALUE (one run's processes on a machine that others share)."""
     if not os.path.isdir("/proc"):
         return []
     children, found = _children(), []
@@ -90,7 +101,7 @@ def harness_processes(root: int | None = None) -> list[dict]:
             except OSError:
                 continue
             todo.append((pid, cmd))
-            if any(m in cmd for m in MARKERS):
+            if any(m in cmd for m in MARKERS) and _has_marker(pid, marker):
                 server = "harness.zygote" in cmd and "harness.zygote" not in parent_cmd
                 found.append({"pid": pid, "command": cmd[:200], "fork_server": server})
     return found
@@ -101,12 +112,16 @@ def snapshot() -> dict:
     return {"gpus": gpus(), "gpu_processes": gpu_processes()}
 
 
-def held_after(before: dict | None = None, wait_s: float = 10.0) -> dict:
+def held_after(before: dict | None = None, wait_s: float = 10.0, root: int | None = None,
+               marker: str | None = None) -> dict:
     """What is still held now, against `before` (a snapshot taken at the start). Workers that are
-    exiting get `wait_s` to go (a Ray actor's workers follow it when their fork server sees it gone)."""
+    exiting get `wait_s` to go (a Ray actor's workers follow it when their fork server sees it gone).
+    root: where to look for harness processes (default this process; 1: every process of the machine, for a
+    run in a process that has ended, whose fork servers must be gone too); marker: see harness_processes."""
+    ended = root is not None
     deadline = time.monotonic() + wait_s
     while True:
-        left = [p for p in harness_processes() if not p["fork_server"]]
+        left = [p for p in harness_processes(root, marker) if ended or not p["fork_server"]]
         if not left or time.monotonic() > deadline:
             break
         time.sleep(0.2)
@@ -118,7 +133,7 @@ def held_after(before: dict | None = None, wait_s: float = 10.0) -> dict:
         was = earlier.get(g["uuid"])
         devices.append({**g, "used_delta_bytes": g["used_bytes"] - was["used_bytes"] if was else None})
     new = [p for p in now["gpu_processes"] or [] if p["pid"] not in old_pids and p["pid"] != os.getpid()]
-    servers = [p["pid"] for p in harness_processes() if p["fork_server"]]
+    servers = [p["pid"] for p in harness_processes(root, marker) if p["fork_server"]]
     return {"method": "nvidia-smi" if now["gpus"] is not None else "no nvidia-smi (no GPU): processes only",
             "gpus": devices, "new_gpu_processes": new, "this_process": os.getpid(),
             "harness_processes_left": left, "fork_servers": servers, "held": bool(left or new)}

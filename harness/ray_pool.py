@@ -8,8 +8,8 @@ One actor per GPU of the cluster (`num_gpus=1`; on a cluster without GPUs, one p
 actor owns a DeviceRunner (harness/device.py), so a candidate runs in our isolated worker on the actor's
 host exactly as in the local pool: same checks, same timing, same verdict. The spec travels as its source
 (the hosts need not share a file system); the harness travels with the actors (`py_modules`).
-As in the local pool, an actor compiles the next candidate (import and one call per variant, in a worker
-of its own) while it checks and times the current one, and a spec's baselines are measured once per kind
+As in the local pool, an actor on a GPU compiles the next candidate (import and one call per variant, in a
+worker of its own) while it checks and times the current one, and a spec's baselines are measured once per kind
 of device (the first actor of that kind to need them measures; the others wait and receive them).
 An actor lost mid-candidate (its host went down, its process was killed) is replaced and the candidate is
 run again on whichever actor is free: its Future resolves once, with the verdict of the run that finished
@@ -24,6 +24,7 @@ import queue
 import socket
 import tempfile
 import threading
+import time
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Self
@@ -37,6 +38,8 @@ from harness.verdict import Verdict
 HARNESS_DIR = Path(__file__).resolve().parent
 MAX_ATTEMPTS = 3  # runs of one candidate before its loss is reported as an error
 CONNECT_TIMEOUT_S = 10.0
+# settings a cluster on this host (`local`) hands to its actors: the baseline and Triton caches, the interpreter
+LOCAL_SETTINGS = ("KKB_HARNESS_CACHE", "TRITON_CACHE_DIR", "TRITON_INTERPRET")
 
 
 class ClusterUnreachable(ConnectionError):
@@ -72,9 +75,10 @@ def connect(address: str, num_cpus: int | None = None) -> bool:
         _probe(address)
     if ray.is_initialized():
         return False
-    runtime_env = {"py_modules": [str(HARNESS_DIR)]}
+    runtime_env: dict = {"py_modules": [str(HARNESS_DIR)]}
     try:
-        if address == "local":
+        if address == "local":  # this host's file system: its caches and settings hold for the actors too
+            runtime_env["env_vars"] = {k: v for k, v in os.environ.items() if k in LOCAL_SETTINGS}
             ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=False,
                      runtime_env=runtime_env)
             return True
@@ -100,6 +104,8 @@ class EvaluatorActor:
         self.specs = Path(tempfile.mkdtemp(prefix="kkb_ray_specs_"))
         self.gpu_ids = [str(g) for g in ray.get_gpu_ids()]  # the host's numbering (Ray masks the others)
         self._compiler = None  # the worker of the compile stage, made on first use
+        import torch._dynamo  # noqa: F401 - the footprint's first dispatch mode imports it (seconds): now, not
+        # under the first candidate (the local pool's process pays this once for all its devices)
 
     def info(self) -> dict:
         return {"pid": os.getpid(), "host": socket.gethostname(), "gpu_ids": self.gpu_ids, **self.runner.info}
@@ -176,11 +182,11 @@ class EvaluatorActor:
 
 class RayPool:
     def __init__(self, address: str, config: EvalConfig | None = None, peaks: HardwarePeaks | None = None,
-                 workers: int | None = None, local_cpus: int | None = None, compile_ahead: bool = True) -> None:
+                 workers: int | None = None, local_cpus: int | None = None, compile_ahead: bool | None = None
+                 ) -> None:
         self.address = address
         self.config = config or EvalConfig()
         self.peaks = peaks
-        self.compile_ahead = compile_ahead
         self._ray = _ray()
         self._owns_cluster = connect(address, num_cpus=local_cpus)
         # one actor per GPU (or CPU) free now: a cluster shared with other sessions keeps theirs
@@ -191,6 +197,8 @@ class RayPool:
         else:
             self.device, self._options = "cpu", {"num_cpus": 1}
             count = workers or max(1, int(free.get("CPU", 0)))
+        # as the local pool: a compile stage ahead of timing on GPUs (on a CPU it only repeats the first call)
+        self.compile_ahead = self.device.startswith("cuda") if compile_ahead is None else compile_ahead
         # threads of an actor: one evaluation, the next candidate's compile stage, info() while both run
         self._options["max_concurrency"] = 3
         self._actor_cls = self._ray.remote(EvaluatorActor)
@@ -222,6 +230,14 @@ class RayPool:
         actor = self._actor_cls.options(**self._options).remote(self.device, self.config.to_dict(),
                                                                 self.peaks.to_dict() if self.peaks else None)
         return {"actor": actor, "info": None, "busy": None}
+
+    def warm_up(self, timeout_s: float = 300.0) -> float:
+        """Wait until every actor has started with its worker (Ray starts them as GPUs are free), at most
+        timeout_s: an actor still waiting for a GPU then joins later. The seconds it took."""
+        t0 = time.monotonic()
+        while not all(slot["info"] is not None for slot in self._slots) and time.monotonic() - t0 < timeout_s:
+            time.sleep(0.05)
+        return time.monotonic() - t0
 
     def slots(self) -> list[dict]:
         """Each started actor's process id, host, GPUs and what it runs now (spec name or None)."""

@@ -28,7 +28,7 @@ CONFIG = EvalConfig.for_cpu_tests(timeout_s=120.0)
 def ray_pool():
     # a local cluster of four CPU slots (Ray's accounting, not cores): two for this pool's actors, two for
     # the tuning session's pool below
-    pool = RayPool("local", config=CONFIG, workers=2, local_cpus=4)
+    pool = RayPool("local", config=CONFIG, workers=2, local_cpus=4, compile_ahead=True)  # as on GPUs
     yield pool
     pool.close()
     ray.shutdown()
