@@ -289,6 +289,9 @@ def main() -> int:
         "resume_ok": all(report["resume"].get(k) for k in ("each_once", "kept_rows_unchanged", "said_resumed",
                                                            "same_verdicts_as_one_gpu")),
     }
+    if args.device == "cpu":
+        report["bar"]["note"] = ("a dry run of the script: CPU workers through Triton's interpreter stand for GPUs, on "
+                                 "cores other work shares; the bar is for GPUs")
     report["total_seconds"] = round(time.monotonic() - start, 1)
     tag = card_tag(args.device, base_env)
     report["card"] = tag
