@@ -10,7 +10,9 @@ process opens no CUDA context of its own. Harness processes are found under this
 The fork servers themselves (harness/zygote.py: CUDA never initialised) stay until this process exits and
 are listed apart. `held` is true when a worker or actor is still alive or a GPU process that was not there
 before (other than this one) still holds memory; `used_delta_bytes` per GPU is reported beside it (a CUDA
-context this process opened itself, to read the card's name, counts there).
+context this process opened itself, to read the card's name, counts there). Checked from outside a run
+whose process has ended (`root=1`), its fork servers count too, and so does a GPU using 256 MiB more than
+at the start (nvidia-smi in a container may not name the processes).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import subprocess
 import time
 
 MIB = 1 << 20
+GROWN_BYTES = 256 * MIB  # more used on a GPU than at the start, once the run's processes ended: held
 MARKERS = ("harness.zygote", "harness.worker", "EvaluatorActor")  # in the command line of our processes
 
 
@@ -134,6 +137,10 @@ def held_after(before: dict | None = None, wait_s: float = 10.0, root: int | Non
         devices.append({**g, "used_delta_bytes": g["used_bytes"] - was["used_bytes"] if was else None})
     new = [p for p in now["gpu_processes"] or [] if p["pid"] not in old_pids and p["pid"] != os.getpid()]
     servers = [p["pid"] for p in harness_processes(root, marker) if p["fork_server"]]
+    # memory grown counts only for a run whose process has ended (a live one may hold its own CUDA context),
+    # and covers containers where nvidia-smi cannot name the processes
+    grown = [g["index"] for g in devices if ended and (g["used_delta_bytes"] or 0) > GROWN_BYTES]
     return {"method": "nvidia-smi" if now["gpus"] is not None else "no nvidia-smi (no GPU): processes only",
             "gpus": devices, "new_gpu_processes": new, "this_process": os.getpid(),
-            "harness_processes_left": left, "fork_servers": servers, "held": bool(left or new)}
+            "harness_processes_left": left, "fork_servers": servers, "gpus_grown": grown,
+            "held": bool(left or new or grown)}

@@ -208,7 +208,9 @@ class RayPool:
         self._gates: dict[tuple[str, str | None], threading.Lock] = {}
         self._lock = threading.Lock()
         self.lost_actors = 0  # actors that died under a candidate and were replaced
-        self.baselines_measured = 0  # baselines measured by an actor for the others (once per spec and kind)
+        # profiles asked of one actor (measured there, or read from its cache) and handed to the others: once
+        # per spec and kind of device
+        self.baseline_requests = 0
         self.baselines = BaselineCache(use_disk=False)
         self._stopped = self._closing = False
         self._slots = [self._new_actor() for _ in range(count)]
@@ -345,7 +347,7 @@ class RayPool:
                 known = answer["baseline"] or {"key": None, "profile": answer["profile"]}
                 with self._lock:
                     self._known[kind] = known
-                    self.baselines_measured += 1
+                    self.baseline_requests += 1
         return known
 
     def _take_next(self, slot: dict):

@@ -193,7 +193,8 @@ def main() -> int:
     max_elements = TINY_ELEMENTS if args.tiny else None
     before = snapshot()
     report: dict = {"benchmark": "multi_gpu", "gpus": n if args.device == "cuda" else 0, "workers": n,
-                    "gpu_names": [g["name"] for g in gpus() or []],  # nvidia-smi: no CUDA context here "device": args.device, "budget_s": args.budget_s,
+                    "gpu_names": [g["name"] for g in gpus() or []],  # nvidia-smi: no CUDA context here
+                    "device": args.device, "budget_s": args.budget_s,
                     "problems_file": str(args.problems.relative_to(ROOT)), "max_elements": max_elements,
                     "environment": NO_MULTICAST, "steps": {}}
     problems = problem_list(args.problems)
@@ -250,7 +251,8 @@ def main() -> int:
     if deadline - time.monotonic() > 30 and few:
         small = subset(cands, few, work / "candidates-resume")
         res_json = work / "resume.json"
-        bench("resume_killed", every, small, 60, "all", res_json, kill_at_first_row=True)
+        bench("resume_killed", every, small, max(10.0, min(60.0, (deadline - time.monotonic()) / 2)), "all",
+              res_json, kill_at_first_row=True)
         kept = {(r["spec"], r["candidate"]): r for r in rows_of(res_json)}
         bench("resume", every, small, max(10.0, deadline - time.monotonic() - 5), "all", res_json)
         rows = rows_of(res_json)

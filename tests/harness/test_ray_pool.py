@@ -49,7 +49,7 @@ def test_same_verdicts_as_the_local_pool(ray_pool, tmp_path):
         here = _run(local, tmp_path, "local")
     assert _statuses(on_ray) == _statuses(here) and len(here) == 4
     assert sorted(s for s, _ in _statuses(here).values()) == ["passed", "passed", "rejected", "wrong"]
-    assert ray_pool.baselines_measured == 2  # two specs, each profiled by one actor for both
+    assert ray_pool.baseline_requests == 2  # two specs, each profiled by one actor for both
     assert {r["where"]["executor"] for r in on_ray} == {"ray"} and {r["where"]["device"] for r in on_ray} == {"cpu"}
     # each actor compiled a candidate while it timed another (the local pool's compile stage, on Ray)
     assert any(r["where"]["compiled_ahead"] for r in on_ray) and any(r["where"]["compiled_ahead"] for r in here)
