@@ -82,6 +82,7 @@ def test_tuning_session_evaluates_on_ray(ray_pool):
     try:
         evaluate.open()
         good, bad = evaluate(candidate("honest_softmax")), evaluate(candidate("calls_torch_softmax"))
+        evaluate._pool.warm_up(120)  # the second actor may still be starting: both answer once it is up
         assert evaluate._pool.device == "cpu" and len(evaluate._pool.slots()) == 2
     finally:
         evaluate.close()
