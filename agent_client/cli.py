@@ -127,7 +127,7 @@ def tune(
 ) -> None:
     from agent_client.proposals import EndpointError, ProviderError
     from agent_client.runner import new_config, resume_session, run_session
-    from harness.executor import parse_devices
+    from harness.executor import devices_from_cli
     from harness.stopping import install_stop_signals
 
     install_stop_signals()  # SIGTERM ends the session as Ctrl-C does: every harness worker is stopped
@@ -155,7 +155,7 @@ def tune(
             config = new_config(
                 spec, settings, session_id=session_id, eval_overrides=_parse_options(eval_option, "--eval-option"),
                 target=target, backend=backend, budget=budget, time_budget_s=time_budget, device=device,
-                devices=parse_devices(devices), ray_address=ray,
+                devices=devices_from_cli(devices, ray, device), ray_address=ray,
                 provider=provider, policy=policy, kb_url=kb, drafts=drafts, proposals_per_step=proposals,
                 stall_nodes=stall, target_speedup=target_speedup, eval_workers=eval_workers, seed=seed,
                 provider_options=provider_options, write_back=write_back, write_back_min_speedup=min_speedup,

@@ -130,7 +130,8 @@ def _suite(suite: Path, candidates: Path | None, backend: str, devices: list[str
            config: EvalConfig, peaks: HardwarePeaks, results: Path, max_elements: int | None, resume: bool,
            only: list[str] | None, compile_workers: int, json_out: bool) -> BenchExit:
     from harness.executor import open_executor
-    from harness.suite import run_suite, suite_problems
+    from harness.held_memory import held_after, snapshot
+    from harness.suite import annotate, run_suite, suite_problems
 
     problems = suite_problems(suite, max_elements, results.with_name(results.stem + ".scaled"), only)
     if not problems:
@@ -138,14 +139,16 @@ def _suite(suite: Path, candidates: Path | None, backend: str, devices: list[str
     identity = {"suite": str(suite.resolve()), "backend": backend, "max_elements": max_elements, "card": peaks.card,
                 "candidates": str(candidates.resolve()) if candidates else None,
                 "executor": f"ray {ray}" if ray else ",".join(devices), "trials": config.trials}
-    slots = len(devices) + compile_workers if not ray else 8
+    before = snapshot()  # the GPUs' memory and processes, for what the run leaves held (held_memory.py)
     with open_executor(devices, config, peaks, compile_workers=compile_workers, ray_address=ray) as pool, \
             _progress(len(problems), json_out) as on_row:
+        startup_s = pool.warm_up()  # every worker started: the run's throughput is the executor's steady state
         run = run_suite(problems, pool, results, identity, candidates=candidates, backend=backend, resume=resume,
-                        max_inflight=max(2, slots),
+                        max_inflight=2 * pool.parallelism,  # one queued behind each evaluation: no idle device
                         extra={"command": " ".join(sys.argv),
                                "limits": {**peaks.to_dict(), "line": _limits_line(peaks, devices[0])}},
                         on_row=on_row)
+    annotate(results, held_after=held_after(before), executor_startup_s=round(startup_s, 3))
     if run.resumed_rows:
         print(f"resumed: {run.resumed_rows} rows from {results}", file=sys.stderr)
     human = sys.stderr if json_out else sys.stdout
@@ -226,7 +229,7 @@ def make_bench(card_lookup: CardLookup | None = None):
         timeout: Annotated[float | None, typer.Option(
             help="seconds per candidate (default: from the reference's measured time, at least 30 s)")] = None,
         compile_workers: Annotated[int | None, typer.Option(
-            help="with --suite: processes compiling candidates ahead of timing (default 2 on a GPU, 0 on CPU)")] = None,
+            help="with --suite: processes compiling candidates ahead of timing (default 2 per GPU, 0 on CPU)")] = None,
         bandwidth_gbps: Annotated[float | None, typer.Option(help="peak memory bandwidth, GB/s")] = None,
         peak_tflops: Annotated[str, typer.Option(
             help="compute limits as DTYPE=TFLOPS,..., e.g. bfloat16=796,tf32=406,float32=51 (float32 also gets "
@@ -236,14 +239,14 @@ def make_bench(card_lookup: CardLookup | None = None):
 
         Exit status: 0 all passed, 1 a candidate failed, 2 bad arguments, 3 a spec could not be run, 130 stopped.
         """
-        from harness.executor import parse_devices
+        from harness.executor import devices_from_cli
         from harness.jobs import default_device
         from harness.stopping import install_stop_signals
 
         install_stop_signals()
         try:
             flops_per_s = parse_peak_tflops(peak_tflops)
-            device_list = parse_devices(devices) or [device or default_device()]
+            device_list = devices_from_cli(devices, ray, device) or [device or default_device()]
         except ValueError as exc:
             raise typer.BadParameter(str(exc)) from exc
         config = EvalConfig(trials=trials, time_compile_baseline=compile_baseline, timeout_s=timeout)
@@ -258,8 +261,8 @@ def make_bench(card_lookup: CardLookup | None = None):
                     raise typer.BadParameter(f"--suite {suite}: not a folder")
                 if candidates is not None and not candidates.is_dir():
                     raise typer.BadParameter(f"--candidates {candidates}: not a folder")
-                workers = compile_workers if compile_workers is not None else (
-                    2 if device_list[0].startswith("cuda") and not ray else 0)
+                workers = compile_workers if compile_workers is not None else (  # two per GPU
+                    2 * len(device_list) if device_list[0].startswith("cuda") and not ray else 0)
                 code = _suite(suite, candidates, backend, device_list, ray, config, peaks,
                               output or Path(f"bench-{suite.resolve().name}.json"),
                               SCALE_ELEMENTS if scale and max_elements is None else max_elements, resume,

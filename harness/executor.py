@@ -20,6 +20,7 @@ from harness.verdict import Verdict
 
 class Executor(Protocol):
     restarts: int
+    parallelism: int  # evaluations in flight at once (timing and compile stages)
 
     def submit(self, spec_path: str | Path, source: str, backend: str = "triton") -> Future: ...
 
@@ -27,9 +28,13 @@ class Executor(Protocol):
 
     def evaluate_many(self, tasks: list) -> list[Verdict]: ...
 
+    def submit_profile(self, spec_path: str | Path) -> Future: ...
+
     def profile(self, spec_path: str | Path) -> dict: ...
 
     def check_fits(self, spec_path: str | Path) -> dict: ...
+
+    def warm_up(self, timeout_s: float = 300.0) -> float: ...
 
     def cancel_pending(self) -> int: ...
 
@@ -38,8 +43,14 @@ class Executor(Protocol):
     def terminate(self) -> None: ...
 
 
+class DeviceListError(ValueError):
+    """A device list that cannot be run as given; the message names the entry and what to do."""
+
+
 def parse_devices(text: str | None) -> list[str] | None:
-    """"cuda:0,cuda:1" -> ["cuda:0", "cuda:1"]; "cuda:0*2" -> two slots on cuda:0; None/"" -> None."""
+    """"cuda:0,cuda:1" -> ["cuda:0", "cuda:1"]; "cpu,cpu" or "cpu*2" -> two CPU workers; None/"" -> None.
+
+    A GPU named twice is refused: two timing workers on one GPU would time each other's kernels."""
     if not text:
         return None
     out: list[str] = []
@@ -47,11 +58,61 @@ def parse_devices(text: str | None) -> list[str] | None:
         item = item.strip()
         if not item:
             continue
-        name, _, times = item.partition("*")
+        name, star, times = item.partition("*")
         if not (name == "cpu" or name.startswith("cuda:") and name[5:].isdigit()):
-            raise ValueError(f"device {name!r}: expected cpu or cuda:N (several: cuda:0,cuda:1)")
-        out += [name] * (int(times) if times.isdigit() else 1)
+            raise DeviceListError(f"--devices {text}: {name!r} is not a device (expected cpu or cuda:N, "
+                                  "several as cuda:0,cuda:1)")
+        if star and not (times.isdigit() and int(times) >= 1):
+            raise DeviceListError(f"--devices {text}: {item!r}: expected NAME*COUNT with a count of 1 or more")
+        count = int(times) if star else 1
+        if name != "cpu" and (count > 1 or name in out):
+            raise DeviceListError(f"--devices {text}: {name} is named more than once; name each GPU once "
+                                  "(two timing workers on one GPU would time each other's kernels)")
+        out += [name] * count
     return out or None
+
+
+def visible_gpus() -> int:
+    """GPUs this process may use (CUDA_VISIBLE_DEVICES applies). torch counts them through NVML where it
+    can, so asking creates no CUDA context here (the workers are other processes)."""
+    import torch
+
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
+def check_devices(devices: list[str], flag: str = "--devices") -> list[str]:
+    """`devices` as given when every GPU named is on this host; else DeviceListError naming the first that
+    is not, and what is there."""
+    wanted = [d for d in devices if d.startswith("cuda:")]
+    if not wanted:
+        return devices
+    count = visible_gpus()
+    for name in wanted:
+        if int(name[5:]) >= count:
+            import os
+
+            mask = os.environ.get("CUDA_VISIBLE_DEVICES")
+            seen = f" (CUDA_VISIBLE_DEVICES={mask})" if mask is not None else ""
+            there = (f"this host has {count} GPU{'s' if count > 1 else ''}{seen}: "
+                     + ",".join(f"cuda:{i}" for i in range(count)) if count
+                     else f"no GPU is visible on this host{seen}; use cpu")
+            raise DeviceListError(f"{flag} {','.join(devices)}: {name} is not there; {there}")
+    return devices
+
+
+def devices_from_cli(devices: str | None, ray_address: str | None = None, device: str | None = None
+                     ) -> list[str] | None:
+    """The --devices of `kkb bench` / `kkb tune`, checked before any work starts: each entry a device of
+    this host, named once, and not given together with --ray (a cluster has its own GPUs) or --device."""
+    if not devices:
+        return None
+    if ray_address:
+        raise DeviceListError(f"--devices {devices} and --ray {ray_address}: give one (--devices: this host's "
+                              "GPUs; --ray: the GPUs of a Ray cluster, one per evaluation)")
+    if device:
+        raise DeviceListError(f"--device {device} and --devices {devices}: give one (--device for one, "
+                              "--devices for several)")
+    return check_devices(parse_devices(devices) or [])
 
 
 def open_executor(devices: list[str] | None = None, config: EvalConfig | None = None,

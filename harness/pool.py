@@ -6,8 +6,11 @@ Usage:
 
 One device thread per entry of `devices` takes candidates from a shared queue and judges each through its
 DeviceRunner (harness/device.py: footprint, baselines once, time limit, memory share, out-of-memory retry;
-the same code a Ray actor runs, harness/ray_pool.py). A device named twice (`cuda:0,cuda:0`) gets two
-threads sharing one memory budget: two evaluations at once where both fit.
+the same code a Ray actor runs, harness/ray_pool.py). The runners share one BaselineCache, so a spec's
+baselines are measured once per kind of device (its name and software versions) and every GPU of that
+kind uses them; a device named twice (`cpu,cpu`) gets two threads sharing one memory budget. A crash, hang
+or lost worker on one device ends that candidate's evaluation only: the device's worker is replaced and
+its thread takes the next candidate. Each verdict says where it ran (`diagnostics["where"]`).
 Stage 1 (optional, compile_workers > 0): compile workers, spread over the devices, import each candidate
 and call it once per variant, which fills the on-disk Triton / extension caches; a failure there is the
 verdict. They hold their share of the device's memory budget like any evaluation, so a huge spec runs one
@@ -20,6 +23,7 @@ from __future__ import annotations
 import itertools
 import queue
 import threading
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
@@ -55,19 +59,44 @@ class WorkerPool:
             if first is not None:
                 runner.share_budget_with(first)
             self.runners.append(runner)
-        self._threads = [threading.Thread(target=self._device_loop, args=(r,), daemon=True, name=f"kkb-{r.device}")
-                         for r in self.runners]
+        self._threads = [threading.Thread(target=self._device_loop, args=(i, r), daemon=True,
+                                          name=f"kkb-{r.device}-{i}") for i, r in enumerate(self.runners)]
         for t in self._threads:
             t.start()
         self._compile_pool = ThreadPoolExecutor(compile_workers) if compile_workers > 0 else None
         self._compile_local = threading.local()
         self._compile_workers: list[WorkerProcess] = []
         self._next_runner = itertools.count()
+        self.compile_workers = compile_workers
+        self._busy: list[str | None] = [None] * len(self.runners)  # the spec each device thread works on
+
+    @property
+    def parallelism(self) -> int:
+        """Evaluations this pool works on at once (device threads and compile workers): what a caller
+        keeps queued, at least, to leave no device idle."""
+        return len(self.runners) + self.compile_workers
 
     @property
     def restarts(self) -> int:
         """Workers replaced after a verdict other than passed (for reports)."""
         return sum(r.restarts for r in self.runners)
+
+    def warm_up(self, timeout_s: float = 300.0) -> float:
+        """Start every device's worker now, side by side (else the first candidate of each device waits for
+        it); the seconds it took. Throughput measured after it is the pool's steady state."""
+        t0 = time.monotonic()
+        starters = [threading.Thread(target=lambda r=r: r.info, daemon=True) for r in self.runners]
+        for t in starters:
+            t.start()
+        import torch._dynamo  # noqa: F401 - the footprint's first dispatch mode imports it (seconds): now
+        for t in starters:
+            t.join(max(0.0, timeout_s - (time.monotonic() - t0)))
+        return time.monotonic() - t0
+
+    def slots(self) -> list[dict]:
+        """Each device thread: its device, the pid of its current worker, and the spec it works on now."""
+        return [{"worker": i, "device": r.device, "pid": r.workers.current.pid, "busy": self._busy[i]}
+                for i, r in enumerate(self.runners)]
 
     # ---- public -------------------------------------------------------------------------------------
     def submit(self, spec_path: str | Path, source: str, backend: str = "triton") -> Future:
@@ -93,11 +122,14 @@ class WorkerPool:
         futures = [self.submit(*task) for task in tasks]
         return [f.result() for f in futures]
 
-    def profile(self, spec_path: str | Path) -> dict:
-        """Baselines of a spec (eager, torch.compile, bytes, FLOPs) on the pool's devices."""
+    def submit_profile(self, spec_path: str | Path) -> Future:
+        """A Future of the spec's baselines (eager, torch.compile, bytes, FLOPs) on the first free device."""
         fut: Future = Future()
         self._queue.put((load_spec(spec_path), None, "torch", fut, False))
-        return fut.result()
+        return fut
+
+    def profile(self, spec_path: str | Path) -> dict:
+        return self.submit_profile(spec_path).result()
 
     def check_fits(self, spec_path: str | Path) -> dict:
         """The spec's footprint estimate on the pool's first device; SpecTooLarge (with the estimate) when
@@ -164,13 +196,15 @@ class WorkerPool:
                     self._compile_workers.append(worker)
             verdict = local.runner.compile_stage(spec, source, backend, worker)
             if verdict is not None:
+                verdict.diagnostics["where"] = {"executor": "local", "device": local.runner.device,
+                                                "worker": "compile", "compiled_ahead": True}
                 fut.set_result(verdict)
                 return
             self._queue.put((spec, source, backend, fut, True))
         except BaseException as exc:  # noqa: BLE001 - never leave a Future unresolved
             fut.set_exception(exc)
 
-    def _device_loop(self, runner: DeviceRunner) -> None:
+    def _device_loop(self, index: int, runner: DeviceRunner) -> None:
         while True:
             item = self._queue.get()
             if item is None:
@@ -178,11 +212,15 @@ class WorkerPool:
             spec, source, backend, fut, compiled = item
             if not fut.set_running_or_notify_cancel():
                 continue
+            self._busy[index] = spec.name
             try:
                 if source is None:
                     fut.set_result(runner.profile(spec))
                 else:
-                    fut.set_result(runner.evaluate(spec, source, backend, first_calls=not compiled))
+                    verdict = runner.evaluate(spec, source, backend, first_calls=not compiled)
+                    verdict.diagnostics["where"] = {"executor": "local", "device": runner.device, "worker": index,
+                                                    "compiled_ahead": compiled}
+                    fut.set_result(verdict)
             except BaseException as exc:  # noqa: BLE001 - resolve the Future whatever happened
                 if not isinstance(exc, HarnessStopped):
                     try:
@@ -190,4 +228,6 @@ class WorkerPool:
                     except HarnessStopped:
                         pass
                 fut.set_exception(exc)
+            finally:
+                self._busy[index] = None
         runner.close()

@@ -15,6 +15,9 @@ Summary, as KernelBench defines it over the problems that have candidates: fast_
 whose best passing candidate is more than p times faster than the baseline (p = 0: the share with a passing
 candidate), over eager and over torch.compile; geometric means of the best speedups of the problems with a
 passing candidate; the median seconds from a candidate's submission to its verdict.
+The run itself (`run`): the candidates judged by this run (not those resumed) per minute of its wall time,
+and per device the verdicts it gave; `annotate` adds what was measured after the executor closed (the GPU
+memory still held: harness/held_memory.py).
 """
 
 from __future__ import annotations
@@ -122,8 +125,8 @@ def _row_key(problem: str, candidate: str | None) -> str:
 def verdict_row(problem: Problem, candidate: str, verdict: Verdict, seconds: float) -> dict:
     row = verdict.to_dict()
     diag = row.pop("diagnostics")
-    keep = {k: diag.get(k) for k in ("timing_method", "time_limit_s", "evaluation_s", "memory", "oom", "stage", "ray")
-            if k in diag}
+    keep = {k: diag.get(k) for k in ("timing_method", "time_limit_s", "evaluation_s", "memory", "oom", "stage", "ray",
+                                      "where") if k in diag}
     return {"spec": problem.name, "candidate": candidate, **row, **keep, "time_to_verdict_s": round(seconds, 3),
             "scaling": problem.scaling}
 
@@ -186,6 +189,29 @@ def summarize(rows: list[dict]) -> dict:
     }
 
 
+def _device_of(row: dict) -> str:
+    where = row.get("where") or {}
+    device = where.get("device") or "unknown"
+    return f"{where['host']}/{device}" if where.get("host") else device
+
+
+def run_stats(rows: list[dict], wall_s: float) -> dict:
+    """Throughput and verdicts per device of the rows one run judged (rows resumed from a file excluded)."""
+    judged = [r for r in rows if r.get("candidate") is not None and r["status"] not in ("spec_error", "too_large")]
+    by_device: dict[str, dict] = {}
+    for r in judged:
+        entry = by_device.setdefault(_device_of(r), {"candidates": 0, "statuses": {}, "workers": []})
+        entry["candidates"] += 1
+        entry["statuses"][r["status"]] = entry["statuses"].get(r["status"], 0) + 1
+        worker = (r.get("where") or {}).get("worker")
+        if worker is not None and worker not in entry["workers"]:
+            entry["workers"].append(worker)
+    return {"wall_s": round(wall_s, 3), "candidates": len(judged),
+            "baselines": sum(1 for r in rows if r.get("status") == "baseline"),
+            "candidates_per_minute": round(60.0 * len(judged) / wall_s, 3) if wall_s > 0 and judged else None,
+            "by_device": dict(sorted(by_device.items()))}
+
+
 def exit_code(rows: list[dict]) -> BenchExit:
     if any(r.get("candidate") is not None and r["status"] not in ("passed", "spec_error", "too_large")
            for r in rows):
@@ -203,6 +229,13 @@ def _write(path: Path, payload: dict) -> None:
     os.replace(tmp, path)
 
 
+def annotate(results: Path, **fields) -> None:
+    """Add top-level fields to a results file as written (e.g. the memory held after the executor closed)."""
+    data = json.loads(results.read_text())
+    data.update(fields)
+    _write(results, data)
+
+
 def _earlier_rows(results: Path, identity: dict) -> list[dict]:
     try:
         data = json.loads(results.read_text())
@@ -217,7 +250,9 @@ def run_suite(problems: list[Problem], executor, results: Path, identity: dict, 
               backend: str = "triton", resume: bool = True, max_inflight: int = 2,
               on_row: Callable[[dict], None] | None = None, extra: dict | None = None) -> SuiteRun:
     """Evaluate every candidate of every problem through `executor` (WorkerPool, RayPool: anything with
-    submit(spec_path, source, backend) -> Future[Verdict] and profile(spec_path) -> dict).
+    submit(spec_path, source, backend) -> Future[Verdict] and submit_profile(spec_path) -> Future[dict]),
+    at most `max_inflight` at once (problems without candidates are profiled in flight too, so several
+    devices measure baselines side by side).
 
     identity: what must match for a results file to be resumed (suite folder, backend, sizes, device kind).
     Raises whatever stops the harness (KeyboardInterrupt, HarnessStopped) after the rows done so far are
@@ -226,21 +261,25 @@ def run_suite(problems: list[Problem], executor, results: Path, identity: dict, 
     done = {_row_key(r["spec"], r.get("candidate")): r for r in earlier if r["status"] not in ("spec_error",)}
     rows: list[dict] = list(done.values())
     started = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    t_start = time.monotonic()
+    this_run: list[dict] = []
     payload = {"format": FORMAT, "identity": identity, "started": started, **(extra or {}), "rows": rows,
-               "summary": summarize(rows)}
+               "summary": summarize(rows), "run": run_stats([], 0.0)}
 
     order = {p.name: i for i, p in enumerate(problems)}
 
     def record(row: dict) -> None:
         rows.append(row)
+        this_run.append(row)
         rows.sort(key=lambda r: (order.get(r["spec"], len(order)), r.get("candidate") or ""))
         payload["summary"] = summarize(rows)
+        payload["run"] = run_stats(this_run, time.monotonic() - t_start)
         _write(results, payload)
         if on_row is not None:
             on_row(row)
 
     _write(results, payload)
-    inflight: dict[Future, tuple[Problem, str, float]] = {}
+    inflight: dict[Future, tuple[Problem, str | None, float]] = {}  # name None: the problem's baselines
 
     def harvest(block: bool) -> None:
         if not inflight:
@@ -250,37 +289,51 @@ def run_suite(problems: list[Problem], executor, results: Path, identity: dict, 
             problem, name, t0 = inflight.pop(fut)
             exc = fut.exception()
             if exc is None:
-                record(verdict_row(problem, name, fut.result(), time.monotonic() - t0))
+                seconds = time.monotonic() - t0
+                record(baseline_row(problem, fut.result(), seconds) if name is None
+                       else verdict_row(problem, name, fut.result(), seconds))
             elif isinstance(exc, (SpecError, RuntimeError)) and type(exc).__name__ != "HarnessStopped":
                 record(error_row(problem, name, exc))
             else:
                 raise exc
 
-    for problem in problems:
-        cands = candidates_for(problem, candidates)
-        if not cands:
-            if _row_key(problem.name, None) in done:
-                continue
-            t0 = time.monotonic()
+    def start(problem: Problem, name: str | None, submit: Callable[[], Future]) -> None:
+        while len(inflight) >= max_inflight:
+            harvest(block=True)
+        try:
+            inflight[submit()] = (problem, name, time.monotonic())
+        except SpecError as exc:  # the spec cannot be loaded: nothing of it runs
+            record(error_row(problem, name, exc))
+        harvest(block=False)
+
+    def profile_of(problem: Problem) -> Callable[[], Future]:
+        if hasattr(executor, "submit_profile"):
+            return lambda: executor.submit_profile(problem.run_path)
+
+        def at_once() -> Future:  # an executor without submit_profile: one profile at a time
+            fut: Future = Future()
             try:
-                record(baseline_row(problem, executor.profile(problem.run_path), time.monotonic() - t0))
+                fut.set_result(executor.profile(problem.run_path))
             except (SpecError, RuntimeError) as exc:
                 if type(exc).__name__ == "HarnessStopped":
                     raise
-                record(error_row(problem, None, exc))
+                fut.set_exception(exc)
+            return fut
+
+        return at_once
+
+    for problem in problems:
+        cands = candidates_for(problem, candidates)
+        if not cands:
+            if _row_key(problem.name, None) not in done:
+                start(problem, None, profile_of(problem))
             continue
         for cand in cands:
             name = cand.name if cand.parent == candidates else f"{cand.parent.name}/{cand.name}"
             if _row_key(problem.name, name) in done:
                 continue
-            while len(inflight) >= max_inflight:
-                harvest(block=True)
-            try:
-                inflight[executor.submit(problem.run_path, cand.read_text(), backend)] = (
-                    problem, name, time.monotonic())
-            except SpecError as exc:  # the spec cannot be loaded: no candidate of it runs
-                record(error_row(problem, name, exc))
-            harvest(block=False)
+            start(problem, name, lambda problem=problem, cand=cand: executor.submit(
+                problem.run_path, cand.read_text(), backend))
     while inflight:
         harvest(block=True)
     return SuiteRun(rows, payload["summary"], exit_code(rows), resumed_rows=len(done))

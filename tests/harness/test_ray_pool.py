@@ -1,6 +1,7 @@
 """The Ray executor (harness/ray_pool.py) on a local Ray cluster of CPU workers, through Triton's interpreter:
-the same verdicts as the local pool on a small suite, a worker killed mid-candidate recovered (the candidate
-run again elsewhere, its verdict given once), and an unreachable address named."""
+the same verdicts as the local pool (two workers each) on a small suite with each spec's baselines measured
+once, a worker killed mid-candidate recovered (the candidate run again elsewhere, its verdict given once),
+and an unreachable address named in one message."""
 
 from __future__ import annotations
 
@@ -27,24 +28,31 @@ CONFIG = EvalConfig.for_cpu_tests(timeout_s=120.0)
 def ray_pool():
     # a local cluster of four CPU slots (Ray's accounting, not cores): two for this pool's actors, two for
     # the tuning session's pool below
-    pool = RayPool("local", config=CONFIG, workers=2, local_cpus=4)
+    pool = RayPool("local", config=CONFIG, workers=2, local_cpus=4, compile_ahead=True)  # as on GPUs
     yield pool
     pool.close()
     ray.shutdown()
 
 
-def _statuses(executor, tmp_path, name: str) -> dict:
-    run = run_suite(suite_problems(SPECS / "suite"), executor, tmp_path / f"{name}.json", {"executor": name},
-                    candidates=CANDIDATES / "suite_many", max_inflight=4)
-    return {(r["spec"], r["candidate"]): (r["status"], r.get("timing_method")) for r in run.rows}
+def _run(executor, tmp_path, name: str) -> list[dict]:
+    return run_suite(suite_problems(SPECS / "suite"), executor, tmp_path / f"{name}.json", {"executor": name},
+                     candidates=CANDIDATES / "suite_many", max_inflight=2 * executor.parallelism).rows
+
+
+def _statuses(rows: list[dict]) -> dict:
+    return {(r["spec"], r["candidate"]): (r["status"], r.get("timing_method")) for r in rows}
 
 
 def test_same_verdicts_as_the_local_pool(ray_pool, tmp_path):
-    on_ray = _statuses(ray_pool, tmp_path, "ray")
-    with WorkerPool(["cpu"], config=CONFIG) as local:
-        here = _statuses(local, tmp_path, "local")
-    assert on_ray == here and len(here) == 4
-    assert sorted(s for s, _ in here.values()) == ["passed", "passed", "rejected", "wrong"]
+    on_ray = _run(ray_pool, tmp_path, "ray")
+    with WorkerPool(["cpu", "cpu"], config=CONFIG, compile_workers=1) as local:
+        here = _run(local, tmp_path, "local")
+    assert _statuses(on_ray) == _statuses(here) and len(here) == 4
+    assert sorted(s for s, _ in _statuses(here).values()) == ["passed", "passed", "rejected", "wrong"]
+    assert ray_pool.baseline_requests == 2  # two specs, each profiled by one actor for both
+    assert {r["where"]["executor"] for r in on_ray} == {"ray"} and {r["where"]["device"] for r in on_ray} == {"cpu"}
+    # each actor compiled a candidate while it timed another (the local pool's compile stage, on Ray)
+    assert any(r["where"]["compiled_ahead"] for r in on_ray) and any(r["where"]["compiled_ahead"] for r in here)
 
 
 def test_killed_worker_recovered(ray_pool):
@@ -74,6 +82,7 @@ def test_tuning_session_evaluates_on_ray(ray_pool):
     try:
         evaluate.open()
         good, bad = evaluate(candidate("honest_softmax")), evaluate(candidate("calls_torch_softmax"))
+        evaluate._pool.warm_up(120)  # the second actor may still be starting: both answer once it is up
         assert evaluate._pool.device == "cpu" and len(evaluate._pool.slots()) == 2
     finally:
         evaluate.close()
@@ -88,3 +97,4 @@ def test_unreachable_address_is_named():
     app.command()(bench)
     result = CliRunner().invoke(app, ["--suite", str(SPECS / "suite"), "--ray", "127.0.0.1:9"])
     assert result.exit_code == 2 and "cannot reach the Ray cluster at '127.0.0.1:9'" in result.output
+    assert "Traceback" not in result.output and result.output.count("error") == 1, result.output

@@ -57,9 +57,10 @@ def test_suite_verdicts_summary_and_exit_status(tmp_path):
 
 
 def test_resumes_after_kill_9(tmp_path):
+    # two workers (`--devices cpu,cpu`): rows land from both; a kill -9 keeps those written
     out = tmp_path / "suite.json"
-    cmd = [sys.executable, "-m", "harness.cli", "--suite", str(SUITE), "--candidates", str(MANY), "--device", "cpu",
-           "--no-compile-baseline", "--trials", "2", "-o", str(out)]
+    cmd = [sys.executable, "-m", "harness.cli", "--suite", str(SUITE), "--candidates", str(MANY), "--devices",
+           "cpu,cpu", "--no-compile-baseline", "--trials", "2", "-o", str(out)]
     proc = subprocess.Popen(cmd, cwd=REPO, env=harness_env(tmp_path), stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     try:
@@ -79,11 +80,14 @@ def test_resumes_after_kill_9(tmp_path):
     assert 1 <= len(before) < 4, "killed mid-suite"
     result = CliRunner().invoke(app, cmd[3:])
     assert f"resumed: {len(before)} rows" in result.output
-    after = json.loads(out.read_text())["rows"]
+    data = json.loads(out.read_text())
+    after = data["rows"]
     assert {(r["spec"], r["candidate"]): r["status"] for r in after} == EXPECTED  # each once, none lost
     for r in after:  # the rows of the killed run are kept as they were, not evaluated again
         if (r["spec"], r["candidate"]) in before:
             assert r == before[(r["spec"], r["candidate"])]
+    assert data["run"]["candidates"] == 4 - len(before)  # the resumed run counts what it judged itself
+    assert not data["held_after"]["held"]
 
 
 def test_scaled_problem_records_what_was_scaled(tmp_path):
