@@ -25,8 +25,9 @@ Layouts (LAYOUT for windows of stride 2 along W, LAYOUT_STRIDE1 for stride 1; ea
   apply) a strip of ROWS output rows of one plane walks its input rows once instead (each loaded once and
   folded along W once, output row r the fold of the last KH folded rows), STRIPS strips a program.
 - otherwise (stride > 2 along W, or very wide rows): a flat kernel over all outputs, XBLOCK a program; plane
-  sizes are constexprs, so the per-element div/mod compiles to multiply-shift, and stride-2 window columns
-  load as aligned (even, odd) pairs.
+  sizes are constexprs, so the per-element div/mod compiles to multiply-shift, stride-2 window columns
+  load as aligned (even, odd) pairs, and at strides past 2 each window row loads as one tile of its columns
+  (adjacent windows' columns one run of addresses, as KernelBench's 11x11 average pool at stride 11 reads).
 """
 
 import torch
@@ -64,12 +65,18 @@ def _fold(acc, v, IS_MAX: tl.constexpr):
 
 
 @triton.jit
+def _max_nan(a, b):
+    """max that keeps a NaN, as _fold does (a reduction's combine function)."""
+    return tl.where((b > a) | (b != b), b, a)  # noqa: PLR0124 - b != b is the NaN test
+
+
+@triton.jit
 def _pool2d_flat_kernel(
     x_ptr, y_ptr, total,
     H: tl.constexpr, W: tl.constexpr, OH: tl.constexpr, OW: tl.constexpr,
     KH: tl.constexpr, KW: tl.constexpr, SH: tl.constexpr, SW: tl.constexpr, PH: tl.constexpr,
     PW: tl.constexpr, IS_MAX: tl.constexpr, PAIR: tl.constexpr, M_LO: tl.constexpr, M_HI: tl.constexpr,
-    XBLOCK: tl.constexpr, INT64: tl.constexpr,
+    XBLOCK: tl.constexpr, INT64: tl.constexpr, KWP: tl.constexpr,
 ):
     # x is contiguous NCHW; output index = (plane * OH + oh) * OW + ow
     if INT64:
@@ -84,7 +91,23 @@ def _pool2d_flat_kernel(
     base = x_ptr + plane * (H * W)
     fill: tl.constexpr = float("-inf") if IS_MAX else 0.0
     acc = tl.full((XBLOCK,), fill, dtype=tl.float32)
-    for kh in tl.static_range(KH):
+    if KWP > 1:
+        # SW > 2: a window row is one (XBLOCK, KWP) tile, lanes along the window first, so a warp reads
+        # adjacent windows' columns as one run instead of KW loads strided by SW elements each; the rows
+        # loop is not unrolled (unrolled, KH tiles' loads in flight spilled at 11x11 on sm_90)
+        kk = tl.arange(0, KWP)
+        iw = (ow * SW - PW)[:, None] + kk[None, :]
+        col_ok = (kk[None, :] < KW) & (iw >= 0) & (iw < W)
+        for kh in range(KH):
+            ih = oh * SH - PH + kh
+            row_ok = mask & (ih >= 0) & (ih < H)
+            ok = row_ok[:, None] & col_ok
+            v = tl.load((base + ih * W)[:, None] + iw, mask=ok, other=fill).to(tl.float32)
+            if IS_MAX:
+                acc = _fold(acc, tl.reduce(v, 1, _max_nan), IS_MAX)
+            else:
+                acc += tl.sum(v, axis=1)
+    for kh in tl.static_range(KH if KWP == 1 else 0):
         ih = oh * SH - PH + kh
         row_ok = mask & (ih >= 0) & (ih < H)
         row = base + ih * W
@@ -380,12 +403,15 @@ def pool2d(x: torch.Tensor, kind: str, kernel_size, stride=None, padding=0) -> t
         _launch_rows(x, y, kind == "max", (kh, kw), (sh, sw), (ph, pw), owp, span_cap)
         return y
     # stride > 2 along W, or very wide rows: flat
-    xblock = min(t["XBLOCK"], triton.next_power_of_2(y.numel()))
+    # stride > 2: each window row a tile of KWP columns, 2048 values a program (8 a thread at 8 warps: 64
+    # registers on sm_90 at 11x11, against 144 at 4096)
+    kwp = triton.next_power_of_2(kw) if sw > 2 and kw > 1 else 1
+    xblock = min(t["XBLOCK"], max(16, 2048 // kwp), triton.next_power_of_2(y.numel()))
     _pool2d_flat_kernel[(triton.cdiv(y.numel(), xblock),)](
         x, y, y.numel(),
         H=h, W=w, OH=oh, OW=ow, KH=kh, KW=kw, SH=sh, SW=sw, PH=ph, PW=pw, IS_MAX=kind == "max",
         PAIR=sw == 2, M_LO=(-pw) // 2, M_HI=(kw - 1 - pw) // 2, XBLOCK=xblock,
-        INT64=x.numel() + xblock >= 2**31, num_warps=t["num_warps_flat"],
+        INT64=x.numel() + xblock * kwp >= 2**31, KWP=kwp, num_warps=t["num_warps_flat"],
     )
     return y
 

@@ -61,7 +61,10 @@ def test_large_specs_differ_from_their_base_only_in_size(large: Path):
     ("avg", 3, 2, 0, (1, 2, 3, 4113)),  # no padding, k3 at stride 2
     ("max", 2, 2, 1, (1, 1, 3, 4100)),  # padding 1 with an even kernel: pairs start at column -1 ... -2
     ("avg", 4, 2, 2, (2, 1, 5, 4112)),  # wide window: two pairs plus a half pair
-    ("max", 3, 3, 1, (1, 2, 10, 11)),  # stride 3 along W: no pairs
+    ("max", 3, 3, 1, (1, 2, 10, 11)),  # stride 3 along W: no pairs; each window row a tile of 4 columns
+    ("avg", 11, 11, 0, (1, 2, 23, 35)),  # KernelBench 1/45's window: tiles of 16 columns, 5 masked; W past
+    # the last window
+    ("max", 5, 3, 2, (2, 1, 9, 17)),  # overlapping windows at stride 3, padded at both ends
 ], ids=lambda c: f"{c[0]}-k{c[1]}s{c[2]}p{c[3]}")
 def test_flat_fallback_matches_torch(case, monkeypatch):
     """Rows wider than a rows program loads (one warp: 2048 values a window row) and strides past 2 take the flat
