@@ -200,16 +200,15 @@ def library_section() -> str:
 def library_run_section() -> str:
     """The newest whole-library run on each card other than the table's (one run, not a median)."""
     table_card = load_table().get("accelerator", "h200")
-    newest_by_card: dict[str, Path] = {}
+    newest_by_card: dict[str, tuple[dict, Path]] = {}
     for p in RESULTS.glob("library-*-all-*.json"):
         d = load(p)
         card = d.get("accelerator")
         if "rows" in d and card and card != table_card and (card not in newest_by_card
-                                             or d["date"] > load(newest_by_card[card])["date"]):
-            newest_by_card[card] = p
+                                                             or d["date"] > newest_by_card[card][0]["date"]):
+            newest_by_card[card] = (d, p)
     parts = []
-    for card, p in sorted(newest_by_card.items()):
-        d = load(p)
+    for card, (d, p) in sorted(newest_by_card.items()):
         rows = [r for r in d["rows"] if r.get("spec")]
         passed = [r for r in rows if r["status"] == "passed"]
         low = sorted((r for r in passed if (r.get("speedup_vs_compile") or 0) < 0.97),

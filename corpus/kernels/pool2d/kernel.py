@@ -55,19 +55,18 @@ TUNABLES = {
 
 
 @triton.jit
-def _fold(acc, v, IS_MAX: tl.constexpr):
-    if IS_MAX:
-        # NaN propagates as in PyTorch: a NaN in the window makes the output NaN.
-        acc = tl.where((v > acc) | (v != v), v, acc)  # noqa: PLR0124 - v != v is the NaN test
-    else:
-        acc += v
-    return acc
+def _max_nan(a, b):
+    """max that keeps a NaN, as PyTorch's pooling does (also a reduction's combine function)."""
+    return tl.where((b > a) | (b != b), b, a)  # noqa: PLR0124 - b != b is the NaN test
 
 
 @triton.jit
-def _max_nan(a, b):
-    """max that keeps a NaN, as _fold does (a reduction's combine function)."""
-    return tl.where((b > a) | (b != b), b, a)  # noqa: PLR0124 - b != b is the NaN test
+def _fold(acc, v, IS_MAX: tl.constexpr):
+    if IS_MAX:
+        acc = _max_nan(acc, v)
+    else:
+        acc += v
+    return acc
 
 
 @triton.jit
@@ -107,28 +106,29 @@ def _pool2d_flat_kernel(
                 acc = _fold(acc, tl.reduce(v, 1, _max_nan), IS_MAX)
             else:
                 acc += tl.sum(v, axis=1)
-    for kh in tl.static_range(KH if KWP == 1 else 0):
-        ih = oh * SH - PH + kh
-        row_ok = mask & (ih >= 0) & (ih < H)
-        row = base + ih * W
-        if PAIR:
-            # SW == 2: window column 2*ow - PW + kw is lane (kw - PW) % 2 of the pair starting at
-            # 2*ow + 2*m, m = (kw - PW) // 2; each pair is one aligned 2-element load.
-            for m in tl.static_range(M_LO, M_HI + 1):
-                cols = (2 * ow + 2 * m)[:, None] + tl.arange(0, 2)[None, :]
-                ok = row_ok[:, None] & (cols >= 0) & (cols < W)
-                v = tl.load(row[:, None] + cols, mask=ok, other=fill).to(tl.float32)
-                even, odd = tl.split(v)
-                if 2 * m + PW >= 0 and 2 * m + PW < KW:
-                    acc = _fold(acc, even, IS_MAX)
-                if 2 * m + 1 + PW >= 0 and 2 * m + 1 + PW < KW:
-                    acc = _fold(acc, odd, IS_MAX)
-        else:
-            for kw in tl.static_range(KW):
-                iw = ow * SW - PW + kw
-                ok = row_ok & (iw >= 0) & (iw < W)
-                v = tl.load(row + iw, mask=ok, other=fill).to(tl.float32)
-                acc = _fold(acc, v, IS_MAX)
+    else:
+        for kh in tl.static_range(KH):
+            ih = oh * SH - PH + kh
+            row_ok = mask & (ih >= 0) & (ih < H)
+            row = base + ih * W
+            if PAIR:
+                # SW == 2: window column 2*ow - PW + kw is lane (kw - PW) % 2 of the pair starting at
+                # 2*ow + 2*m, m = (kw - PW) // 2; each pair is one aligned 2-element load.
+                for m in tl.static_range(M_LO, M_HI + 1):
+                    cols = (2 * ow + 2 * m)[:, None] + tl.arange(0, 2)[None, :]
+                    ok = row_ok[:, None] & (cols >= 0) & (cols < W)
+                    v = tl.load(row[:, None] + cols, mask=ok, other=fill).to(tl.float32)
+                    even, odd = tl.split(v)
+                    if 2 * m + PW >= 0 and 2 * m + PW < KW:
+                        acc = _fold(acc, even, IS_MAX)
+                    if 2 * m + 1 + PW >= 0 and 2 * m + 1 + PW < KW:
+                        acc = _fold(acc, odd, IS_MAX)
+            else:
+                for kw in tl.static_range(KW):
+                    iw = ow * SW - PW + kw
+                    ok = row_ok & (iw >= 0) & (iw < W)
+                    v = tl.load(row + iw, mask=ok, other=fill).to(tl.float32)
+                    acc = _fold(acc, v, IS_MAX)
     if not IS_MAX:
         acc = acc * (1.0 / (KH * KW))
     tl.store(y_ptr + offs, acc.to(y_ptr.dtype.element_ty), mask=mask)
