@@ -17,15 +17,12 @@ stop cleanly at the deadline. Writes DIR/coop-probe-<card>-<UTC>.json; prints a 
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import re
 import sys
 import tempfile
 import time
 import traceback
-from datetime import UTC, datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -134,24 +131,8 @@ def _line(r: dict) -> str:
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--kernelbench", required=True, help="a KernelBench checkout (holds level1/, level2/)")
-    p.add_argument("--budget-s", type=float, default=150.0)
-    p.add_argument("--out", default="benchmarks/results")
-    p.add_argument("--device", default="cuda:0")
-    p.add_argument("--tiny", action="store_true", help="shrunken sizes (the CPU interpreter)")
-    p.add_argument("--problems", nargs="*", help="only these (level/name)")
-    args = p.parse_args()
-    import torch
-    import triton
-
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
+    args, root, card, copy = probe_rows.start(__doc__.split("\n\n")[0], 150.0)
     deadline = time.time() + args.budget_s
-    root = Path(args.kernelbench)
-    root = root / "KernelBench" if (root / "KernelBench" / "level1").is_dir() else root
-    card = torch.cuda.get_device_name(args.device) if args.device != "cpu" else "cpu"
-    copy = probe_rows._copy_gbps(args.device)
     rows, counter, stopped, current = [], [0], None, None
     workdir = Path(tempfile.mkdtemp(prefix="probe_coop_"))
     items = [i for i in ITEMS if not args.problems or i[0] in args.problems]
@@ -179,21 +160,7 @@ def main() -> int:
         print(_line(rows[-1]), flush=True)
     if current is not None:
         current.free()
-    out_dir = Path(args.out)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    slug = "".join(c if c.isalnum() else "-" for c in card.lower()).strip("-")
-    result = {"probe": "coop", "card": card, "torch": torch.__version__, "triton": triton.__version__,
-              "device": args.device, "tiny": args.tiny, "copy_gbps": copy, "budget_s": args.budget_s,
-              "repeats": REPEATS, "stopped": stopped, "command": " ".join(sys.argv), "utc": stamp, "items": rows}
-    path = out_dir / f"coop-probe-{slug}-{stamp}.json"
-    path.write_text(json.dumps(result, indent=1))
-    print(f"\n{card}, torch {torch.__version__}, triton {triton.__version__}, copy {copy:.0f} GB/s"
-          + (f"; stopped: {stopped}" if stopped else ""))
-    print(f"{'problem':40s} {'kind':9s} {'variant':28s} {'ok':3s} {'ms':>9s} {'GB/s':>7s} {'copy%':>6s}")
-    for r in rows:
-        print(_line(r))
-    print(f"wrote {path}")
+    probe_rows.finish("coop", args, card, copy, stopped, rows, line=_line, repeats=REPEATS)
     return 0
 
 

@@ -261,28 +261,56 @@ def _copy_gbps(device: str) -> float:
     return 2 * (1 << 30) / ms / 1e6
 
 
-def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--kernelbench", required=True, help="a KernelBench checkout (holds level1/)")
-    p.add_argument("--budget-s", type=float, default=120.0)
+def start(description: str, budget_s: float) -> tuple[argparse.Namespace, Path, str, float]:
+    """A probe's arguments, TF32 off (the harness's fp32), the KernelBench root, the card's name and its copy GB/s."""
+    p = argparse.ArgumentParser(description=description)
+    p.add_argument("--kernelbench", required=True, help="a KernelBench checkout (holds level1/, level2/)")
+    p.add_argument("--budget-s", type=float, default=budget_s)
     p.add_argument("--out", default="benchmarks/results")
     p.add_argument("--device", default="cuda:0")
     p.add_argument("--tiny", action="store_true", help="shrunken sizes (the CPU interpreter)")
     p.add_argument("--problems", nargs="*", help="only these (level/name)")
     args = p.parse_args()
     import torch
-    import triton
-
-    from agent_client.offline.tunables import set_tunables
 
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
-    deadline = time.time() + args.budget_s
     root = Path(args.kernelbench)
     root = root / "KernelBench" if (root / "KernelBench" / "level1").is_dir() else root
-    problems = [q for q in PROBLEMS if not args.problems or q in args.problems]
     card = torch.cuda.get_device_name(args.device) if args.device != "cpu" else "cpu"
-    copy = _copy_gbps(args.device)
+    return args, root, card, _copy_gbps(args.device)
+
+
+def finish(probe: str, args: argparse.Namespace, card: str, copy: float, stopped: str | None, rows: list,
+           line=None, **extra) -> Path:
+    """Writes the probe's results file (named by the card) and prints its table."""
+    import torch
+    import triton
+
+    out_dir = Path(args.out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    slug = "".join(c if c.isalnum() else "-" for c in card.lower()).strip("-")
+    result = {"probe": probe, "card": card, "torch": torch.__version__, "triton": triton.__version__,
+              "device": args.device, "tiny": args.tiny, "copy_gbps": copy, "budget_s": args.budget_s, **extra,
+              "stopped": stopped, "command": " ".join(sys.argv), "utc": stamp, "items": rows}
+    path = out_dir / f"{probe}-probe-{slug}-{stamp}.json"
+    path.write_text(json.dumps(result, indent=1))
+    print(f"\n{card}, torch {torch.__version__}, triton {triton.__version__}, copy {copy:.0f} GB/s"
+          + (f"; stopped: {stopped}" if stopped else ""))
+    print(f"{'problem':40s} {'kind':9s} {'variant':28s} {'ok':3s} {'ms':>9s} {'GB/s':>7s} {'copy%':>6s}")
+    for r in rows:
+        print((line or _line)(r))
+    print(f"wrote {path}")
+    return path
+
+
+def main() -> int:
+    from agent_client.offline.tunables import set_tunables
+
+    args, root, card, copy = start(__doc__.split("\n\n")[0], 120.0)
+    deadline = time.time() + args.budget_s
+    problems = [q for q in PROBLEMS if not args.problems or q in args.problems]
     rows, counter = [], [0]
     workdir = Path(tempfile.mkdtemp(prefix="probe_rows_"))
     plan = [(q, "defaults") for q in problems] + [(v[0], v) for v in VARIANTS if v[0] in problems] \
@@ -324,21 +352,7 @@ def main() -> int:
             print(_line(rows[-1]), flush=True)
     if current is not None:
         current.free()
-    out_dir = Path(args.out)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    slug = "".join(c if c.isalnum() else "-" for c in card.lower()).strip("-")
-    result = {"probe": "rows", "card": card, "torch": torch.__version__, "triton": triton.__version__,
-              "device": args.device, "tiny": args.tiny, "copy_gbps": copy, "budget_s": args.budget_s,
-              "stopped": stopped, "command": " ".join(sys.argv), "utc": stamp, "items": rows}
-    path = out_dir / f"rows-probe-{slug}-{stamp}.json"
-    path.write_text(json.dumps(result, indent=1))
-    print(f"\n{card}, torch {torch.__version__}, triton {triton.__version__}, copy {copy:.0f} GB/s"
-          + (f"; stopped: {stopped}" if stopped else ""))
-    print(f"{'problem':40s} {'kind':9s} {'variant':28s} {'ok':3s} {'ms':>9s} {'GB/s':>7s} {'copy%':>6s}")
-    for r in rows:
-        print(_line(r))
-    print(f"wrote {path}")
+    finish("rows", args, card, copy, stopped, rows)
     return 0
 
 

@@ -18,7 +18,6 @@ import importlib.util
 import inspect
 import os
 import re
-import sys
 from pathlib import Path
 
 import pytest
@@ -26,6 +25,7 @@ import torch
 
 from agent_client.lowering.lower import lower_spec
 from agent_client.offline.tunables import set_tunables
+from tests.agent_client.lowering.launches import Forbidden, load_candidate
 
 os.environ.setdefault("TRITON_INTERPRET", "1")
 
@@ -35,24 +35,6 @@ SPLIT = {"persistent_max": 64, "split_multi_pass": True, "split_max_rows": 8, "s
 UNREACHABLE = -(1 << 30)  # a row counter that never holds every chunk
 
 
-def _candidate(source: str, tmp_path: Path, name: str):
-    path = tmp_path / f"{name}.py"
-    path.write_text(source)
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-class _Forbidden:
-    """Stands in for a two-level kernel: the cooperative form must run."""
-
-    def __init__(self, name: str):
-        self.name = name
-
-    def __getitem__(self, grid):
-        raise AssertionError(f"{self.name} was launched")
 
 
 class _Paths:
@@ -94,13 +76,13 @@ def _run(tmp_path, spec: str, tunables: dict, mode: str) -> None:
     chosen = {name: v for suffix, v in {**tunables, "_form": "coop"}.items()
               for name in lowered.tunables if name.endswith(suffix)}
     assert {s for s in tunables if not any(n.endswith(s) for n in lowered.tunables)} == set(), lowered.tunables
-    module = _candidate(set_tunables(lowered.source, chosen), tmp_path, f"coop_{spec}_{mode}")
+    module = load_candidate(set_tunables(lowered.source, chosen), tmp_path, f"coop_{spec}_{mode}")
     kernels = {n: v for n, v in vars(module).items() if hasattr(v, "run") and n.startswith("_p")}
     coop = [n for n in kernels if n.endswith("_coop")]
     assert len(coop) == 1, list(kernels)
     for name in kernels:
         if name != coop[0] and ("_part" in name or "_comb" in name or name.endswith("_out")):
-            setattr(module, name, _Forbidden(name))
+            setattr(module, name, Forbidden(name))
     paths = _Paths(kernels[coop[0]], mode)
     setattr(module, coop[0], paths)
     reference = importlib.util.module_from_spec(importlib.util.spec_from_file_location(f"ref_{spec}", path))

@@ -4,9 +4,7 @@ thresholds lowered (lowering options) so that small rows take the GPU's paths.""
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,6 +13,7 @@ import torch
 from agent_client.lowering.lower import lower_spec
 from agent_client.offline.tunables import set_tunables
 from harness import EvalConfig, Status, evaluate
+from tests.agent_client.lowering.launches import Forbidden, load_candidate
 
 os.environ.setdefault("TRITON_INTERPRET", "1")
 
@@ -123,24 +122,6 @@ def test_row_kernels_pass_the_harness(spec, options, tunables, kernel):
     assert verdict.status == Status.passed, verdict.reasons
 
 
-def _candidate(source: str, tmp_path: Path, name: str):
-    path = tmp_path / f"{name}.py"
-    path.write_text(source)
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-class _Forbidden:
-    """Stands in for a kernel that must not be launched."""
-
-    def __init__(self, name: str):
-        self.name = name
-
-    def __getitem__(self, grid):
-        raise AssertionError(f"{self.name} was launched")
 
 
 @pytest.mark.slow
@@ -152,12 +133,12 @@ class _Forbidden:
 def test_the_form_that_runs(tmp_path, chunk, form):
     lowered = lower_spec(ROW_SPECS / "softmax_wide.py", target="cpu", options=SPLIT)
     asked = {"_CHUNK": chunk, "_form": "coop"} if chunk else {}
-    module = _candidate(_tuned(lowered, asked), tmp_path, f"rows_form_{form}_{chunk}")
+    module = load_candidate(_tuned(lowered, asked), tmp_path, f"rows_form_{form}_{chunk}")
     coop = [n for n in vars(module) if n.endswith("_coop") and hasattr(vars(module)[n], "run")]
     parts = [n for n in vars(module) if "_part" in n and hasattr(vars(module)[n], "run")]
     assert coop and parts
     for name in parts if form == "coop" else coop:
-        setattr(module, name, _Forbidden(name))
+        setattr(module, name, Forbidden(name))
     torch.manual_seed(0)
     x = torch.rand(5, 1000) * 20.0
     out = module.ModelNew()(x)
