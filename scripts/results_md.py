@@ -197,36 +197,69 @@ def library_section() -> str:
         table(["spec", "x cuBLAS F.linear", "x cuBLASLt bias+GELU", "x SDPA", "x eager", "file"], rows)])
 
 
+def library_specs() -> set[str]:
+    """The spec names the library holds now (corpus/kernels/<family>/specs/*.py)."""
+    return {p.stem for p in (REPO / "corpus" / "kernels").glob("*/specs/*.py")}
+
+
 def library_run_section() -> str:
-    """The newest whole-library run on each card other than the table's (one run, not a median)."""
+    """Per card other than the table's: its newest whole-library run, with the rows of later partial runs on the
+    same card (a family's specs rerun after a change) in place of its own; specs the library no longer holds
+    are named and left out."""
     table_card = load_table().get("accelerator", "h200")
-    newest_by_card: dict[str, tuple[dict, Path]] = {}
-    for p in RESULTS.glob("library-*-all-*.json"):
+    runs: dict[str, list[tuple[dict, Path]]] = {}
+    for p in RESULTS.glob("library-*.json"):
         d = load(p)
         card = d.get("accelerator")
-        if "rows" in d and card and card != table_card and (card not in newest_by_card
-                                                             or d["date"] > newest_by_card[card][0]["date"]):
-            newest_by_card[card] = (d, p)
-    parts = []
-    for card, (d, p) in sorted(newest_by_card.items()):
-        rows = [r for r in d["rows"] if r.get("spec")]
+        if "rows" in d and card and card != table_card and not p.name.startswith(("library-compare", "library-table")):
+            runs.setdefault(card, []).append((d, p))
+    held, parts = library_specs(), []
+    for card, found in sorted(runs.items()):
+        whole = [(d, p) for d, p in found if "--label all" in (d.get("command") or "") or "-all-" in p.name]
+        if not whole:
+            continue
+        base, base_path = max(whole, key=lambda dp: dp[0]["date"])
+        later = sorted(((d, p) for d, p in found if d["date"] > base["date"]), key=lambda dp: dp[0]["date"])
+        by_spec = {r["spec"]: r for r in base["rows"] if r.get("spec")}
+        label = {s: "all" for s in by_spec}
+        rerun = []
+        for d, p in later:
+            ran = {r["spec"]: r for r in d["rows"] if r.get("spec") and r["status"] == "passed"}
+            by_spec.update(ran)
+            label.update({s: _label(p) for s in ran})
+            asked = re.search(r"--specs[= ](\S+)", d.get("command") or "")
+            unstarted = [s for s in asked.group(1).split(",") if s not in ran] if asked else []
+            rerun.append(f"{source(p, d)} It reran {len(ran)} specs after changes to their families; their rows "
+                         f"below are from it (run `{_label(p)}`)."
+                         + (f" {', '.join(unstarted)} did not start within its budget; their rows are the whole "
+                            "run's." if unstarted else ""))
+        gone = sorted(s for s in by_spec if s not in held)
+        rows = [by_spec[s] for s in sorted(by_spec, key=lambda s: (by_spec[s]["family"], s)) if s in held]
         passed = [r for r in rows if r["status"] == "passed"]
         low = sorted((r for r in passed if (r.get("speedup_vs_compile") or 0) < 0.97),
                      key=lambda r: r["speedup_vs_compile"])
         below = ", ".join(f"{r['spec']} {r['speedup_vs_compile']:.2f}x" for r in low) or "none"
-        parts += [f"## The skill library on the {card.upper()} (one run)", "",
-                  source(p, d) + " Every spec once through the harness (`bash benchmarks/gpu/library.sh all`).", "",
+        parts += [f"## The skill library on the {card.upper()}", "",
+                  source(base_path, base) + " Every spec once through the harness "
+                  "(`bash benchmarks/gpu/library.sh all`).", *(["", *rerun] if rerun else []),
+                  *(["", f"Left out, no longer in the library: {', '.join(gone)}."] if gone else []), "",
                   (f"{len(passed)} of {len(rows)} specs pass; geometric mean "
                    f"{geomean([r['speedup_vs_eager'] for r in passed]):.2f}x over eager and "
                    f"{geomean([r['speedup_vs_compile'] for r in passed]):.2f}x over torch.compile; below 0.97x "
                    f"torch.compile: {below}."),
                   "",
-                  table(["family", "spec", "shape", "dtype", "status", "ms", "x eager", "x compile", "of limit"],
+                  table(["family", "spec", "shape", "dtype", "status", "ms", "x eager", "x compile", "of limit",
+                         "run"],
                         [[r["family"], r["spec"], r["shape"], r["dtype"], r["status"], f(r.get("latency_ms"), ".4f"),
                           f(r.get("speedup_vs_eager"), ".2f"), f(r.get("speedup_vs_compile"), ".2f"),
                           f"{r['fraction_of_limit']:.0%} {r.get('limit_kind') or ''}".strip()
-                          if r.get("fraction_of_limit") is not None else "-"] for r in rows])]
+                          if r.get("fraction_of_limit") is not None else "-", label[r["spec"]]] for r in rows])]
     return "\n".join(parts) if parts else "## The skill library on other cards\n\nNo run."
+
+
+def _label(path: Path) -> str:
+    """A library run's label, from its file name (library-<card>-<label>-<UTC>.json)."""
+    return path.stem.split("-", 2)[-1].rsplit("-", 1)[0]
 
 
 def _kernelbench_run(device: str, path: Path) -> list[str]:

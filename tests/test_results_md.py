@@ -88,3 +88,29 @@ def test_a_file_that_records_its_commit_names_it():
     data = {"date": "2027-01-01T00:00:00+00:00", "command": "python3 benchmarks/bench_kb.py", "commit": "0123456789abcdef"}
     assert "written 2027-01-01 at commit `0123456789ab` by `python3 benchmarks/bench_kb.py`" in results_md.source(path, data)
     assert "at commit" not in results_md.source(path, {**data, "commit": None})
+
+
+def _library_file(folder: Path, name: str, date: str, command: str, rows: list[tuple[str, float]]) -> None:
+    (folder / name).write_text(json.dumps({
+        "date": date, "command": command, "accelerator": "h100",
+        "rows": [{"family": "softmax", "spec": spec, "shape": "8x8", "dtype": "float32", "status": "passed",
+                  "latency_ms": 1.0, "speedup_vs_eager": x, "speedup_vs_compile": x, "fraction_of_limit": 0.5,
+                  "limit_kind": "memory"} for spec, x in rows]}))
+
+
+def test_a_later_partial_library_run_replaces_its_rows(tmp_path, monkeypatch):
+    monkeypatch.setattr(results_md, "RESULTS", tmp_path)
+    monkeypatch.setattr(results_md, "REPO", tmp_path.parent)
+    monkeypatch.setattr(results_md, "load_table", lambda: {"accelerator": "h200"})
+    monkeypatch.setattr(results_md, "library_specs", lambda: {"a", "b", "c"})
+    _library_file(tmp_path, "library-h100-all-20270101T000000Z.json", "2027-01-01T00:00:00Z",
+                  "bench_library.py --all --label all", [("a", 0.5), ("b", 2.0), ("c", 2.0), ("gone", 0.1)])
+    _library_file(tmp_path, "library-h100-changed-20270102T000000Z.json", "2027-01-02T00:00:00Z",
+                  "bench_library.py --all --label changed --specs a,c", [("a", 2.0)])
+    text = results_md.library_run_section()
+    assert "below 0.97x torch.compile: none" in text  # a's 0.5x replaced; the spec no longer held left out
+    assert "3 of 3 specs pass; geometric mean 2.00x over eager" in text
+    assert "Left out, no longer in the library: gone." in text
+    assert "c did not start within its budget" in text
+    assert "| softmax | a | 8x8 | float32 | passed | 1.0000 | 2.00 | 2.00 | 50% memory | changed |" in text
+    assert "| softmax | b | 8x8 | float32 | passed | 1.0000 | 2.00 | 2.00 | 50% memory | all |" in text

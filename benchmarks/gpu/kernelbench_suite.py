@@ -18,9 +18,9 @@ the defaults fit one 10-minute call):
               pydantic-settings and chromadb: skipped, with the reason, where they are missing)
   throughput  python3 benchmarks/bench_harness.py --sections throughput: 50 small candidates through a pool
 After each step the GPU's compute processes are listed (nvidia-smi): none may be left holding memory.
-Writes benchmarks/results/kernelbench-<card>-<UTC>.json (the card that ran it: h100, h200, cpu; rows hold
-problem names and numbers only; `median_time_to_verdict_s` at its top) and copies it and the suite's results
-file to --out-dir.
+Writes benchmarks/results/kernelbench-level1-suite-<card>-<UTC>.json (the card that ran it: h100, h200, cpu;
+rows hold problem names and numbers only; `median_time_to_verdict_s` at its top) and copies it, and the suite's
+own results file as kkb-bench-suite-<card>-<UTC>.json, to --out-dir.
 """
 
 from __future__ import annotations
@@ -188,7 +188,7 @@ def main() -> int:
     tag = card_tag(args.device)
     report["card"] = tag
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
-    path = ROOT / "benchmarks" / "results" / f"kernelbench-{tag}-{stamp}.json"
+    path = ROOT / "benchmarks" / "results" / f"kernelbench-level1-suite-{tag}-{stamp}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(report, indent=1, default=str) + "\n")
     print(f"wrote {path}")
@@ -196,7 +196,7 @@ def main() -> int:
         args.out_dir.mkdir(parents=True, exist_ok=True)
         shutil.copy(path, args.out_dir / path.name)
         if suite_json.exists():
-            shutil.copy(suite_json, args.out_dir / f"kernelbench-suite-{tag}-{stamp}.json")
+            shutil.copy(suite_json, args.out_dir / f"kkb-bench-suite-{tag}-{stamp}.json")
     summary = (report["steps"].get("suite") or {}).get("summary") or {}
     print(json.dumps({"suite": summary, "throughput": (report["steps"].get("throughput") or {}).get("throughput")},
                      indent=1, default=str))
