@@ -215,7 +215,7 @@ def library_run_section() -> str:
             runs.setdefault(card, []).append((d, p))
     held, parts = library_specs(), []
     for card, found in sorted(runs.items()):
-        whole = [(d, p) for d, p in found if "--label all" in (d.get("command") or "") or "-all-" in p.name]
+        whole = [(d, p) for d, p in found if _label(p) == "all"]
         if not whole:
             continue
         base, base_path = max(whole, key=lambda dp: dp[0]["date"])

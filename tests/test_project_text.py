@@ -30,11 +30,18 @@ def _tracked_text() -> list[Path]:
     return [REPO / n for n in names if not n.startswith("benchmarks/results/") and not n.endswith((".pdf", ".png"))]
 
 
-def _hits(path: Path) -> list[tuple[int, str]]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (UnicodeDecodeError, FileNotFoundError):
-        return []
+def _texts() -> list[tuple[Path, str]]:
+    """Each tracked text file with its text (binary and deleted files left out)."""
+    out = []
+    for path in _tracked_text():
+        try:
+            out.append((path, path.read_text(encoding="utf-8")))
+        except (UnicodeDecodeError, FileNotFoundError):
+            continue
+    return out
+
+
+def _hits(text: str) -> list[tuple[int, str]]:
     return [(i, m.group(0)) for i, line in enumerate(text.splitlines(), 1) for m in BUILD_WORDS.finditer(line)]
 
 
@@ -47,7 +54,7 @@ def test_the_words_are_caught():
 
 @pytest.mark.skipif(not (REPO / ".git").exists(), reason="needs the git checkout")
 def test_tracked_text_has_no_build_words():
-    found = [f"{p.relative_to(REPO)}:{line}: {word}" for p in _tracked_text() for line, word in _hits(p)
+    found = [f"{p.relative_to(REPO)}:{line}: {word}" for p, text in _texts() for line, word in _hits(text)
              if (str(p.relative_to(REPO)), word) not in KNOWN]
     assert not found, "words about how the project was built:\n" + "\n".join(found[:20])
 
@@ -63,11 +70,7 @@ def test_every_results_path_named_in_the_text_exists():
     """A plain path under benchmarks/results/ names a file or folder there now (patterns, placeholders such as
     `sweep-<UTC>.json` or FILE, ignored caches and stamped names, which the next test reads, aside)."""
     missing = []
-    for p in _tracked_text():
-        try:
-            text = p.read_text(encoding="utf-8")
-        except (UnicodeDecodeError, FileNotFoundError):
-            continue
+    for p, text in _texts():
         for m in RESULTS_PATH.finditer(text):
             path, after = m.group(0), text[m.end():m.end() + 1]
             if after in tuple("*<{$") or PLACEHOLDER.search(path) or results_history.STAMP.search(path):
@@ -88,11 +91,7 @@ def test_every_cited_results_file_is_in_the_tree_or_in_the_commit_cited():
     (`NAME` in commit H). Tests name made-up results files for their fixtures: there only a cited commit is
     checked."""
     bad = []
-    for p in _tracked_text():
-        try:
-            text = p.read_text(encoding="utf-8")
-        except (UnicodeDecodeError, FileNotFoundError):
-            continue
+    for p, text in _texts():
         fixtures = p.is_relative_to(REPO / "tests")
         bad += [f"{p.relative_to(REPO)}: {why}" for why in results_history.unresolved(text)
                 if not (fixtures and "no commit cited" in why)]
