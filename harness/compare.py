@@ -183,8 +183,9 @@ def compare_outputs(out, ref, atol: float, rtol: float, label: str = "output") -
     return reasons, diags
 
 
-def relative_error(out, ref) -> float:
-    """||out - ref|| / ||ref|| over all output tensors (float64, in chunks; non-finite pairs left out)."""
+def _norms(out, ref) -> tuple[float, float]:
+    """(||out - ref||, ||ref||) over all floating output tensors (float64, in chunks; non-finite pairs left
+    out)."""
     num = den = 0.0
     for o, r in zip(_flatten(out), _flatten(ref)):
         if isinstance(r, torch.Tensor) and r.is_floating_point():
@@ -195,7 +196,18 @@ def relative_error(out, ref) -> float:
                 r64.masked_fill_(~mask, 0.0)
                 num += float(o64.square_().sum())
                 den += float(r64.square_().sum())
-    return (num ** 0.5) / max(den ** 0.5, 1e-30)
+    return num ** 0.5, den ** 0.5
+
+
+def error_norm(out, ref) -> float:
+    """||out - ref|| over all floating output tensors."""
+    return _norms(out, ref)[0]
+
+
+def relative_error(out, ref) -> float:
+    """||out - ref|| / ||ref|| over all output tensors (float64, in chunks; non-finite pairs left out)."""
+    num, den = _norms(out, ref)
+    return num / max(den, 1e-30)
 
 
 def _mean(t: torch.Tensor) -> float:

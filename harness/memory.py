@@ -14,7 +14,9 @@ bytes the reference's forward allocates at once beyond its inputs (its output an
   candidate's output while the reference runs (the candidate's own workspace taken as the reference's), and
   both outputs while they are compared in chunks (harness/compare.py) and hashed (harness/guard.py):
       I + 3P + O + max(R, O + W)   (3P: the bf16-rounded reference of an fp32 check)
-  W the larger of one comparison chunk's float64 temporaries and one digest chunk's;
+  W the larger of one comparison chunk's float64 temporaries and one digest chunk's. A near-zero
+  reference's float64 recheck (checking.py, 2I + 2P + 2R more) is not counted: it runs where the cap has
+  room, and where it has none the strict check stands;
 - timing (harness/timing.py): the inputs, the fresh clones (two batches of up to `clone_pool_bytes` / 2
   each; inputs larger than half the pool, one clone at a time), the call's output and workspace (R), the
   L2 flush buffer and a model; the guarded call after timing is a check's;

@@ -306,3 +306,42 @@ def test_check_candidate_stops_at_the_first_failing_variant():
                                                    5, _Clock())
     first = spec.variants[0].name
     assert cheats == [] and list(diag) == [first] and wrong and all(w.startswith(f"variant {first!r}") for w in wrong)
+
+
+def _group_norm_mean(x):
+    """The zero-by-algebra spec computed in another order: the same value, other rounding noise."""
+    y = x * 3.0 + 1.0
+    g = y.reshape(y.shape[0], 4, -1)
+    mu = g.sum(-1, keepdim=True) / g.shape[-1]
+    var = ((g - mu) ** 2).sum(-1, keepdim=True) / g.shape[-1]
+    return ((g - mu) * torch.rsqrt(var + 1e-5)).sum(dim=(1, 2)) / g[0].numel()
+
+
+def test_a_reference_of_rounding_noise_is_matched_against_float64():
+    """A reference zero by algebra is fp32 rounding noise, which another summation order misses by more than
+    the strict bound; against the float64 reference both are noise of the same size, so the candidate passes,
+    and so does zeros (the right value)."""
+    spec = SPECS / "zero_by_algebra.py"
+    wrong, cheats, diag = _check(spec, _group_norm_mean)
+    assert wrong == cheats == [], (wrong, cheats)
+    assert diag["strict_rel_err"] > 0.05 and diag["spec_warnings"], diag
+    assert 0 < diag["float64_cand_err"] <= checking.NOISE_RATIO * diag["float64_ref_err"] < 1e-5, diag
+    wrong, cheats, _ = _check(spec, lambda x: torch.zeros(x.shape[0]))
+    assert wrong == cheats == [], (wrong, cheats)
+
+
+def test_a_value_that_is_not_there_fails_the_noise_check():
+    """Inside the tolerance but far outside the reference's noise: a constant 1e-6 on a reference of zero."""
+    wrong, cheats, diag = _check(SPECS / "zero_by_algebra.py", lambda x: torch.full((x.shape[0],), 1e-6))
+    assert cheats == [] and len(wrong) == 1 and "is rounding noise" in wrong[0], wrong
+    assert diag["float64_cand_err"] > checking.NOISE_RATIO * diag["float64_ref_err"], diag
+
+
+def test_an_accurate_near_zero_reference_keeps_the_strict_check(monkeypatch):
+    """Where the fp32 reference matches float64 (x * 1e-6 is exact to rounding) the noise rule does not apply;
+    where float64 cannot run, the strict check stands too."""
+    wrong, _, diag = _check(SPECS / "near_zero.py", lambda x: x * 1e-6 + 3e-6)
+    assert len(wrong) == 1 and "the strict check applies" in wrong[0] and "float64_ref_err" not in diag
+    monkeypatch.setattr(checking, "_float64_reference", lambda *a: None)
+    wrong, _, diag = _check(SPECS / "zero_by_algebra.py", _group_norm_mean)
+    assert len(wrong) == 1 and "the strict check applies" in wrong[0] and "float64_ref_err" not in diag
