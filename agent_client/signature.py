@@ -22,6 +22,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from harness.redirect import model_on_meta, tensors_on
+from harness.spec import argument_list
 
 # Calls that only read metadata or change layout: kept out of the signature.
 _IGNORED = {
@@ -189,10 +190,10 @@ def trace_signature(spec_path: Path) -> OpSignature:
     """Run the spec's Model on the meta device and return its normalised op signature."""
     module = load_spec_module(spec_path)
     with tensors_on("meta"):
-        init = list(module.get_init_inputs())
+        init = argument_list(module.get_init_inputs(), "get_init_inputs")
     model = model_on_meta(lambda: module.Model(*init))
     with tensors_on("meta"):
-        inputs = list(module.get_inputs())
+        inputs = argument_list(module.get_inputs(), "get_inputs")
     named = {id(p): n for n, p in model.named_parameters()}
     named.update({id(b): n for n, b in model.named_buffers()})
     rec = _Recorder([t for t in inputs if isinstance(t, torch.Tensor)], named)

@@ -214,7 +214,8 @@ class DeviceRunner:
             if result.get("status") != "passed":
                 tail = (result.get("diagnostics") or {}).get("worker_log_tail", "")[-800:]
                 raise ProfileError(f"profiling spec {spec.path} on {self.device} failed: "
-                                   f"{result.get('reasons')}{' ' + tail if tail else ''}")
+                                   f"{'; '.join(map(str, result.get('reasons') or ['no reason given']))}"
+                                   f"{' ' + tail if tail else ''}")
             profile = dict(result["profile"], memory=result.get("memory"))
             about = {"spec": str(spec.path), "device": self.device, **self.info}
             return self.baselines.put(key, profile, about)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from harness.config import EvalConfig
 from harness.memory import GIB, estimate_footprint
-from harness.spec import Spec, load_spec
+from harness.spec import Spec, argument_list, load_spec
 
 MAX_HALVINGS = 12  # 1/4096 of the sizes at most
 
@@ -26,7 +26,7 @@ def _elements(spec: Spec) -> int:
     from harness.redirect import tensors_on
 
     with tensors_on("meta"):
-        inputs = list(spec.module.get_inputs())
+        inputs = argument_list(spec.module.get_inputs(), "get_inputs")
     return sum(t.numel() for t in inputs if isinstance(t, torch.Tensor))
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import platform
 
-from harness.spec import Spec, Variant, make_init_inputs
+from harness.spec import Spec, Variant, argument_list, make_init_inputs
 
 _CACHE: dict[tuple[str, str], dict] = {}  # (spec sha, device) -> measured_at, per worker process
 
@@ -47,7 +47,8 @@ def _arg(value, dtype) -> dict:
     if isinstance(value, torch.Tensor):
         if dtype is not None and value.is_floating_point():
             value = value.to(dtype)
-        return {"shape": list(value.shape), "dtype": str(value.dtype).removeprefix("torch.")}
+        return {"shape": list(value.shape), "dtype": str(value.dtype).removeprefix("torch."),
+                "stride": list(value.stride())}
     if isinstance(value, (bool, int, float, str)) or value is None:
         return {"value": value}
     return {"value": repr(value)}
@@ -61,13 +62,13 @@ def _build(spec: Spec, variant: Variant, device: str):
 
     with tensors_on(device):
         torch.manual_seed(0)
-        inputs = list(spec.module.get_inputs(**variant.kwargs))
+        inputs = argument_list(spec.module.get_inputs(**variant.kwargs), "get_inputs")
         module = spec.module.Model(*make_init_inputs(spec, variant))
     return inputs, module
 
 
 def describe_variant(spec: Spec, variant: Variant) -> dict:
-    """The variant's forward inputs and the module's parameters and buffers, as (shape, dtype)."""
+    """The variant's forward inputs and the module's parameters and buffers, as (shape, dtype, stride)."""
     import torch
 
     try:

@@ -38,7 +38,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 
 from harness.config import EvalConfig
-from harness.spec import Spec, SpecError
+from harness.spec import Spec, SpecError, argument_list
 
 CONTEXT_BYTES = 768 * 1024**2  # a CUDA context and the allocator's own blocks, per worker process
 SMALL_BYTES = 1 << 16  # scalars and digests' sums: below any real tensor's share
@@ -109,7 +109,7 @@ def meta_sizes(spec: Spec) -> MetaSizes:
         model = model_on_meta(lambda init=init: spec.module.Model(*init))
         with tensors_on("meta"), torch.no_grad():
             with LiveBytes("meta") as drawing:
-                inputs = list(spec.module.get_inputs(**variant.kwargs))
+                inputs = argument_list(spec.module.get_inputs(**variant.kwargs), "get_inputs")
                 if dtype is not None:
                     if isinstance(model, torch.nn.Module):
                         model = model.to(dtype)
@@ -163,6 +163,8 @@ def estimate_footprint(spec: Spec, config: EvalConfig, device: str) -> Footprint
     """Bytes one evaluation of `spec` needs on `device` at its peak (see the module docstring)."""
     try:
         sizes = meta_sizes(spec)
+    except SpecError as exc:  # the spec's own form is wrong (get_inputs() returned a tensor): said, not sized
+        raise SpecError(f"spec {spec.path}: {exc}") from exc
     except Exception:  # noqa: BLE001 - a spec whose forward the meta device cannot run: size unknown
         return Footprint(0, 0, 0, 0, 0, CONTEXT_BYTES if device.startswith("cuda") else 0, 0, "unknown")
     return footprint_of(sizes, config, device)

@@ -13,10 +13,11 @@ import hashlib
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from harness.config import EvalConfig
+from harness.compare import compare_outputs
+from harness.config import EvalConfig, tolerance_for
 from harness.guard import clone_inputs, tensors_of
 from harness.peaks import measured_bandwidth
-from harness.spec import Spec, Variant, build_model, make_inputs
+from harness.spec import Spec, SpecError, Variant, build_model, make_inputs
 from harness.timing import Clock, time_callable
 
 
@@ -46,6 +47,26 @@ def flops_of(spec: Spec, inputs: list, counted: int) -> int:
     return value
 
 
+def _same_again(spec: Spec, model, inputs: list, out, device: str, clock: Clock) -> None:
+    """A second call of the reference on the same inputs must give the same output within the tolerance:
+    otherwise it draws random numbers (dropout in training mode, torch.rand in forward) or keeps state
+    between calls, and no candidate can be judged against it (SpecError)."""
+    outs = tensors_of(out)
+    if not outs:
+        return
+    again = model(*clone_inputs(inputs))
+    sync(device, clock)
+    if spec.atol is not None and spec.rtol is not None:
+        atol, rtol = spec.atol, spec.rtol
+    else:
+        atol, rtol = tolerance_for(str(outs[0].dtype))
+    reasons, _ = compare_outputs(again, out, atol, rtol)
+    if reasons:
+        raise SpecError(f"the reference gives another output when called again on the same inputs, so no "
+                        f"candidate can match it (random numbers in forward, such as dropout in training mode, "
+                        f"or state kept between calls): {reasons[0]}")
+
+
 def _profile_variant(spec: Spec, variant: Variant, device: str, config: EvalConfig, clock: Clock,
                      secret: int) -> dict:
     t0 = clock.perf_counter()
@@ -68,6 +89,7 @@ def _profile_variant(spec: Spec, variant: Variant, device: str, config: EvalConf
         "first_call_s": round(clock.perf_counter() - t2, 6),
         "eager": None, "compile": None, "compile_error": None,
     }
+    _same_again(spec, model, inputs, out, device, clock)
     del out, outs
     make_args = lambda: clone_inputs(inputs)
     if config.time_eager_baseline:

@@ -45,6 +45,17 @@ class SpecError(ValueError):
     """A spec file that cannot be used; the message names the file and what to fix."""
 
 
+def argument_list(value, function: str) -> list:
+    """What get_inputs() or get_init_inputs() returned, as the list of arguments it must be. A tensor would
+    otherwise be taken apart row by row into as many arguments (and a dict into its keys)."""
+    if isinstance(value, (list, tuple)):
+        return list(value)
+    kind = type(value).__name__
+    raise SpecError(f"{function}() returned a {kind}, not a list: it must return the list of "
+                    f"{'the forward' if function == 'get_inputs' else 'the constructor'}'s arguments "
+                    f"(e.g. `return [x]`)")
+
+
 @dataclass(frozen=True)
 class Variant:
     name: str
@@ -179,12 +190,12 @@ def make_inputs(spec: Spec, variant: Variant, seed: int, device: str, on_device:
     if on_device and not device.startswith("cpu"):
         try:
             with torch.device(device):
-                inputs = list(spec.module.get_inputs(**variant.kwargs))
+                inputs = argument_list(spec.module.get_inputs(**variant.kwargs), "get_inputs")
         except Exception:  # noqa: BLE001 - drawn on the host instead, as published
             torch.manual_seed(seed)
-            inputs = list(spec.module.get_inputs(**variant.kwargs))
+            inputs = argument_list(spec.module.get_inputs(**variant.kwargs), "get_inputs")
     else:
-        inputs = list(spec.module.get_inputs(**variant.kwargs))
+        inputs = argument_list(spec.module.get_inputs(**variant.kwargs), "get_inputs")
     from torch.utils._pytree import tree_map
 
     dtype = getattr(torch, spec.dtype) if spec.dtype else None
@@ -202,7 +213,7 @@ def make_inputs(spec: Spec, variant: Variant, seed: int, device: str, on_device:
 
 
 def make_init_inputs(spec: Spec, variant: Variant) -> list:
-    return list(spec.module.get_init_inputs(**variant.init_kwargs))
+    return argument_list(spec.module.get_init_inputs(**variant.init_kwargs), "get_init_inputs")
 
 
 def build_model(cls: type, spec: Spec, variant: Variant, seed: int, device: str):

@@ -177,7 +177,7 @@ def check_candidate_once(spec, model, ref, inputs, backend, device, clock, key: 
     if cheats:
         return [f"after timing: {r}" for r in cheats], out, ops
     ref_out = ref(*inputs)
-    atol, rtol = tolerance(spec, ref_out)
+    atol, rtol = tolerance(spec, ref_out, inputs)
     reasons, _ = compare_outputs(out, ref_out, atol, rtol)
     return [f"after timing, the output is no longer right: {r}" for r in reasons], out, ops
 
@@ -298,7 +298,7 @@ def serve(fd: int, device: str, cpu_memory_bytes: int = 0, gpu_memory_fraction: 
             with torch.no_grad():  # inference: no autograd graphs (modules keep their default mode)
                 result = _run_full(job, clock, workdir)
         except BaseException as exc:  # noqa: BLE001 - the spec or the harness failed, not the candidate
-            result = {"status": "harness_error", "reasons": [f"harness error: {type(exc).__name__}: {exc}"],
+            result = {"status": "harness_error", "reasons": [_not_the_candidate(exc, job.get("spec_path"))],
                       "diagnostics": {"traceback": traceback.format_exc()[-4000:]}}
             if is_oom(exc):
                 result["oom"] = "harness"
@@ -309,6 +309,22 @@ def serve(fd: int, device: str, cpu_memory_bytes: int = 0, gpu_memory_fraction: 
             sys.stdout.flush()
             sys.stderr.flush()
             os._exit(_exit_code(result.get("status", "")))
+
+
+def _not_the_candidate(exc: BaseException, spec_path) -> str:
+    """Whose fault a failure outside the candidate is: the spec's form (SpecError), the spec's own code (the
+    innermost frame in the spec file, with its line), else the harness's."""
+    from harness.spec import SpecError
+
+    if isinstance(exc, SpecError):
+        return f"spec {spec_path}: {exc}"
+    name = Path(str(spec_path)).name if spec_path else None
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if name and Path(f.filename).name == name]
+    if frames:
+        line = (frames[-1].line or "").strip()
+        return (f"the spec's own code failed, not the candidate's: {name} line {frames[-1].lineno} (`{line}`): "
+                f"{type(exc).__name__}: {exc}")
+    return f"harness error: {type(exc).__name__}: {exc}"
 
 
 def main() -> None:

@@ -140,6 +140,10 @@ def kernels(
 
         typer.echo(KernelList(kernels=records).model_dump_json(indent=2))
         return
+    if not records and not (op_family or backend or accelerator):
+        typer.echo("the knowledge base holds no kernels: `kkb ingest` adds the library in corpus/kernels "
+                   "(the offline mode reads it from there meanwhile)", err=True)
+        return
     table = Table("id", "name", "op family", "signature", "backend", "accelerators", "measurements")
     # the id and the name are what `kkb kernels show` takes: never cut, on any terminal width
     table.columns[0].no_wrap, table.columns[0].min_width = True, 12

@@ -114,11 +114,34 @@ def _dtype(name: str) -> str:
     return f"torch.{name}"
 
 
+def _layout_lines(name: str, meta) -> list[str]:
+    """Lines that give the plan an input laid out as it was traced: its kernels index it by those strides,
+    so another layout of the same shape (a transposed or a contiguous copy) is copied into that one first,
+    never read out of place. Dims of size 1 are never indexed; a traced broadcast (stride 0) cannot be made
+    from other data, so any other layout is refused."""
+    dims = [d for d, n in enumerate(meta.shape) if n != 1]
+    if not dims:
+        return []
+    got = "(" + ", ".join(f"{name}.stride({d})" for d in dims) + ("," if len(dims) == 1 else "") + ")"
+    want = tuple(meta.stride[d] for d in dims)
+    lines = [f"if {got} != {want!r}:  # the layout the kernels index {name} by"]
+    if any(meta.stride[d] == 0 for d in dims):
+        lines.append(f"    raise RuntimeError('ModelNew was generated for {name} broadcast with strides "
+                     f"{tuple(meta.stride)}, not ' + str({name}.stride()))")
+    else:
+        lines.append(f"    {name} = torch.empty_strided({tuple(meta.shape)!r}, {tuple(meta.stride)!r}, "
+                     f"dtype={name}.dtype, device={name}.device).copy_({name})")
+    return lines
+
+
 def _plan_function(pid: int, plan: Plan, graph) -> str:
     body = ["T = TUNABLES"]
     params = []
     for i in range(graph.n_forward_inputs):
         params.append(f"in{i}" if i not in graph.scalar_inputs else f"_arg{i}")
+    for gi in sorted((g for g in graph.inputs.values() if g.kind == "input" and g.meta is not None),
+                     key=lambda g: g.ref):
+        body += _layout_lines(f"in{gi.ref}", gi.meta)
     device = None
     for node, buf in plan.buffers.items():
         gi = graph.inputs.get(getattr(node, "name", None)) if hasattr(node, "op") and node.op == "placeholder" \

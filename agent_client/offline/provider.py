@@ -120,6 +120,19 @@ class OfflineProvider:
                      {"route": "lowering", "options": options, "kernels": lowered.kernels,
                       "op_signature": lowered.graph.text if lowered.graph else ""})
 
+    @staticmethod
+    def _library_records(request: ProposalRequest, family: str, why: list[str]) -> list:
+        """The family's records in the knowledge base; where it holds no kernels at all (never ingested), the
+        library that ships in corpus/kernels, bundled the same way, so a fresh home is not a slower one."""
+        records = request.kb.kernels(op_family=family, backend=request.backend)
+        if records or request.kb.kernels():
+            return records
+        from agent_client.offline.library import CorpusLibrary
+
+        why.append("library: the knowledge base holds no kernels (`kkb ingest` adds them): the library was read "
+                   "from corpus/kernels")
+        return CorpusLibrary().kernels(op_family=family, backend=request.backend)
+
     def _library_routes(self, request: ProposalRequest, why: list[str]) -> list[Route]:
         try:
             sig = trace_signature(Path(request.spec_path))
@@ -131,7 +144,7 @@ class OfflineProvider:
             shown = " ; ".join(ops[:6]) + (f" ; ... ({len(ops)} ops in all)" if len(ops) > 6 else "")
             why.append(f"library: no op family matches [{shown}]")
             return []
-        records = request.kb.kernels(op_family=sig.family, backend=request.backend)
+        records = self._library_records(request, sig.family, why)
         if not records:
             why.append(f"library: no {request.backend} kernel for op family {sig.family!r}")
             return []

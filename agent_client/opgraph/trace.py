@@ -30,6 +30,7 @@ from torch.utils._pytree import tree_flatten, tree_unflatten, treespec_dumps
 from agent_client.opgraph.decompose import decomposition_table
 from agent_client.opgraph.graph import GraphInput, OpGraph, TensorMeta
 from harness.redirect import model_on_meta, tensors_on
+from harness.spec import SpecError, argument_list
 
 aten = torch.ops.aten
 
@@ -106,7 +107,7 @@ def _where(exc: BaseException, path: Path) -> str:
 
 def _build(module, path: Path, init_kwargs: dict, input_kwargs: dict, dtype: str | None):
     with tensors_on("cpu"):
-        init = list(module.get_init_inputs(**init_kwargs))
+        init = argument_list(module.get_init_inputs(**init_kwargs), "get_init_inputs")
     def build():
         torch.manual_seed(0)
         return module.Model(*init)
@@ -118,7 +119,7 @@ def _build(module, path: Path, init_kwargs: dict, input_kwargs: dict, dtype: str
         model = _compiled_submodules_eager(model)
     with tensors_on("meta"):
         torch.manual_seed(0)
-        inputs = list(module.get_inputs(**input_kwargs))
+        inputs = argument_list(module.get_inputs(**input_kwargs), "get_inputs")
     if dtype:
         target = getattr(torch, dtype)
         model = model.to(target)
@@ -159,6 +160,8 @@ def trace_spec(path: Path | str, input_kwargs: dict | None = None, init_kwargs: 
         model, inputs = _build(module, path, init_kwargs or {}, input_kwargs or {}, dtype)
     except TraceError:
         raise
+    except SpecError as exc:
+        raise TraceError(f"spec {path}: {exc}") from exc
     except Exception as exc:
         raise TraceError(f"spec {path}: building the model or its inputs failed: {_where(exc, path)}"
                          f"{type(exc).__name__}: {exc}") from exc

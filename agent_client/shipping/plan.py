@@ -111,14 +111,14 @@ def _run_reference(spec, variant):
     """(inputs, module, output, paths written) of the reference at a variant: on meta, else on the CPU."""
     import torch
 
-    from harness.spec import make_init_inputs
+    from harness.spec import argument_list, make_init_inputs
 
     last = None
     for device in ("meta", "cpu"):
         try:
             with torch.device(device), torch.no_grad():
                 torch.manual_seed(0)
-                inputs = list(spec.module.get_inputs(**variant.kwargs))
+                inputs = argument_list(spec.module.get_inputs(**variant.kwargs), "get_inputs")
                 module = spec.module.Model(*make_init_inputs(spec, variant))
                 if spec.dtype:
                     dtype = getattr(torch, spec.dtype)

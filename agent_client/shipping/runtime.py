@@ -11,8 +11,9 @@ The op reads no module attributes: parameters and buffers come in as `state` (in
 `init` names the constructor arguments. A template of the module (built on the meta device, its tensors
 removed) gives the forward its structure; the passed tensors are bound to it for the call.
 
-A dispatch key is the constructor arguments, each input's shape and dtype (a plain argument's value), each
-parameter's and buffer's shape and dtype, and the device name ("NVIDIA H200", "cpu"). The kernel runs where
+A dispatch key is the constructor arguments, each input's shape, dtype and strides (a plain argument's
+value), each parameter's and buffer's shape, dtype and strides (a kernel of the general lowering indexes its
+tensors by the strides it was traced with, so another layout of the same shape is another key), and the device name ("NVIDIA H200", "cpu"). The kernel runs where
 the table holds a correct measurement of that key on this device whose speedup is at least MIN_SPEEDUP (a
 measurement that was only checked, not timed, counts when MIN_SPEEDUP <= 0). Every other key runs the
 reference's own forward and says why once at DEBUG level; a key measured only on other devices says so once
@@ -34,15 +35,29 @@ def _dtype_name(dtype) -> str:
     return str(dtype).removeprefix("torch.")
 
 
+def _layout(shape, stride) -> tuple:
+    """The strides that matter: a dim of size 1 is never stepped along, whatever its stride."""
+    return tuple(int(s) if n != 1 else 0 for n, s in zip(shape, stride))
+
+
+def _contiguous(shape) -> tuple:
+    out, step = [], 1
+    for n in reversed(tuple(shape)):
+        out.append(step)
+        step *= max(int(n), 1)
+    return tuple(reversed(out))
+
+
 def _arg_key(value) -> tuple:
     if isinstance(value, torch.Tensor):
-        return (tuple(value.shape), _dtype_name(value.dtype))
+        return (tuple(value.shape), _dtype_name(value.dtype), _layout(value.shape, value.stride()))
     return ("value", repr(value))
 
 
 def _entry_arg_key(desc: dict) -> tuple:
-    if "shape" in desc:
-        return (tuple(desc["shape"]), desc["dtype"])
+    if "shape" in desc:  # a table written before strides were recorded measured contiguous tensors
+        shape = tuple(desc["shape"])
+        return (shape, desc["dtype"], _layout(shape, desc.get("stride") or _contiguous(shape)))
     return ("value", repr(desc.get("value")))
 
 
@@ -191,8 +206,12 @@ class KkbDispatch:
     def _shapes(keys: tuple) -> str:
         parts = []
         for k in keys:
-            k = k[1:] if len(k) == 3 else k  # (path, shape, dtype) -> (shape, dtype)
-            parts.append(k[1] if k[0] == "value" else "x".join(map(str, k[0])) + f" {k[1]}")
+            k = k[1:] if len(k) == 4 else k  # (path, shape, dtype, layout) -> (shape, dtype, layout)
+            if k[0] == "value":
+                parts.append(k[1])
+                continue
+            odd = "" if _layout(k[0], _contiguous(k[0])) == k[2] else f" strides {k[2]}"
+            parts.append("x".join(map(str, k[0])) + f" {k[1]}{odd}")
         return ", ".join(parts)
 
     # -- templates: the module's structure without its tensors

@@ -25,6 +25,18 @@ def test_tolerance_from_the_spec_else_from_the_reference_output():
     assert checking.tolerance(table, 3.0) == checking.tolerance(table, [2, None]) == tolerance_for("float32")
 
 
+def test_a_less_precise_floating_input_sets_the_tolerance():
+    """An fp32 output made from a bf16 input (a Llama RMSNorm over a bf16 hidden state, an fp32 weight) carries
+    bf16's rounding: bf16's entry. Integer inputs and more precise ones change nothing; a spec's own wins."""
+    table = load_spec(SPECS / "tiny_softmax.py")
+    out, bf16, index = torch.ones(2), torch.ones(2, dtype=torch.bfloat16), torch.arange(2)
+    assert checking.tolerance(table, out, [bf16, index]) == tolerance_for("bfloat16") != tolerance_for("float32")
+    assert checking.tolerance(table, out, [torch.ones(2), index, 0.5]) == tolerance_for("float32")
+    assert checking.tolerance(table, out.double(), [out]) == tolerance_for("float32")
+    assert checking.tolerance(table, index, [bf16]) == tolerance_for("int64")  # an exact output stays exact
+    assert checking.tolerance(load_spec(SPECS / "fp32_loose.py"), out, [bf16]) == (2e-2, 2e-2)
+
+
 def _rounded(x: torch.Tensor) -> torch.Tensor:
     return x.to(torch.bfloat16).to(x.dtype)
 

@@ -96,3 +96,26 @@ def test_torch_backend_allows_pytorch_ops():
     source = candidate("calls_torch_softmax")  # rejected as a triton candidate, fine as a torch one
     config = EvalConfig.for_cpu_tests(trials=1)
     assert evaluate(SPECS / "tiny_softmax.py", source, backend="torch", device="cpu", config=config).passed
+
+
+SPEC_TAIL = "\n\ndef get_init_inputs():\n    return []\n"
+
+
+@pytest.mark.parametrize(("forward", "inputs", "said"), [
+    ("return torch.nn.functional.dropout(x, 0.1, training=True)", "[torch.randn(64, 32)]",
+     "gives another output when called again on the same inputs"),
+    ("raise ValueError('this width is not supported')", "[torch.randn(64, 32)]",
+     "the spec's own code failed, not the candidate's: faulty.py line 7 (`raise ValueError("),
+    ("return x", "torch.randn(64, 32)", "get_inputs() returned a Tensor, not a list"),
+])
+def test_a_faulty_spec_is_named_as_the_spec_s_fault(tmp_path, forward, inputs, said):
+    """A reference that cannot be judged against (random, raising, a tensor for an argument list) is the
+    spec's fault, said with its file before any candidate runs; never a candidate's verdict, never a
+    "harness error"."""
+    spec = tmp_path / "faulty.py"
+    spec.write_text("import torch\nfrom torch import nn\n\n\nclass Model(nn.Module):\n    def forward(self, x):\n"
+                    f"        {forward}\n\n\ndef get_inputs():\n    return {inputs}\n" + SPEC_TAIL)
+    with pytest.raises((ValueError, RuntimeError)) as caught:  # a SpecError, or the profile's error naming it
+        profile_spec(spec, device="cpu", config=EvalConfig.for_cpu_tests())
+    assert said in str(caught.value) and str(spec) in str(caught.value), caught.value
+    assert "harness error" not in str(caught.value)

@@ -48,13 +48,14 @@ def test_every_variant_names_its_shapes_dtypes_and_device(tmp_path):
     assert verdict.versions["torch"] == torch.__version__ and "triton" in verdict.versions
     default, wide = verdict.measurements
     assert (default["variant"], wide["variant"]) == ("default", "wide")
-    # floating inputs cast to the spec's DTYPE, integer ones kept, plain values by value
-    assert default["inputs"] == [{"shape": [6, 24], "dtype": "bfloat16"}, {"shape": [3], "dtype": "int64"},
-                                 {"value": 0.5}]
-    assert wide["inputs"][0] == {"shape": [6, 40], "dtype": "bfloat16"} and wide["init_kwargs"] == {"hidden": 40}
-    assert default["state"] == [{"path": "proj.weight", "shape": [24, 24], "dtype": "bfloat16"},
-                                {"path": "proj.bias", "shape": [24], "dtype": "bfloat16"},
-                                {"path": "shift", "shape": [24], "dtype": "bfloat16"}]
+    # floating inputs cast to the spec's DTYPE, integer ones kept, plain values by value; strides as drawn
+    assert default["inputs"] == [{"shape": [6, 24], "dtype": "bfloat16", "stride": [24, 1]},
+                                 {"shape": [3], "dtype": "int64", "stride": [1]}, {"value": 0.5}]
+    assert wide["inputs"][0] == {"shape": [6, 40], "dtype": "bfloat16", "stride": [40, 1]}
+    assert wide["init_kwargs"] == {"hidden": 40}
+    assert default["state"] == [{"path": "proj.weight", "shape": [24, 24], "dtype": "bfloat16", "stride": [24, 1]},
+                                {"path": "proj.bias", "shape": [24], "dtype": "bfloat16", "stride": [1]},
+                                {"path": "shift", "shape": [24], "dtype": "bfloat16", "stride": [1]}]
     assert wide["state"][0]["shape"] == [40, 40]
     # the default variant is timed; the other is only checked
     assert default["correct"] and default["timed"] and default["latency_ms"] == verdict.latency_ms

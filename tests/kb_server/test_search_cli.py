@@ -83,3 +83,10 @@ def test_a_newcomers_doc_under_strict_and_an_unknown_accelerator_in_a_filter(cli
     assert unknown.exit_code == 2 and "Traceback" not in unknown.output
     assert "unknown accelerator 'gaudi4'" in unknown.output and "gaudi3" in unknown.output
     assert "h100" in unknown.output and "--accelerator" in unknown.output
+
+
+def test_kernels_on_a_store_never_ingested_says_how_to_fill_it(cli_home):
+    from kernelkb_cli import app
+
+    result = CliRunner().invoke(app, ["kernels"])
+    assert result.exit_code == 0 and "holds no kernels: `kkb ingest`" in result.output, result.output

@@ -47,3 +47,47 @@ def test_from_numpy_imports_are_declined():
 def test_a_spec_without_numpy_is_kept_as_written():
     spec = _spec("self.scale = 2.0").replace("import numpy as np\n", "").replace("np.random.rand()", "1.0")
     assert spec_body(spec) == spec.split("\n\ndef get_inputs")[0].rstrip() + "\n"
+
+
+STRIDED = ("import torch\nfrom torch import nn\n\n\nclass Model(nn.Module):\n    def forward(self, a, b):\n"
+           "        return torch.relu(a) + b * 2.0\n\n\ndef get_inputs():\n"
+           "    return [torch.randn(64, 32).t(), torch.randn(32, 128)[:, ::2]]\n\n\n"
+           "def get_init_inputs():\n    return []\n")
+
+
+def test_a_plan_reads_any_layout_of_its_shapes(tmp_path):
+    """A plan's kernels index its inputs by the strides they were traced with (here a transposed and a strided
+    view); the same shapes in another layout are copied into those first, never read out of place."""
+    import torch
+
+    from agent_client.lowering.lower import lower_spec
+    from tests.agent_client.lowering.launches import load_candidate
+
+    path = tmp_path / "strided.py"
+    path.write_text(STRIDED)
+    source = lower_spec(path, "cpu").source
+    assert "(in0.stride(0), in0.stride(1)) != (1, 32)" in source and "(128, 2)" in source
+    module = load_candidate(source, tmp_path, "strided_candidate")
+    ref, new = module.Model(), module.ModelNew()
+    a, b = torch.randn(64, 32).t(), torch.randn(32, 128)[:, ::2]
+    for x, y in [(a, b), (a.contiguous(), b.contiguous()), (a.contiguous().t().contiguous().t(), b.clone())]:
+        torch.testing.assert_close(new(x, y), ref(x, y), rtol=0, atol=0)
+
+
+def test_a_traced_broadcast_refuses_other_layouts(tmp_path):
+    """An input traced as a broadcast (stride 0) cannot be rebuilt from other data: another layout is refused
+    by name rather than read as if it were one row."""
+    import torch
+
+    from agent_client.lowering.lower import lower_spec
+    from tests.agent_client.lowering.launches import load_candidate
+
+    path = tmp_path / "broadcast.py"
+    path.write_text(STRIDED.replace("torch.randn(64, 32).t(), torch.randn(32, 128)[:, ::2]",
+                                    "torch.randn(1, 64).expand(32, 64), torch.randn(32, 64)"))
+    module = load_candidate(lower_spec(path, "cpu").source, tmp_path, "broadcast_candidate")
+    new, ref = module.ModelNew(), module.Model()
+    x, y = torch.randn(1, 64).expand(32, 64), torch.randn(32, 64)
+    torch.testing.assert_close(new(x, y), ref(x, y))
+    with pytest.raises(RuntimeError, match="broadcast with strides"):
+        new(x.contiguous(), y)

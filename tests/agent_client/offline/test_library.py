@@ -86,3 +86,35 @@ def test_a_route_whose_forward_cannot_take_the_spec_is_no_route(tmp_path):
     assert "library:gemm_epilogue_triton" not in [r.id for r in routes], why
     # refused by the family's renderer (it names batched products), or failing its dry run
     assert any("gemm_epilogue" in w and ("batched" in w or "cannot run the spec" in w) for w in why), why
+
+
+class _EmptyStore(CorpusLibrary):
+    """A knowledge base that was never ingested: no kernel records at all."""
+
+    def kernels(self, **kw):
+        return []
+
+
+class _OtherFamilies(CorpusLibrary):
+    """A store that holds kernels, none of them softmax: what the user keeps is what the provider offers."""
+
+    def kernels(self, **kw):
+        return [r for r in super().kernels(**kw) if r.op_family != "softmax"]
+
+
+def test_a_store_never_ingested_serves_the_library_that_ships(tmp_path):
+    spec = tmp_path / "softmax.py"
+    spec.write_text(textwrap.dedent(SOFTMAX))
+
+    def routes(kb):
+        request = ProposalRequest(spec_path=spec, spec_source=spec.read_text(), backend="triton",
+                                  accelerator="h100", prompt="", parent=None, n=1, kb=kb)
+        return OfflineProvider().routes(request)
+
+    found, why = routes(_EmptyStore())
+    [library] = [r for r in found if r.meta["route"] == "library"]
+    assert library.source == next(r for r in routes(CorpusLibrary())[0] if r.meta["route"] == "library").source
+    assert any("holds no kernels (`kkb ingest` adds them)" in w for w in why), why
+    found, why = routes(_OtherFamilies())
+    assert [r for r in found if r.meta["route"] == "library"] == []
+    assert any("no triton kernel for op family 'softmax'" in w for w in why), why

@@ -180,7 +180,7 @@ def test_the_report_and_the_library_say_where_the_winner_was_measured(session, k
     (m,) = written[0].measurements
     assert (m.variant, m.shape, m.dtype, m.device_name, m.accelerator) == (
         "default", "2x3x12x12", "float32", "cpu", "cpu-interpreter")
-    assert m.inputs == [{"shape": [2, 3, 12, 12], "dtype": "float32"}]
+    assert m.inputs == [{"shape": [2, 3, 12, 12], "dtype": "float32", "stride": [432, 144, 12, 1]}]
     assert [s["path"] for s in m.state] == ["bias", "conv.weight", "conv.bias"]
     assert m.correct is True and m.latency_ms and m.eager_ms and m.versions["torch"] == torch.__version__
     # the interpreter's time against eager's decides it (usually "loses"; eager waits on its threads on a loaded CPU)

@@ -131,3 +131,25 @@ def test_constructor_arguments_are_named_with_their_defaults():
     assert keys == {"((4, 1e-05), {})"}
     other = dispatch.register_init((4, object()), {})  # not a literal: kept in this process
     assert other.startswith("object:") and dispatch._init_args(other)[0][0] == 4
+
+
+def test_another_layout_of_a_measured_shape_is_another_key():
+    """A table measured on contiguous inputs (a row without strides, as older tables wrote it, counts as
+    contiguous) does not send a transposed input of the same shape to the kernel; a row measured at that
+    layout does, and the reason names the strides."""
+    model = Model(4)
+    state = [model.lin.weight.detach(), model.lin.bias.detach(), model.shift]
+    x = torch.randn(4, 4).t()
+    dispatch = _dispatch([_row((4, 4))])
+    torch.testing.assert_close(dispatch.run((x,), state, INIT), model(x))
+    assert dispatch.last_path == "reference" and "not measured" in dispatch.last_reason
+    assert "4x4 float32 strides (1, 4)" in dispatch.last_reason
+    dispatch.run((x.contiguous(),), state, INIT)
+    assert dispatch.last_path == "kernel"
+    row = _row((4, 4))
+    row["inputs"][0]["stride"] = [1, 4]
+    dispatch = _dispatch([row])
+    dispatch.run((x,), state, INIT)
+    assert dispatch.last_path == "kernel"
+    dispatch.run((x.contiguous(),), state, INIT)
+    assert dispatch.last_path == "reference"
