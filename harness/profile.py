@@ -47,14 +47,15 @@ def flops_of(spec: Spec, inputs: list, counted: int) -> int:
     return value
 
 
-def _same_again(spec: Spec, model, inputs: list, out, device: str, clock: Clock) -> None:
-    """A second call of the reference on the same inputs must give the same output within the tolerance:
-    otherwise it draws random numbers (dropout in training mode, torch.rand in forward) or keeps state
-    between calls, and no candidate can be judged against it (SpecError)."""
+def _same_again(spec: Spec, variant: Variant, seed: int, inputs: list, out, device: str, clock: Clock) -> None:
+    """The reference built again (the same parameters) and called on the same inputs must give the same
+    output within the tolerance: otherwise it draws random numbers (dropout in training mode, torch.rand in
+    forward) and no candidate can be judged against it (SpecError). A fresh module, so a reference that keeps
+    state between calls (an RNN's hidden state) starts where the first did, as each candidate's does."""
     outs = tensors_of(out)
     if not outs:
         return
-    again = model(*clone_inputs(inputs))
+    again = build_model(spec.module.Model, spec, variant, seed, device)(*clone_inputs(inputs))
     sync(device, clock)
     if spec.atol is not None and spec.rtol is not None:
         atol, rtol = spec.atol, spec.rtol
@@ -63,8 +64,8 @@ def _same_again(spec: Spec, model, inputs: list, out, device: str, clock: Clock)
     reasons, _ = compare_outputs(again, out, atol, rtol)
     if reasons:
         raise SpecError(f"the reference gives another output when called again on the same inputs, so no "
-                        f"candidate can match it (random numbers in forward, such as dropout in training mode, "
-                        f"or state kept between calls): {reasons[0]}")
+                        f"candidate can match it (random numbers in forward, such as dropout in training "
+                        f"mode): {reasons[0]}")
 
 
 def _profile_variant(spec: Spec, variant: Variant, device: str, config: EvalConfig, clock: Clock,
@@ -89,7 +90,7 @@ def _profile_variant(spec: Spec, variant: Variant, device: str, config: EvalConf
         "first_call_s": round(clock.perf_counter() - t2, 6),
         "eager": None, "compile": None, "compile_error": None,
     }
-    _same_again(spec, model, inputs, out, device, clock)
+    _same_again(spec, variant, derive_seed(secret, variant.name, "init"), inputs, out, device, clock)
     del out, outs
     make_args = lambda: clone_inputs(inputs)
     if config.time_eager_baseline:

@@ -119,3 +119,16 @@ def test_a_faulty_spec_is_named_as_the_spec_s_fault(tmp_path, forward, inputs, s
         profile_spec(spec, device="cpu", config=EvalConfig.for_cpu_tests())
     assert said in str(caught.value) and str(spec) in str(caught.value), caught.value
     assert "harness error" not in str(caught.value)
+
+
+def test_a_reference_with_state_between_calls_is_no_random_one(tmp_path):
+    """An RNN cell that keeps its hidden state between calls gives another output on its second call, but
+    built again it starts where it did: it is profiled, not refused."""
+    spec = tmp_path / "stateful.py"
+    spec.write_text("import torch\nfrom torch import nn\n\n\nclass Model(nn.Module):\n    def __init__(self):\n"
+                    "        super().__init__()\n        self.hidden = torch.zeros(8, 16)\n"
+                    "        self.lin = nn.Linear(32, 16)\n\n    def forward(self, x):\n"
+                    "        self.hidden = torch.tanh(self.lin(torch.cat((x, self.hidden), dim=1)))\n"
+                    "        return self.hidden\n\n\ndef get_inputs():\n    return [torch.randn(8, 16)]\n" + SPEC_TAIL)
+    profile = profile_spec(spec, device="cpu", config=EvalConfig.for_cpu_tests())
+    assert profile["timed"]["default"]["eager"]["median_ms"] > 0
