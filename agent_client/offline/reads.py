@@ -186,7 +186,10 @@ class LaunchProbe:
         text = str(exc).lower()
         return (type(exc) is RuntimeError and not isinstance(exc, limits) and ours in frames
                 and not any(word in text for word in ("cuda", "compiled with", "linked with", "data pointer",
-                                                      "storage", "fake", "meta", "backend", "device")))
+                                                      "storage", "fake", "meta", "backend", "device",
+                                                      # Module.to(dtype) in __init__ swaps parameters,
+                                                      # which fake ones refuse
+                                                      "couldn't swap")))
 
     def _trace(self, point: dict, calls: list | None = None) -> Trace:
         import torch

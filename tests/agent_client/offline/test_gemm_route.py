@@ -35,6 +35,7 @@ SERVED = [
     ("linear_swish_scale_residual", "inputs[1], 1.0, 'none', 'none', chain=[('silu',), ('mul', 2.0,)]"),
     ("linear_sum_scale", "'sum', chain=[('mul', 0.5,), ('mul', 1.5,)]).unsqueeze(-1)"),
     ("linear_bf16_gelu", "chain=[('gelu',)]"),
+    ("linear_cast_bf16_gelu", "chain=[('gelu',)]"),  # nn.Linear(...).to(torch.bfloat16) in __init__
     ("matvec", "gemm_epilogue(inputs[0], inputs[1].t()"),  # one output column: served, if not the fastest route
 ]
 REFUSED = ["batched_matmul", "tril_matmul", "einsum4d", "sigmoid_prologue", "linear_swish_groupnorm",
@@ -66,3 +67,17 @@ def test_library_candidate_passes_the_harness(name):
     source = adapt(bundled_source(KERNEL), spec.read_text(), _forward(name), "test: library gemm_epilogue")
     verdict = evaluate(spec, source, backend="triton", device="cpu", config=CPU)
     assert verdict.status == Status.passed, verdict.reasons
+
+
+def test_a_layer_cast_in_init_keeps_its_library_route():
+    """Module.to(dtype) in __init__ swaps parameters, which fake ones refuse: the dry run's failure is no
+    refusal of the spec, so the route stays."""
+    from agent_client.offline import OfflineProvider
+    from agent_client.offline.library import CorpusLibrary
+    from agent_client.proposals import ProposalRequest
+
+    spec = SPECS / "linear_cast_bf16_gelu.py"
+    request = ProposalRequest(spec_path=spec, spec_source=spec.read_text(), backend="triton", accelerator="h100",
+                              prompt="", parent=None, n=1, kb=CorpusLibrary())
+    routes, why = OfflineProvider().routes(request)
+    assert "library:gemm_epilogue_triton" in [r.id for r in routes], why
