@@ -154,11 +154,12 @@ def compare_tensor(out: torch.Tensor, ref: torch.Tensor, atol: float, rtol: floa
     worst = [{"index": _index(i, tuple(out.shape)), "output": ov, "reference": rv} for _, i, ov, rv in top]
     diag["worst"] = worst
     shown = ", ".join(f"{w['index']}: got {w['output']:.6g}, expected {w['reference']:.6g}" for w in worst[:3])
+    nan = diag["nan_where_ref_finite"]
+    # NaN has no error to measure: said first, so the finite elements' maxima below are not read as its
+    nans = f"{nan} NaN where the reference is finite (never written, or 0/0); among the finite, " if nan else ""
     reason = (f"{name}: {n_bad} of {out.numel()} elements ({100 * n_bad / out.numel():.3g}%) outside "
-              f"atol={atol:g} rtol={rtol:g}; max abs err {diag['max_abs_err']:.3g}, max rel err "
+              f"atol={atol:g} rtol={rtol:g}; {nans}max abs err {diag['max_abs_err']:.3g}, max rel err "
               f"{diag['max_rel_err']:.3g}; worst {shown}")
-    if diag["nan_where_ref_finite"]:
-        reason += f"; {diag['nan_where_ref_finite']} NaN where the reference is finite"
     return [reason], diag
 
 

@@ -32,6 +32,9 @@ def test_nan_rules():
     assert compare_outputs(torch.tensor([1.0, NAN, 3.0]), ref, 1e-4, 1e-4)[0] == []  # matching NaN ok
     reasons, diag = compare_outputs(torch.tensor([NAN, NAN, 3.0]), ref, 1e-4, 1e-4)  # NaN on finite ref
     assert reasons and diag["output"]["nan_where_ref_finite"] == 1
+    # the NaN is said before the maxima, which measure the finite elements only (here 0: all else is exact)
+    assert "1 NaN where the reference is finite (never written, or 0/0); among the finite, max abs err 0," \
+        in reasons[0], reasons
     assert compare_outputs(torch.tensor([1.0, 2.0, 3.0]), ref, 1e-4, 1e-4)[0]  # finite where ref is NaN
 
 
