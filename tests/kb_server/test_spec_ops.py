@@ -47,4 +47,14 @@ def test_model_code_specs_suggest_their_family(spec, family):
 
 
 def test_no_rule_no_family():
-    assert op_family(["conv_transpose3d"], load_template()["families"]) is None
+    assert op_family(["fft_rfft", "triu"], load_template()["families"]) is None
+
+
+@pytest.mark.parametrize("ops", [["conv2d"], ["conv_transpose3d"], ["conv2d", "relu", "add"],
+                                 ["conv3d", "group_norm", "mean"]])
+def test_a_convolution_makes_a_conv_spec_whatever_follows(ops):
+    """The convolution is the work: a pointwise or norm epilogue after it does not make the spec theirs, and
+    the family is compute-bound before anything is measured."""
+    template = load_template()
+    assert op_family(ops, template["families"]) == "conv"
+    assert "conv" in template["bottleneck"]["compute_families"]
