@@ -154,6 +154,63 @@ class _Recorder(TorchFunctionMode):
                 self.ids[id(r)] = _arg("tmp", index, r)
 
 
+_CASTS = {"to", "float", "type_as"}
+_SIXTEEN_BITS = {"bfloat16", "float16"}
+
+
+def _cast_to(op: OpCall) -> str | None:
+    """The dtype a recorded cast converts to ("float32"), else None."""
+    if op.name not in _CASTS or not op.args:
+        return None
+    if op.name == "float":
+        return "float32"
+    target = op.kwargs.get("dtype") or (op.args[1] if len(op.args) > 1 else None)
+    if target is None:
+        return None
+    if target.kind in ("tmp", "input", "param"):  # type_as(other)
+        return target.dtype
+    return str(target.ref).removeprefix("torch.")
+
+
+def _without_fp32_round_trip(ops: tuple[OpCall, ...]) -> tuple[OpCall, ...]:
+    """A 16-bit input cast up to fp32 first and the result cast back to its dtype before it is returned (how
+    model code writes a norm or a softmax: Llama's RMSNorm, `softmax(x.float()).to(x.dtype)`) is the library
+    kernels' own precision, which loads 16 bits and sums in fp32: the two casts leave the signature, so the
+    ops match their family. Kept where anything after the cast back is of another dtype (an fp32 weight makes
+    an fp32 output, which a 16-bit kernel does not return)."""
+    if len(ops) < 3:
+        return ops
+    up, x = ops[0], ops[0].args[0] if ops[0].args else None
+    if x is None or x.kind != "input" or x.dtype not in _SIXTEEN_BITS or _cast_to(up) != "float32":
+        return ops
+    downs = [i for i, op in enumerate(ops) if i and _cast_to(op) == x.dtype]
+    if len(downs) != 1:
+        return ops
+    down = downs[0]
+    after = [a for op in ops[down + 1:] for a in [*op.args, *op.kwargs.values()] if a.kind in ("param", "input")]
+    if any(a.dtype != x.dtype for a in after):
+        return ops
+    renamed: dict[int, Arg | int] = {0: x}  # an old result's index -> what stands for it, or its new index
+    out: list[OpCall] = []
+
+    def fix(a: Arg) -> Arg:
+        if a.kind != "tmp":
+            return a
+        now = renamed[a.ref]
+        return now if isinstance(now, Arg) else Arg("tmp", now, a.shape, a.dtype)
+
+    for i, op in enumerate(ops):
+        if i == 0:
+            continue
+        if i == down:
+            renamed[i] = fix(op.args[0])
+            continue
+        out.append(OpCall(op.name, tuple(fix(a) for a in op.args), {k: fix(v) for k, v in op.kwargs.items()},
+                          op.out_shape))
+        renamed[i] = len(out) - 1
+    return tuple(out)
+
+
 def _arg(kind: str, ref: Any, t: torch.Tensor) -> Arg:
     return Arg(kind, ref, tuple(t.shape), str(t.dtype).removeprefix("torch."))
 
@@ -199,7 +256,7 @@ def trace_signature(spec_path: Path) -> OpSignature:
     rec = _Recorder([t for t in inputs if isinstance(t, torch.Tensor)], named)
     with torch.no_grad(), tensors_on("meta"), rec:
         model(*inputs)
-    ops = tuple(rec.ops)
+    ops = _without_fp32_round_trip(tuple(rec.ops))
     return OpSignature(
         ops=ops,
         family=classify(ops),
@@ -232,6 +289,8 @@ def classify(ops: tuple[OpCall, ...]) -> str | None:
                "cross_entropy": "cross_entropy", "cumsum": "cumsum"}
     if len(names) == 1 and head in singles:
         return singles[head]
+    if names == ["log_softmax", "nll_loss"]:  # a cross entropy written in two calls
+        return "cross_entropy"
     if len(names) == 1 and head in REDUCTIONS:
         return "reduction"
     if _is_manual_rmsnorm(names):

@@ -499,14 +499,34 @@ def _cumsum(sig: OpSignature) -> list[str]:
 
 @renderer("cross_entropy")
 def _cross_entropy(sig: OpSignature) -> list[str]:
-    op = _single(sig)
-    if _const(op, 4, "reduction", "mean") != "mean" or _const(op, 6, "label_smoothing", 0.0):
+    # F.cross_entropy and F.nll_loss share these positions: (input, target, weight, size_average,
+    # ignore_index, reduce, reduction[, label_smoothing])
+    if [o.name for o in sig.ops] == ["log_softmax", "nll_loss"]:
+        op, logits = sig.ops[1], _log_softmax_of_classes(sig)
+    else:
+        op = _single(sig)
+        logits = op.args[0]
+    if _const(op, 6, "reduction", "mean") != "mean" or (op.name == "cross_entropy"
+                                                         and _const(op, 7, "label_smoothing", 0.0)):
         raise AdaptError("cross_entropy: only reduction='mean' without label smoothing is in the library")
     weight = _get(op, 2, "weight")
     if weight is not None and not (weight.kind == "const" and weight.ref is None):
         raise AdaptError("cross_entropy: class weights are not in the library kernel")
-    ignore = _const(op, 3, "ignore_index", -100)
-    return [f"return cross_entropy({expr(op.args[0])}, {expr(op.args[1])}, {ignore!r})"]
+    ignore = _const(op, 4, "ignore_index", -100)
+    return [f"return cross_entropy({expr(logits)}, {expr(op.args[1])}, {ignore!r})"]
+
+
+def _log_softmax_of_classes(sig: OpSignature) -> Arg:
+    """The logits of log_softmax(x, classes dim) then nll_loss of that: a cross entropy written in two calls
+    (as model code often does). The classes must be dim 1 of 2-D logits, in their own dtype."""
+    lsm, nll = sig.ops
+    x = lsm.args[0]
+    dim = _const(lsm, 1, "dim")
+    if x.kind != "input" or len(x.shape or ()) != 2 or dim not in (1, -1) or _const(lsm, 2, "dtype") is not None \
+            or not _same(nll.args[0], Arg("tmp", 0)):
+        raise AdaptError(f"cross_entropy: the calls [{sig.text}] are not nll_loss(log_softmax(x, dim=1), y) "
+                         "over 2-D logits")
+    return x
 
 
 def _attention_by_hand(sig: OpSignature) -> list[str]:
