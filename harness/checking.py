@@ -201,8 +201,10 @@ def check_variant(spec: Spec, cand_cls: type, variant: Variant, backend: Backend
                 diag["rel_err"], diag["bf16_rounding_rel_err"] = err, bf16_err
                 if bf16_err > 0 and err > DOWNGRADE_RATIO * bf16_err and err > 1e-5:
                     cheats.append(
-                        f"variant {variant.name!r}: precision downgrade: relative error {err:.3g} on an "
-                        f"fp32 spec is near bf16 rounding ({bf16_err:.3g}); compute in fp32")
+                        f"variant {variant.name!r}: precision downgrade (or a small error in the math): "
+                        f"relative error {err:.3g} on an fp32 spec is near what rounding the inputs to bf16 "
+                        f"gives ({bf16_err:.3g}); compute in fp32 (3xTF32 on tensor cores qualifies, TF32 "
+                        "alone does not) and check the formula")
         if reasons and prev_digests is not None and digests[0] == prev_digests[0] \
                 and digests[1] != prev_digests[1]:
             cheats.append(f"variant {variant.name!r} trial {trial}: the output did not change when the "

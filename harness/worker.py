@@ -19,6 +19,8 @@ import time
 import traceback
 from pathlib import Path
 
+CPU_THREADS = 1  # torch threads of a CPU worker (device_info names it, so baselines are keyed by it)
+
 CONTEXT_FATAL = ("illegal memory access", "illegal instruction", "misaligned address",
                  "unspecified launch failure", "device-side assert", "an illegal address",
                  "CUDA error: unknown error", "CUDA_ERROR_ILLEGAL_ADDRESS")
@@ -212,7 +214,7 @@ def device_info(device: str) -> dict:
         info["device_name"] = torch.cuda.get_device_name(torch.device(device))
         info["free_bytes"], info["total_bytes"] = torch.cuda.mem_get_info(torch.device(device))
     else:
-        info["device_name"] = f"cpu ({platform.machine()}, {os.cpu_count()} cores)"
+        info["device_name"] = f"cpu ({platform.machine()}, {os.cpu_count()} cores, {CPU_THREADS} thread)"
         try:
             info["host_available_bytes"] = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
         except (ValueError, OSError):
@@ -277,6 +279,10 @@ def serve(fd: int, device: str, cpu_memory_bytes: int = 0, gpu_memory_fraction: 
         if gpu_memory_fraction:
             torch.cuda.set_per_process_memory_fraction(gpu_memory_fraction)
         torch.cuda.init()
+    else:
+        # one thread: the interpreter's candidate runs on one, and workers side by side (or a second session)
+        # with a thread per core each spin against each other, which made eager baselines up to 1000x slow
+        torch.set_num_threads(CPU_THREADS)
     # The reference, eager and torch.compile run in the precision the spec's dtype names: PyTorch's default
     # TF32 convolutions are ~1e-3 off in fp32, ten times the fp32 tolerance, so they could neither judge a
     # candidate at that tolerance nor be the time to beat for an fp32 result.

@@ -132,3 +132,17 @@ def test_a_reference_with_state_between_calls_is_no_random_one(tmp_path):
                     "        return self.hidden\n\n\ndef get_inputs():\n    return [torch.randn(8, 16)]\n" + SPEC_TAIL)
     profile = profile_spec(spec, device="cpu", config=EvalConfig.for_cpu_tests())
     assert profile["timed"]["default"]["eager"]["median_ms"] > 0
+
+
+def test_a_cpu_worker_runs_one_torch_thread(tmp_path):
+    """CPU workers side by side with a thread per core each spin against each other (eager baselines up to
+    1000x slow): each runs one torch thread, and its device name says so (baselines are keyed by it)."""
+    from harness.worker import device_info
+
+    spec = tmp_path / "threads.py"
+    spec.write_text("import torch\nfrom torch import nn\n\n\nclass Model(nn.Module):\n    def forward(self, x):\n"
+                    "        if torch.get_num_threads() != 1:\n"
+                    "            raise RuntimeError(f'{torch.get_num_threads()} threads')\n"
+                    "        return x * 2\n\n\ndef get_inputs():\n    return [torch.randn(8)]\n" + SPEC_TAIL)
+    profile_spec(spec, device="cpu", config=EvalConfig.for_cpu_tests())
+    assert device_info("cpu")["device_name"].endswith("1 thread)")
