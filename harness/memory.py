@@ -21,7 +21,8 @@ bytes the reference's forward allocates at once beyond its inputs (its output an
   each; inputs larger than half the pool, one clone at a time), the call's output and workspace (R), the
   L2 flush buffer and a model; the guarded call after timing is a check's;
 - profile (harness/profile.py, alone on the device): the reference's FLOPs counted on a clone of the
-  inputs, then eager and torch.compile timed as above, and a device-copy bandwidth probe.
+  inputs, then eager and torch.compile timed as above, and a device-copy bandwidth probe. A reference that
+  drew random numbers is called once more to compare (I + O + P more): not counted, it is the rare case;
 So the peak stays within about 3 x (inputs + outputs) plus the reference's own workspace. The estimate is
 the larger of checks and timing, plus `CONTEXT_BYTES` for a CUDA context; a spec fits a device when the
 estimate and the profile's both do. The worker reports the peak it measured (`peak_allocated_bytes`,

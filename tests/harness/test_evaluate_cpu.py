@@ -146,3 +146,13 @@ def test_a_cpu_worker_runs_one_torch_thread(tmp_path):
                     "        return x * 2\n\n\ndef get_inputs():\n    return [torch.randn(8)]\n" + SPEC_TAIL)
     profile_spec(spec, device="cpu", config=EvalConfig.for_cpu_tests())
     assert device_info("cpu")["device_name"].endswith("1 thread)")
+
+
+def test_a_seeded_draw_is_no_random_reference(tmp_path):
+    """A forward that draws random numbers after seeding them itself moves the generator but gives the same
+    output every call: the second call confirms it, and it is profiled."""
+    spec = tmp_path / "seeded.py"
+    spec.write_text("import torch\nfrom torch import nn\n\n\nclass Model(nn.Module):\n    def forward(self, x):\n"
+                    "        torch.manual_seed(7)\n        return x + torch.rand_like(x)\n\n\n"
+                    "def get_inputs():\n    return [torch.randn(8)]\n" + SPEC_TAIL)
+    assert profile_spec(spec, device="cpu", config=EvalConfig.for_cpu_tests())["timed"]["default"]["eager"]
