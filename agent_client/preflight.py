@@ -1,7 +1,8 @@
-"""What is checked before a session starts, each failure a ValueError naming the flag: the device, the
-backend on it, the harness options; and what is only a warning: a backend the target chip does not run.
+"""What is checked before a session starts, each failure a ValueError naming the flag: the backend on the
+device, the harness options; and what is only a warning: a backend the target chip does not run. The device
+itself is checked by harness.executor.check_device, as `kkb bench` checks it.
 
-Usage: check_session_id("relu-1"); check_device("cuda:0"); check_backend("triton", "cpu"); check_eval_options({"trials": 2})
+Usage: check_session_id("relu-1"); check_backend("triton", "cpu"); check_eval_options({"trials": 2})
        warnings = pairing_warnings(facts, "triton", "cpu")
 """
 
@@ -15,22 +16,6 @@ def check_session_id(session_id: str) -> None:
     """A name for the session's folder: no path in it."""
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", session_id):
         raise ValueError(f"--session-id {session_id!r}: letters, digits, '.', '_' and '-' only (it names a folder)")
-
-
-def check_device(device: str, here: bool = True) -> None:
-    """cpu or cuda:N, and (`here`) a CUDA device this machine has; else ValueError naming --device."""
-    if not re.fullmatch(r"cpu|cuda(:\d+)?", device):
-        raise ValueError(f"--device {device!r}: cpu, cuda or cuda:N")
-    if device == "cpu" or not here:
-        return
-    import torch
-
-    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
-    index = int(device.partition(":")[2] or 0)
-    if index >= count:
-        has = f"has {count} CUDA device(s)" if count else "has no CUDA GPU (or this torch is a CPU build)"
-        raise ValueError(f"--device {device}: this machine {has}; use --device cpu (Triton's interpreter)"
-                         + (f" or cuda:0..cuda:{count - 1}" if count else ""))
 
 
 def check_eval_options(options: dict) -> None:
