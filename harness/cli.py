@@ -131,11 +131,13 @@ def _suite(suite: Path, candidates: Path | None, backend: str, devices: list[str
            only: list[str] | None, compile_workers: int, json_out: bool) -> BenchExit:
     from harness.executor import open_executor
     from harness.held_memory import held_after, snapshot
-    from harness.suite import annotate, run_suite, suite_problems
+    from harness.suite import annotate, run_suite, spec_files, suite_problems, unmatched_candidates
 
     problems = suite_problems(suite, max_elements, results.with_name(results.stem + ".scaled"), only)
     if not problems:
         raise typer.BadParameter(f"--suite {suite}: no problems (*.py) found")
+    for warning in unmatched_candidates(candidates, [p.stem for p in spec_files(suite)]) if candidates else []:
+        print(f"warning: {warning}", file=sys.stderr)
     identity = {"suite": str(suite.resolve()), "backend": backend, "max_elements": max_elements, "card": peaks.card,
                 "candidates": str(candidates.resolve()) if candidates else None,
                 "executor": f"ray {ray}" if ray else ",".join(devices), "trials": config.trials}
@@ -149,8 +151,10 @@ def _suite(suite: Path, candidates: Path | None, backend: str, devices: list[str
                                "limits": {**peaks.to_dict(), "line": _limits_line(peaks, devices[0])}},
                         on_row=on_row)
     annotate(results, held_after=held_after(before), executor_startup_s=round(startup_s, 3))
-    if run.resumed_rows:
-        print(f"resumed: {run.resumed_rows} rows from {results}", file=sys.stderr)
+    if run.resumed_rows or run.rejudged_rows:
+        print(f"resumed: {run.resumed_rows} rows from {results}"
+              + (f"; {run.rejudged_rows} judged again, their spec or candidate file changed since"
+                 if run.rejudged_rows else ""), file=sys.stderr)
     human = sys.stderr if json_out else sys.stdout
     _print_table(run.rows, f"kkb bench --suite {suite} ({backend} on {identity['executor']})", human)
     _print_summary(run.summary, human)
