@@ -9,7 +9,10 @@ Usage: check_session_id("relu-1"); check_backend("triton", "cpu"); check_eval_op
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kb_server.facts import AcceleratorFacts
 
 
 def check_session_id(session_id: str) -> None:
@@ -52,16 +55,11 @@ def check_backend(backend: str, device: str) -> None:
         raise ValueError(f"--backend {backend} cannot run on {device}: {why}")
 
 
-def pairing_warnings(facts: Any, backend: str, device: str) -> list[str]:
+def pairing_warnings(facts: AcceleratorFacts, backend: str, device: str) -> list[str]:
     """Why candidates in `backend` may not serve the target chip. The run goes on (its prompts, its search
     and the verdicts on this device can still be useful), but the user is told."""
-    backends = [b.lower() for b in getattr(facts, "backends", None) or []]
-    chip = f"{facts.id} ({facts.name})"
-    if not backends:
-        return [(f"the facts of {chip} do not say which backends compile for it (add `backends: [...]` to "
-                 f"its facts file): --backend {backend} may not run on it")]
-    if backend not in backends:
-        return [(f"--backend {backend} does not compile for {chip}: its facts list {', '.join(backends)}. The "
-                 f"session goes on (prompts for {facts.id}, candidates judged on {device}), but its kernels "
-                 f"will not run on {facts.id}")]
-    return []
+    problem = facts.backend_problem(backend)
+    if problem is None:
+        return []
+    return [(f"--backend {backend} {problem}. The session goes on (prompts for {facts.id}, candidates judged "
+             f"on {device}), but its kernels may not run on {facts.id}")]
