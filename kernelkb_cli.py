@@ -5,8 +5,13 @@ Usage: kkb --help | kkb --version
 
 from __future__ import annotations
 
+import functools
 import importlib
+import inspect
+import os
+import tempfile
 from importlib import metadata
+from pathlib import Path
 
 import typer
 
@@ -79,6 +84,48 @@ def _bench_with_exports(bench):
     return bench_with_exports(bench)
 
 
+def output_problem(path: Path) -> str | None:
+    """Why the file `path` cannot be written (None: it can): it is a folder, or its folder can neither be made
+    nor written. Asked before a verb starts, so a session or a suite never ends on a path it cannot write;
+    the check leaves nothing behind (a probe file in the nearest folder there is, removed at once)."""
+    if path.is_dir():
+        return f"-o {path}: is a folder; name the file to write in it"
+    if path.exists():
+        try:
+            with path.open("ab"):  # appends nothing: the file is left as it is
+                return None
+        except OSError as exc:
+            return f"-o {path}: cannot be written ({exc.strerror})"
+    folder = path.parent
+    while not folder.exists():
+        folder = folder.parent
+    if not folder.is_dir():
+        return f"-o {path}: {folder} is a file, not a folder"
+    try:
+        handle, probe = tempfile.mkstemp(dir=folder, prefix=".kkb-probe-")
+    except OSError as exc:
+        return f"-o {path}: nothing can be written in {folder} ({exc.strerror})"
+    os.close(handle)
+    os.unlink(probe)
+    return None
+
+
+def _output_checked(verb):
+    """`verb` with its -o/--output path checked before any work: one line naming the path, exit 2."""
+    if "output" not in inspect.signature(verb).parameters:
+        return verb
+
+    @functools.wraps(verb)  # typer reads the signature and the annotations through __wrapped__
+    def checked(*args, **kwargs):
+        problem = output_problem(Path(kwargs["output"])) if kwargs.get("output") else None
+        if problem:
+            typer.echo(f"error: {problem}", err=True)
+            raise typer.Exit(2)
+        return verb(*args, **kwargs)
+
+    return checked
+
+
 def _unavailable(verb: str, missing: str):
     def command() -> None:
         typer.echo(f"kkb {verb}: this install lacks the package {missing!r} that the verb needs; "
@@ -104,7 +151,7 @@ for module_name, verbs in _VERBS.items():
         assemble = _ASSEMBLED.get((module_name, verb))
         fn = assemble(module) if assemble else getattr(module, verb.replace("-", "_"), None)
         if fn is not None:
-            app.command(name=verb)(fn)
+            app.command(name=verb)(_output_checked(fn))
 
 
 def main() -> None:

@@ -1,36 +1,24 @@
-"""What is checked before a session starts, each failure a ValueError naming the flag: the device, the
-backend on it, the harness options; and what is only a warning: a backend the target chip does not run.
+"""What is checked before a session starts, each failure a ValueError naming the flag: the backend on the
+device, the harness options; and what is only a warning: a backend the target chip does not run. The device
+itself is checked by harness.executor.check_device, as `kkb bench` checks it.
 
-Usage: check_session_id("relu-1"); check_device("cuda:0"); check_backend("triton", "cpu"); check_eval_options({"trials": 2})
+Usage: check_session_id("relu-1"); check_backend("triton", "cpu"); check_eval_options({"trials": 2})
        warnings = pairing_warnings(facts, "triton", "cpu")
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kb_server.facts import AcceleratorFacts
 
 
 def check_session_id(session_id: str) -> None:
     """A name for the session's folder: no path in it."""
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", session_id):
         raise ValueError(f"--session-id {session_id!r}: letters, digits, '.', '_' and '-' only (it names a folder)")
-
-
-def check_device(device: str, here: bool = True) -> None:
-    """cpu or cuda:N, and (`here`) a CUDA device this machine has; else ValueError naming --device."""
-    if not re.fullmatch(r"cpu|cuda(:\d+)?", device):
-        raise ValueError(f"--device {device!r}: cpu, cuda or cuda:N")
-    if device == "cpu" or not here:
-        return
-    import torch
-
-    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
-    index = int(device.partition(":")[2] or 0)
-    if index >= count:
-        has = f"has {count} CUDA device(s)" if count else "has no CUDA GPU (or this torch is a CPU build)"
-        raise ValueError(f"--device {device}: this machine {has}; use --device cpu (Triton's interpreter)"
-                         + (f" or cuda:0..cuda:{count - 1}" if count else ""))
 
 
 def check_eval_options(options: dict) -> None:
@@ -67,16 +55,11 @@ def check_backend(backend: str, device: str) -> None:
         raise ValueError(f"--backend {backend} cannot run on {device}: {why}")
 
 
-def pairing_warnings(facts: Any, backend: str, device: str) -> list[str]:
+def pairing_warnings(facts: AcceleratorFacts, backend: str, device: str) -> list[str]:
     """Why candidates in `backend` may not serve the target chip. The run goes on (its prompts, its search
     and the verdicts on this device can still be useful), but the user is told."""
-    backends = [b.lower() for b in getattr(facts, "backends", None) or []]
-    chip = f"{facts.id} ({facts.name})"
-    if not backends:
-        return [(f"the facts of {chip} do not say which backends compile for it (add `backends: [...]` to "
-                 f"its facts file): --backend {backend} may not run on it")]
-    if backend not in backends:
-        return [(f"--backend {backend} does not compile for {chip}: its facts list {', '.join(backends)}. The "
-                 f"session goes on (prompts for {facts.id}, candidates judged on {device}), but its kernels "
-                 f"will not run on {facts.id}")]
-    return []
+    problem = facts.backend_problem(backend)
+    if problem is None:
+        return []
+    return [(f"--backend {backend} {problem}. The session goes on (prompts for {facts.id}, candidates judged "
+             f"on {device}), but its kernels may not run on {facts.id}")]

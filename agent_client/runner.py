@@ -23,7 +23,6 @@ from agent_client.live import make_view
 from agent_client.policies import get_policy
 from agent_client.preflight import (
     check_backend,
-    check_device,
     check_eval_options,
     check_session_id,
     pairing_warnings,
@@ -34,6 +33,7 @@ from agent_client.session.evaluator import HarnessEvaluator, default_eval_option
 from agent_client.session.loop import SessionResult, Tuner
 from agent_client.session.records import SessionConfig, interpreter_note
 from agent_client.session.store import SessionStore
+from harness.executor import check_device
 
 
 def default_device() -> str:

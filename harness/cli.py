@@ -15,9 +15,9 @@ limit. The verdict's diagnostics["limits"] and a suite's results file name the c
 -o/--output writes the same to a file (a suite's results file, default bench-<folder>.json).
 
 Exit status: 0 every candidate passed (a suite without candidates: every problem was profiled); 1 a
-candidate got another verdict; 2 bad arguments; 3 a spec could not be run (import error, too large for
-the device, its reference failed); 130 stopped by Ctrl-C or SIGTERM (its workers were killed; a suite
-resumes from its results file when run again with the same command).
+candidate got another verdict; 2 bad arguments (checked before anything runs); 3 a spec could not be run
+(import error, too large for the device, its reference failed); 130 stopped by Ctrl-C or SIGTERM (its
+workers were killed; a suite resumes from its results file when run again with the same command).
 """
 
 from __future__ import annotations
@@ -131,11 +131,13 @@ def _suite(suite: Path, candidates: Path | None, backend: str, devices: list[str
            only: list[str] | None, compile_workers: int, json_out: bool) -> BenchExit:
     from harness.executor import open_executor
     from harness.held_memory import held_after, snapshot
-    from harness.suite import annotate, run_suite, suite_problems
+    from harness.suite import annotate, run_suite, spec_files, suite_problems, unmatched_candidates
 
     problems = suite_problems(suite, max_elements, results.with_name(results.stem + ".scaled"), only)
     if not problems:
         raise typer.BadParameter(f"--suite {suite}: no problems (*.py) found")
+    for warning in unmatched_candidates(candidates, [p.stem for p in spec_files(suite)]) if candidates else []:
+        print(f"warning: {warning}", file=sys.stderr)
     identity = {"suite": str(suite.resolve()), "backend": backend, "max_elements": max_elements, "card": peaks.card,
                 "candidates": str(candidates.resolve()) if candidates else None,
                 "executor": f"ray {ray}" if ray else ",".join(devices), "trials": config.trials}
@@ -149,8 +151,10 @@ def _suite(suite: Path, candidates: Path | None, backend: str, devices: list[str
                                "limits": {**peaks.to_dict(), "line": _limits_line(peaks, devices[0])}},
                         on_row=on_row)
     annotate(results, held_after=held_after(before), executor_startup_s=round(startup_s, 3))
-    if run.resumed_rows:
-        print(f"resumed: {run.resumed_rows} rows from {results}", file=sys.stderr)
+    if run.resumed_rows or run.rejudged_rows:
+        print(f"resumed: {run.resumed_rows} rows from {results}"
+              + (f"; {run.rejudged_rows} judged again, their spec or candidate file changed since"
+                 if run.rejudged_rows else ""), file=sys.stderr)
     human = sys.stderr if json_out else sys.stdout
     _print_table(run.rows, f"kkb bench --suite {suite} ({backend} on {identity['executor']})", human)
     _print_summary(run.summary, human)
@@ -239,28 +243,37 @@ def make_bench(card_lookup: CardLookup | None = None):
 
         Exit status: 0 all passed, 1 a candidate failed, 2 bad arguments, 3 a spec could not be run, 130 stopped.
         """
-        from harness.executor import devices_from_cli
+        from harness.executor import check_device, devices_from_cli
         from harness.jobs import default_device
         from harness.stopping import install_stop_signals
 
         install_stop_signals()
-        try:
+        try:  # every argument checked before the limits line and before anything runs
             flops_per_s = parse_peak_tflops(peak_tflops)
-            device_list = devices_from_cli(devices, ray, device) or [device or default_device()]
+            device_list = devices_from_cli(devices, ray, device) or [
+                check_device(device, here=not ray) if device else default_device()]
         except ValueError as exc:
             raise typer.BadParameter(str(exc)) from exc
+        if suite is not None:
+            if spec is not None:
+                raise typer.BadParameter(f"--suite {suite} and a SPEC ({spec}): give one (-o PATH names the "
+                                         "results file; --json is a flag)")
+            if not suite.is_dir():
+                raise typer.BadParameter(f"--suite {suite}: not a folder")
+            if candidates is not None and not candidates.is_dir():
+                raise typer.BadParameter(f"--candidates {candidates}: not a folder")
+        else:
+            if spec is None or candidate is None:
+                raise typer.BadParameter("give SPEC and CANDIDATE, or --suite DIR")
+            for what, path in (("spec", spec), ("candidate", candidate)):
+                if not path.is_file():
+                    raise typer.BadParameter(
+                        f"{what} {path}: {'is a folder, not a file' if path.is_dir() else 'no such file'}")
         config = EvalConfig(trials=trials, time_compile_baseline=compile_baseline, timeout_s=timeout)
         peaks = _peaks(card_lookup, device_list[0], bandwidth_gbps, flops_per_s)
         print(_limits_line(peaks, device_list[0]), file=sys.stderr)
         try:
             if suite is not None:
-                if spec is not None:
-                    raise typer.BadParameter(f"--suite {suite} and a SPEC ({spec}): give one (-o PATH names the "
-                                             "results file; --json is a flag)")
-                if not suite.is_dir():
-                    raise typer.BadParameter(f"--suite {suite}: not a folder")
-                if candidates is not None and not candidates.is_dir():
-                    raise typer.BadParameter(f"--candidates {candidates}: not a folder")
                 workers = compile_workers if compile_workers is not None else (  # two per GPU
                     2 * len(device_list) if device_list[0].startswith("cuda") and not ray else 0)
                 code = _suite(suite, candidates, backend, device_list, ray, config, peaks,
@@ -268,10 +281,6 @@ def make_bench(card_lookup: CardLookup | None = None):
                               SCALE_ELEMENTS if scale and max_elements is None else max_elements, resume,
                               [s.strip() for s in only.split(",")] if only else None, workers, json_out)
             else:
-                if spec is None or candidate is None:
-                    raise typer.BadParameter("give SPEC and CANDIDATE, or --suite DIR")
-                if not candidate.is_file():
-                    raise typer.BadParameter(f"candidate {candidate}: no such file")
                 code = _single(spec, candidate, backend, device_list[0], config, peaks, output, json_out)
         except KeyboardInterrupt:
             where = f"; rerun the same command to resume from {output or 'its results file'}" if suite else ""

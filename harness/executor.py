@@ -9,6 +9,7 @@ Usage:
 
 from __future__ import annotations
 
+import re
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Protocol
@@ -98,6 +99,21 @@ def check_devices(devices: list[str], flag: str = "--devices") -> list[str]:
                      else f"no GPU is visible on this host{seen}; use cpu")
             raise DeviceListError(f"{flag} {','.join(devices)}: {name} is not there; {there}")
     return devices
+
+
+def check_device(device: str, here: bool = True) -> str:
+    """`device` when it is cpu, cuda or cuda:N and (`here`) a device this host has; else DeviceListError naming
+    --device and what to use instead. `kkb bench` and `kkb tune` ask it before anything runs."""
+    if not re.fullmatch(r"cpu|cuda(:\d+)?", device):
+        raise DeviceListError(f"--device {device!r}: cpu, cuda or cuda:N")
+    if device == "cpu" or not here:
+        return device
+    count = visible_gpus()
+    if int(device.partition(":")[2] or 0) >= count:
+        has = f"has {count} CUDA device(s)" if count else "has no CUDA GPU (or this torch is a CPU build)"
+        raise DeviceListError(f"--device {device}: this machine {has}; use --device cpu (Triton's interpreter)"
+                              + (f" or cuda:0..cuda:{count - 1}" if count else ""))
+    return device
 
 
 def devices_from_cli(devices: str | None, ray_address: str | None = None, device: str | None = None

@@ -4,8 +4,9 @@ Usage: sentence = sizes_that_fit(spec, config, "cuda:0", capacity_bytes)
 
 Part of the one message a spec too large for the device gets (harness/memory.py too_large_message): the
 mildest scaling of its module-level size constants (harness/scaling.py) whose estimated footprint fits,
-with the constants it changes and the `--max-elements` that gives it in a suite. Shapes only: every
-estimate is a forward on the meta device, nothing is allocated.
+with the constants it changes; the advice fits every verb (tune, bench), the `--max-elements` that gives it
+being named as `kkb bench --suite`'s. Shapes only: every estimate is a forward on the meta device, nothing
+is allocated.
 """
 
 from __future__ import annotations
@@ -50,7 +51,9 @@ def sizes_that_fit(spec: Spec, config: EvalConfig, device: str, capacity_bytes: 
                 continue
             if footprint.method == "meta" and footprint.needed_bytes <= capacity_bytes:
                 shown = ", ".join(f"{name} {old} -> {new}" for name, (old, new) in list(changes.items())[:6])
+                # advice for every verb that judges a spec (tune, bench); the suite's option named as its own
                 return (f"At 1/{2 ** k} of its sizes ({shown}) it needs {footprint.needed_bytes / GIB:.1f} GiB "
-                        f"and fits: kkb bench --suite DIR --max-elements {_elements(scaled)} runs it so.")
+                        f"and fits: a copy of the spec with those sizes runs here (in `kkb bench --suite`, "
+                        f"--max-elements {_elements(scaled)} scales every problem so).")
     return ("No power-of-two scaling of its module-level size constants fits; write it with smaller sizes "
             "(its inputs and outputs are what the device must hold about three times).")

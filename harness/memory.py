@@ -177,6 +177,10 @@ def cap_for(footprint_bytes: int, config: EvalConfig, capacity_bytes: int) -> in
     return min(wanted, capacity_bytes)
 
 
+# what fits every verb that judges a spec; the suite's own option named as such
+_SMALLER = "Write the spec with smaller sizes (`kkb bench --suite` scales every problem with --max-elements N)."
+
+
 def too_large_message(spec: Spec, footprint: Footprint, device: str, capacity_bytes: int,
                       smaller: str = "") -> str:
     """One message: what the spec needs, what the device offers, and (`smaller`) the sizes that would fit."""
@@ -186,7 +190,7 @@ def too_large_message(spec: Spec, footprint: Footprint, device: str, capacity_by
             f"{footprint.parameter_bytes / GIB:.2f} GiB, the reference's forward alone {gib(footprint.forward_bytes)}; "
             f"checks {gib(footprint.check_bytes)}, timing {gib(footprint.timing_bytes)}, baselines "
             f"{gib(footprint.profile_bytes)}) exceeds the {gib(capacity_bytes)} one evaluation may use there; "
-            f"nothing was run. {smaller or 'Smaller sizes: kkb bench --suite DIR --max-elements N.'}")
+            f"nothing was run. {smaller or _SMALLER}")
 
 
 class DeviceBudget:

@@ -9,7 +9,10 @@ Usage:
 Candidates of a problem `23_Softmax.py`: `CANDIDATES/23_Softmax.py`, and every `*.py` in `CANDIDATES/23_Softmax/`.
 A problem with no candidate gets a baseline row (its profile). The results file is rewritten (atomically)
 after every row; a run given the same results file skips the rows already there (same suite, backend and
-sizes), so a kill loses at most the candidates in flight. Rows hold problem names and numbers only.
+sizes), so a kill loses at most the candidates in flight. A row whose spec or candidate file changed since
+(its recorded `spec_sha` or `candidate_hash` differs) is judged again. Rows hold problem names and numbers
+only. A candidate file or folder that names no problem is reported (`unmatched_candidates`), not skipped
+in silence.
 
 Summary, as KernelBench defines it over the problems that have candidates: fast_p = the share of problems
 whose best passing candidate is more than p times faster than the baseline (p = 0: the share with a passing
@@ -23,6 +26,8 @@ memory still held: harness/held_memory.py).
 from __future__ import annotations
 
 import datetime as dt
+import difflib
+import hashlib
 import json
 import math
 import os
@@ -36,6 +41,7 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from pathlib import Path
 
+from harness.jobs import candidate_hash
 from harness.spec import SpecError
 from harness.verdict import Verdict
 
@@ -67,6 +73,7 @@ class SuiteRun:
     summary: dict
     exit_code: BenchExit
     resumed_rows: int = 0  # rows taken from an earlier run's results file
+    rejudged_rows: int = 0  # rows of that file judged again: their spec or candidate file changed since
     extra: dict = field(default_factory=dict)
 
 
@@ -118,8 +125,38 @@ def candidates_for(problem: Problem, folder: Path | None) -> list[Path]:
     return found
 
 
+def unmatched_candidates(folder: Path, problem_names: list[str]) -> list[str]:
+    """A warning for each file or folder of candidates that names no problem (`19_Relu.py` for the problem
+    `19_ReLU`), with the closest problem name: such a candidate would never be judged."""
+    by_lower = {name.lower(): name for name in problem_names}
+    out = []
+    for entry in sorted(folder.iterdir()):
+        if entry.name.startswith((".", "_")) or not (entry.is_dir() or entry.suffix == ".py"):
+            continue  # __pycache__, hidden files, notes
+        stem = entry.name if entry.is_dir() else entry.stem
+        if stem in problem_names:
+            continue
+        close = by_lower.get(stem.lower()) or next(iter(difflib.get_close_matches(stem, problem_names, n=1)), None)
+        out.append(f"candidate {entry} names no problem of the suite, so it is not judged"
+                   + (f"; the closest problem is {close}" if close else ""))
+    return out
+
+
 def _row_key(problem: str, candidate: str | None) -> str:
     return f"{problem}::{candidate or '-'}"
+
+
+def _judged_on(problem: Problem, source: str | None) -> dict:
+    """The files a row is judged on, hashed as Spec.sha256 and Verdict.candidate_hash are: a resumed row
+    whose files changed since is judged again."""
+    spec_sha = hashlib.sha256(problem.path.read_text().encode()).hexdigest()[:16]
+    return {"spec_sha": spec_sha, **({} if source is None else {"candidate_hash": candidate_hash(source)})}
+
+
+def _unchanged(row: dict, judged_on: dict) -> bool:
+    """Whether the files a row records are those of now (a hash it does not record, from an older results
+    file, is taken as unchanged)."""
+    return all(row.get(key) in (None, value) for key, value in judged_on.items())
 
 
 def verdict_row(problem: Problem, candidate: str, verdict: Verdict, seconds: float) -> dict:
@@ -268,7 +305,8 @@ def run_suite(problems: list[Problem], executor, results: Path, identity: dict, 
 
     order = {p.name: i for i, p in enumerate(problems)}
 
-    def record(row: dict) -> None:
+    def record(row: dict, judged_on: dict) -> None:
+        row = {**row, **judged_on}
         rows.append(row)
         this_run.append(row)
         rows.sort(key=lambda r: (order.get(r["spec"], len(order)), r.get("candidate") or ""))
@@ -279,32 +317,46 @@ def run_suite(problems: list[Problem], executor, results: Path, identity: dict, 
             on_row(row)
 
     _write(results, payload)
-    inflight: dict[Future, tuple[Problem, str | None, float]] = {}  # name None: the problem's baselines
+    inflight: dict[Future, tuple[Problem, str | None, float, dict]] = {}  # name None: the problem's baselines
 
     def harvest(block: bool) -> None:
         if not inflight:
             return
         finished, _ = wait(list(inflight), timeout=None if block else 0, return_when=FIRST_COMPLETED)
         for fut in finished:
-            problem, name, t0 = inflight.pop(fut)
+            problem, name, t0, judged_on = inflight.pop(fut)
             exc = fut.exception()
             if exc is None:
                 seconds = time.monotonic() - t0
                 record(baseline_row(problem, fut.result(), seconds) if name is None
-                       else verdict_row(problem, name, fut.result(), seconds))
+                       else verdict_row(problem, name, fut.result(), seconds), judged_on)
             elif isinstance(exc, (SpecError, RuntimeError)) and type(exc).__name__ != "HarnessStopped":
-                record(error_row(problem, name, exc))
+                record(error_row(problem, name, exc), judged_on)
             else:
                 raise exc
 
-    def start(problem: Problem, name: str | None, submit: Callable[[], Future]) -> None:
+    def start(problem: Problem, name: str | None, submit: Callable[[], Future], judged_on: dict) -> None:
         while len(inflight) >= max_inflight:
             harvest(block=True)
         try:
-            inflight[submit()] = (problem, name, time.monotonic())
+            inflight[submit()] = (problem, name, time.monotonic(), judged_on)
         except SpecError as exc:  # the spec cannot be loaded: nothing of it runs
-            record(error_row(problem, name, exc))
+            record(error_row(problem, name, exc), judged_on)
         harvest(block=False)
+
+    rejudged = 0
+
+    def still_done(key: str, judged_on: dict) -> bool:
+        """Whether an earlier row stands; a row whose files changed since leaves the results, to be judged
+        again."""
+        nonlocal rejudged
+        if key not in done:
+            return False
+        if _unchanged(done[key], judged_on):
+            return True
+        rows.remove(done.pop(key))
+        rejudged += 1
+        return False
 
     def profile_of(problem: Problem) -> Callable[[], Future]:
         if hasattr(executor, "submit_profile"):
@@ -325,15 +377,18 @@ def run_suite(problems: list[Problem], executor, results: Path, identity: dict, 
     for problem in problems:
         cands = candidates_for(problem, candidates)
         if not cands:
-            if _row_key(problem.name, None) not in done:
-                start(problem, None, profile_of(problem))
+            judged_on = _judged_on(problem, None)
+            if not still_done(_row_key(problem.name, None), judged_on):
+                start(problem, None, profile_of(problem), judged_on)
             continue
         for cand in cands:
             name = cand.name if cand.parent == candidates else f"{cand.parent.name}/{cand.name}"
-            if _row_key(problem.name, name) in done:
+            source = cand.read_text()  # read once: what is hashed is what is judged
+            judged_on = _judged_on(problem, source)
+            if still_done(_row_key(problem.name, name), judged_on):
                 continue
-            start(problem, name, lambda problem=problem, cand=cand: executor.submit(
-                problem.run_path, cand.read_text(), backend))
+            start(problem, name, lambda problem=problem, source=source: executor.submit(
+                problem.run_path, source, backend), judged_on)
     while inflight:
         harvest(block=True)
-    return SuiteRun(rows, payload["summary"], exit_code(rows), resumed_rows=len(done))
+    return SuiteRun(rows, payload["summary"], exit_code(rows), resumed_rows=len(done), rejudged_rows=rejudged)

@@ -19,6 +19,8 @@ from rich.table import Table
 
 KB_HELP = "a running knowledge-base server (`kkb serve`), e.g. http://host:8700; default: the embedded store"
 KB_ENV = "KKB_KB_URL"
+EMPTY_STORE_HINT = ("the knowledge base holds no documents: `kkb ingest` adds the corpus that ships with kernelkb "
+                    "(documents, accelerator facts, library kernels)")
 
 
 class _Remote:
@@ -31,6 +33,9 @@ class _Remote:
 
     def search(self, query, k, filters, mode):
         return self.client.search(query, k=k, filters=filters, mode=mode)
+
+    def stats(self) -> dict:
+        return self.client.stats()
 
     def list_kernels(self, op_family=None, backend=None, accelerator=None):
         return self.client.kernels(op_family=op_family, backend=backend, accelerator=accelerator)
@@ -53,6 +58,16 @@ def _store(kb: str | None = None):
     from kb_server.store import Store
 
     return Store(get_settings())
+
+
+def empty_store_hint(kb: str | None = None) -> str | None:
+    """How to fill the knowledge base when it holds no documents (None when it holds some, or cannot say):
+    why a search finds nothing and a prompt has no passages. Shown on stderr, so --json stays valid."""
+    try:
+        documents = _store(kb).stats().get("documents")
+    except Exception:  # noqa: BLE001 - a hint only: the answer that was asked for stands without it
+        return None
+    return EMPTY_STORE_HINT if documents == 0 else None
 
 
 def _unreachable(kb: str, exc: Exception) -> typer.Exit:
@@ -93,6 +108,9 @@ def search(
         if not kb:
             raise
         raise _unreachable(kb, exc) from exc
+    hint = None if hits else empty_store_hint(kb)
+    if hint:
+        typer.echo(hint, err=True)
     if json_out:
         typer.echo(SearchResults(query=query, k=k, hits=hits).model_dump_json(indent=2))
         return

@@ -74,6 +74,18 @@ class AcceleratorFacts(BaseModel):
     def _normalised(cls, value: object) -> object:
         return normalize_id(value) if isinstance(value, str) else value
 
+    def backend_problem(self, backend: str) -> str | None:
+        """Why kernels in `backend` may not run on this chip, as its facts say (None: they list it). The
+        tail of a warning that `kkb tune` and `kkb prompt` start with the backend's name."""
+        listed = [b.lower() for b in self.backends]
+        chip = f"{self.id} ({self.name})"
+        if not listed:
+            return (f"may not run on {chip}: its facts do not say which backends compile for it (add "
+                    "`backends: [...]` to its facts file)")
+        if backend.lower() not in listed:
+            return f"does not compile for {chip}: its facts list {', '.join(listed)}"
+        return None
+
     def peaks(self) -> dict[str, float]:
         """Plain numbers for the harness: bytes/s and FLOP/s, measured values preferred."""
         bw = self.extra.get("measured_copy_bandwidth", self.memory_bandwidth)

@@ -60,6 +60,9 @@ class PromptBundle(BaseModel):
     queries: list[str] = Field(default_factory=list)  # the retrieval queries, in order
     family: str | None = None  # the op family the spec's ops suggest
     bottleneck: str | None = None  # the bottleneck that family suggests before anything is measured
+    # why the prompt may not serve: e.g. a backend the target's facts do not list ("backend cuda does not
+    # compile for mtia-v2 ..."); the prompt is built all the same
+    warnings: list[str] = Field(default_factory=list)
 
 
 @cache
@@ -90,8 +93,11 @@ def build_prompt(store: Store, spec_source: str, accelerator: str, backend: str,
     ops_text = ", ".join(ops) or "none found"
     sections = _fit(tpl, token_budget, acc, backend, spec_source, ops_text, bottleneck, hits, kernels, retrieval)
     text = tpl["separator"].join(s.text for s in sections)
+    mismatch = acc.backend_problem(backend)
+    warnings = [f"backend {backend} {mismatch}; kernels written from this prompt may not run on {acc.id}"]
     return PromptBundle(text=text, sections=sections, tokens=count_tokens(text), retrieval=retrieval,
-                        queries=[q for _, q in queries] if retrieval else [], family=family, bottleneck=bottleneck)
+                        queries=[q for _, q in queries] if retrieval else [], family=family, bottleneck=bottleneck,
+                        warnings=warnings if mismatch else [])
 
 
 def _queries(tpl: dict, ops: list[str], family: str | None, bottleneck: str, acc: AcceleratorFacts,

@@ -15,7 +15,7 @@ from typing import Annotated
 
 import typer
 
-from kb_server.cli import KB_ENV, KB_HELP
+from kb_server.cli import KB_ENV, KB_HELP, empty_store_hint
 
 
 def prompt(
@@ -49,13 +49,18 @@ def prompt(
         detail = getattr(exc, "problem", {}).get("detail") if hasattr(exc, "problem") else None
         typer.echo(f"error: the knowledge-base server at {kb}: {detail or exc}", err=True)
         raise typer.Exit(2) from exc
+    for warning in bundle.warnings:  # on stderr: stdout carries the prompt or its JSON
+        typer.echo(f"warning: {warning}", err=True)
+    passages = next((len(s.sources) for s in bundle.sections if s.name == "passages"), 0)
+    hint = empty_store_hint(kb) if retrieval and not passages else None
+    if hint:
+        typer.echo(hint, err=True)
     text = bundle.model_dump_json(indent=2) if json_out else bundle.text
     if output is None:
         typer.echo(text)
         return
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(text + "\n", encoding="utf-8")
-    passages = next((len(s.sources) for s in bundle.sections if s.name == "passages"), 0)
     typer.echo(f"wrote {output}: {bundle.tokens} tokens, {passages} passages", err=json_out)
 
 

@@ -112,10 +112,14 @@ def bench_export(module_path: Path, shapes: list[str], device: str | None, trial
     from agent_client.shipping.reverify import reverify
     from agent_client.shipping.variants import ShapesError, parse_shapes
     from harness.config import EvalConfig
+    from harness.executor import check_device
     from harness.jobs import default_device
     from harness.spec import SpecError
 
-    device = device or default_device()
+    try:  # a GPU this machine lacks: named before anything runs, as for a spec
+        device = check_device(device) if device else default_device()
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from exc
     config = EvalConfig(trials=trials, time_compile_baseline=compile_baseline, timeout_s=timeout)
     try:
         results = reverify(module_path, [parse_shapes(s) for s in shapes], device, config, write=update)

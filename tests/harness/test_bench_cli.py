@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 import typer
 from typer.testing import CliRunner
 
@@ -103,3 +104,28 @@ def test_peak_tflops_sets_the_compute_limit(tmp_path):
     assert fine.exit_code == 0 and json.loads((tmp_path / "v.json").read_text())["status"] == "passed"
     bad = CliRunner().invoke(app, [*args, "--peak-tflops", "float32=fast"])
     assert bad.exit_code != 0 and "float32=fast" in bad.output
+
+
+@pytest.mark.parametrize("args", [
+    [str(SUITE / "1_TinyRelu.py"), str(CANDIDATES / "suite" / "1_TinyRelu.py")],  # one candidate
+    ["--suite", str(SUITE)],
+])
+def test_a_gpu_this_machine_lacks_is_refused_before_anything_runs(monkeypatch, args):
+    from harness import executor
+
+    monkeypatch.setattr(executor, "visible_gpus", lambda: 0)  # as on a machine without a GPU, on any machine
+    result = CliRunner().invoke(app, [*args, "--device", "cuda:0", "--no-compile-baseline"])
+    assert result.exit_code == 2, result.output
+    assert "--device cuda:0: this machine has no CUDA GPU" in result.output and "--device cpu" in result.output
+    assert "limits:" not in result.output and "Traceback" not in result.output  # refused before the run
+
+
+@pytest.mark.parametrize("spec, candidate, named", [
+    ("nope.py", CANDIDATES / "suite" / "1_TinyRelu.py", "spec nope.py: no such file"),
+    (SUITE / "1_TinyRelu.py", CANDIDATES / "suite", "is a folder, not a file"),  # a folder, not missing
+    (SUITE, CANDIDATES / "suite" / "1_TinyRelu.py", "is a folder, not a file"),
+])
+def test_a_missing_or_folder_spec_or_candidate_is_a_bad_argument(spec, candidate, named):
+    result = CliRunner().invoke(app, [str(spec), str(candidate), "--device", "cpu"], env={"COLUMNS": "300"})
+    assert result.exit_code == 2 and named in result.output, result.output  # harness/README.md: exit 2
+    assert "limits:" not in result.output

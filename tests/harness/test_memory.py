@@ -245,7 +245,9 @@ def test_spec_too_large_for_the_device_is_refused_before_running(tmp_path):
     assert "23_Softmax.py" in message and "estimated footprint" in message and "GiB" in message
     assert "nothing was run" in message and cache.measured == 0  # not even the reference's baselines
     # the sizes that would fit: a power-of-two scaling of its constants, and how to run it so
-    assert "of its sizes (batch_size 4096 -> " in message and "--max-elements" in message
+    assert "of its sizes (batch_size 4096 -> " in message and "a copy of the spec with those sizes" in message
+    # `kkb tune` prints this too: the suite's --max-elements is named as the suite's, never as every verb's
+    assert "(in `kkb bench --suite`, --max-elements " in message and "DIR --max-elements" not in message
 
 
 def test_a_spec_written_for_a_gpu_is_estimated_too(tmp_path):

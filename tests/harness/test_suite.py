@@ -15,7 +15,7 @@ import typer
 from typer.testing import CliRunner
 
 from harness.cli import bench
-from harness.suite import BenchExit, summarize
+from harness.suite import BenchExit, summarize, unmatched_candidates
 from tests.harness.harness_helpers import CANDIDATES, REPO, SPECS, candidate, harness_env
 from tests.harness.test_memory import BIG_SOFTMAX
 
@@ -123,3 +123,58 @@ def test_problem_that_cannot_run_exits_3(tmp_path, body, status):
     assert result.exit_code == BenchExit.SPEC_ERROR, result.output
     (only,) = json.loads(out.read_text())["rows"]
     assert only["status"] == status and "1_Problem.py" in only["reasons"][0]
+
+
+def test_a_resumed_suite_judges_again_the_rows_whose_files_changed(tmp_path):
+    suite, cands = tmp_path / "level1", tmp_path / "cands"
+    suite.mkdir()
+    cands.mkdir()
+    for name in ("1_TinyRelu.py", "2_TinySum.py"):
+        (suite / name).write_text((SUITE / name).read_text())
+    (cands / "1_TinyRelu.py").write_text((CANDIDATES / "suite" / "1_TinyRelu.py").read_text())
+    out = tmp_path / "s.json"
+    args = ["--suite", str(suite), "--candidates", str(cands), "--device", "cpu", "--no-compile-baseline",
+            "--trials", "1", "-o", str(out)]
+
+    def run() -> dict:
+        result = CliRunner().invoke(app, args)
+        assert result.exit_code == BenchExit.OK, result.output
+        return {r["spec"]: r for r in json.loads(out.read_text())["rows"]}, result.output
+
+    first, _ = run()
+    assert first["1_TinyRelu"]["candidate_hash"] and first["2_TinySum"]["spec_sha"]
+    same, said = run()
+    assert same == first and "resumed: 2 rows" in said and "judged again" not in said
+    (cands / "1_TinyRelu.py").write_text((cands / "1_TinyRelu.py").read_text() + "# edited\n")  # the candidate
+    changed, said = run()
+    assert "resumed: 1 rows" in said and "1 judged again, their spec or candidate file changed" in said
+    assert changed["1_TinyRelu"]["candidate_hash"] != first["1_TinyRelu"]["candidate_hash"]
+    assert changed["2_TinySum"] == first["2_TinySum"]  # unchanged: kept as it was
+    (suite / "2_TinySum.py").write_text((suite / "2_TinySum.py").read_text() + "# edited\n")  # a spec
+    respec, said = run()
+    assert "1 judged again" in said and respec["2_TinySum"]["spec_sha"] != first["2_TinySum"]["spec_sha"]
+    assert respec["1_TinyRelu"] == changed["1_TinyRelu"]
+    assert len(respec) == 2 and len(json.loads(out.read_text())["rows"]) == 2  # each row once
+
+
+def test_a_candidate_that_names_no_problem_is_a_warning(tmp_path):
+    cands = tmp_path / "cands"
+    (cands / "2_Tinysum").mkdir(parents=True)  # a folder of candidates, its name cased wrong
+    (cands / "__pycache__").mkdir()
+    (cands / "1_TinyRelu.py").write_text((CANDIDATES / "suite" / "1_TinyRelu.py").read_text())
+    (cands / "1_TinyReLU_v2.py").write_text("")  # a typo of a problem's name
+    (cands / "99_Nothing_like_it.py").write_text("")
+    (cands / "NOTES.md").write_text("")
+    warnings = unmatched_candidates(cands, ["1_TinyRelu", "2_TinySum"])
+    unjudged = "names no problem of the suite, so it is not judged"
+    assert warnings == [
+        f"candidate {cands / '1_TinyReLU_v2.py'} {unjudged}; the closest problem is 1_TinyRelu",
+        f"candidate {cands / '2_Tinysum'} {unjudged}; the closest problem is 2_TinySum",
+        f"candidate {cands / '99_Nothing_like_it.py'} {unjudged}",  # nothing close: no name offered
+    ]
+    result = CliRunner().invoke(app, ["--suite", str(SUITE), "--candidates", str(cands), "--only", "1_TinyRelu",
+                                      "--device", "cpu", "--no-compile-baseline", "--trials", "1",
+                                      "-o", str(tmp_path / "s.json")])
+    assert result.exit_code == BenchExit.OK, result.output
+    assert f"warning: candidate {cands / '1_TinyReLU_v2.py'}" in result.output
+    assert "2_Tinysum" in result.output and "1_TinyRelu.py names" not in result.output

@@ -48,3 +48,26 @@ def test_bad_input_is_named(cli_home):
     assert missing.exit_code == 2 and "nope.py" in missing.output and "Traceback" not in missing.output
     unknown = _kkb("prompt", str(spec), "--target", "tpu-v9")
     assert unknown.exit_code == 2 and "accelerator" in unknown.output and "known: a100" in unknown.output
+
+
+def test_prompt_on_a_store_never_ingested_says_how_to_fill_it(cli_home):
+    spec = cli_home / "softmax.py"
+    spec.write_text(kbdata.SPEC)
+    result = _kkb("prompt", str(spec), "--target", "h100", "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["family"] == "softmax"  # stdout stays valid JSON: the hint is on stderr
+    assert "holds no documents: `kkb ingest`" in result.stderr
+    baseline = _kkb("prompt", str(spec), "--target", "h100", "--no-retrieval")
+    assert "holds no documents" not in baseline.output  # no passages were asked for
+
+
+def test_a_backend_the_target_does_not_run_is_a_warning(cli_home):
+    spec = cli_home / "softmax.py"
+    spec.write_text(kbdata.SPEC)
+    result = _kkb("prompt", str(spec), "--target", "mtia-v2", "--backend", "cuda", "--json")
+    assert result.exit_code == 0, result.output  # a warning, not a refusal: the prompt is still built
+    assert ("warning: backend cuda does not compile for mtia-v2 (Meta MTIA v2): its facts list triton"
+            in result.stderr)
+    assert json.loads(result.stdout)["warnings"] == [result.stderr.split("warning: ")[1].splitlines()[0]]
+    fine = _kkb("prompt", str(spec), "--target", "mtia-v2", "--backend", "triton")
+    assert fine.exit_code == 0 and "warning" not in fine.stderr

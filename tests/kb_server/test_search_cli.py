@@ -90,3 +90,23 @@ def test_kernels_on_a_store_never_ingested_says_how_to_fill_it(cli_home):
 
     result = CliRunner().invoke(app, ["kernels"])
     assert result.exit_code == 0 and "holds no kernels: `kkb ingest`" in result.output, result.output
+
+
+def test_search_on_a_store_never_ingested_says_how_to_fill_it(cli_home):
+    from kernelkb_cli import app
+
+    result = CliRunner().invoke(app, ["search", "wgmma tile shapes", "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["hits"] == []  # stdout stays valid JSON: the hint is on stderr
+    assert "holds no documents: `kkb ingest`" in result.stderr
+
+
+def test_search_without_hits_on_a_filled_store_gives_no_hint(cli_home):
+    from kernelkb_cli import app
+
+    docs = cli_home / "docs"
+    docs.mkdir()
+    (docs / "h100.md").write_text("---\naccelerator: [h100]\nvendor: nvidia\nkind: isa\n---\n# H100\n\nwgmma.\n")
+    assert CliRunner().invoke(app, ["ingest", str(docs)]).exit_code == 0
+    result = CliRunner().invoke(app, ["search", "wgmma", "--vendor", "amd"])
+    assert "no hits" in result.stdout and "holds no documents" not in result.output
