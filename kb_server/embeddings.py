@@ -39,6 +39,7 @@ class Embedder:
         self._lock = threading.RLock()  # guards the model load and the query cache
         self._query_cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._traced = None  # the TorchScript query forward, False when the model does not trace
+        self._forwards = 0  # query forwards so far in this process
         self.texts_encoded = 0  # how many texts this embedder has encoded (tests check re-ingest skips)
 
     @property
@@ -107,8 +108,13 @@ class Embedder:
         return out
 
     def forward_queries(self, queries: Sequence[str]) -> np.ndarray:
-        """Normalised float32 vectors of `queries` in one model call (no cache)."""
-        traced = self._query_forward()
+        """Normalised float32 vectors of `queries` in one model call (no cache). The first call of a process
+        runs eager: making the trace costs seconds, which a one-shot `kkb search` or `kkb prompt` would
+        spend on its only call; a server traces on its second."""
+        with self._lock:
+            self._forwards += 1
+            first = self._forwards == 1
+        traced = None if first else self._query_forward()
         if traced:
             return _run_traced(self.model, traced, list(queries))
         return self.model.encode(list(queries), batch_size=max(1, len(queries)), normalize_embeddings=True,

@@ -129,3 +129,17 @@ def test_batcher_serves_more_searches_than_a_batch_holds_without_hanging(seeded_
     assert not any(t.is_alive() for t in threads), "a search never returned"
     assert [got[i] for i in range(len(requests))] == [
         _key(seeded_store.search(r.query, k=r.k, mode=r.mode)) for r in requests]
+
+
+def test_a_process_s_first_query_forward_makes_no_trace(monkeypatch):
+    """A one-shot `kkb search` makes one forward: tracing would cost it seconds for nothing. The first forward
+    runs eager; the second traces (a server's)."""
+    from kb_server import embeddings
+
+    made = []
+    monkeypatch.setattr(embeddings, "_trace", lambda model: made.append(model) or False)
+    embedder = Embedder(KBSettings().model)
+    embedder.forward_queries(["smem"])
+    assert made == []
+    embedder.forward_queries(["smem per SM"])
+    assert len(made) == 1
