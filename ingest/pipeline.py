@@ -276,7 +276,8 @@ def ingest_paths(store: Store, paths: list[Path], options: IngestOptions = Inges
     files = discover(paths, report, id_anchors(store.settings), options.name, options.strict)
     registry = store.registry()
     settings = store.settings
-    signature = chunking_signature(settings) + options_signature(options)
+    chunker = chunking_signature(settings)
+    signature = chunker + options_signature(options)
     holders = {m.get("file_hash"): (i, m.get("source", "")) for i, m in registry.items()
                if m.get("type") in ("document", "facts")}
     docs: list[DocumentWrite] = []
@@ -332,7 +333,9 @@ def ingest_paths(store: Store, paths: list[Path], options: IngestOptions = Inges
                 report.warnings += [str(w) for w in warnings]
                 write = DocumentWrite(f.document_id, chunks, digest, str(f.path), signature, name=f.display,
                                       size_bytes=f.path.stat().st_size)
-                if stored.get("file_hash") == digest and {c.id for c in chunks} == store.chunk_ids_of([f.document_id]):
+                same_cut = stored.get("chunking", "").partition(";accelerator=")[0] == chunker
+                if stored.get("file_hash") == digest and same_cut and \
+                        {c.id for c in chunks} == store.chunk_ids_of([f.document_id]):
                     restamped.append(write)  # the options changed, but not for this file (its front matter says)
                     report.unchanged += 1
                 else:
