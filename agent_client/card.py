@@ -18,7 +18,7 @@ name states (PCIe, NVL, SXM) is the file's, and the device's memory is within 15
 file describes gets no peaks: the harness measures its copy bandwidth and the compute limit is unknown.
 The CPU has no card: short id "cpu", no peaks.
 
-Needs only pyyaml and the standard library (torch only inside `card_peaks`, to read the device), so
+Needs only pyyaml, the standard library and kb_server/units.py (torch only inside `card_peaks`, to read the device), so
 benchmarks and `kkb bench` use it on a bare CUDA machine; the harness itself only receives the numbers.
 """
 
@@ -32,14 +32,13 @@ from pathlib import Path
 
 import yaml
 
+from kb_server.units import to_si
+
 FORM_FACTORS = ("pcie", "nvl", "sxm")  # words in device names that tell variants of one chip apart
 MEMORY_TOLERANCE = 0.15  # a device's memory within this share of the facts' memory_size is the same card
 # facts' dtype keys -> the harness's dtype names (harness/peaks.py)
 DTYPE_NAMES = {"fp64": "float64", "fp32": "float32", "tf32": "tf32", "bf16": "bfloat16", "fp16": "float16",
                "fp8": "float8_e4m3fn", "int8": "int8"}
-_BANDWIDTH_UNITS = {"TB/s": 1e12, "GB/s": 1e9, "MB/s": 1e6}
-_RATE_UNITS = {"PFLOP/s": 1e15, "TFLOP/s": 1e12, "GFLOP/s": 1e9, "TOP/s": 1e12, "POP/s": 1e15}
-_SIZE_UNITS = {"TB": 1e12, "GB": 1e9, "MB": 1e6, "TiB": 2**40, "GiB": 2**30, "MiB": 2**20}
 _VENDOR_WORDS = {"nvidia", "amd", "instinct", "tesla", "geforce", "radeon", "intel"}
 
 
@@ -104,23 +103,24 @@ def _squash(text: str) -> str:
     return re.sub(r"[^a-z0-9]", "", text.lower())
 
 
-def _value(fact: object, units: dict[str, float], what: str) -> float | None:
+def _value(fact: object, dimension: str, what: str) -> float | None:
+    """A fact of the YAML in SI units (kb_server/units.py: the one table ingest validates against)."""
     if not isinstance(fact, Mapping) or fact.get("value") is None:
         return None
-    unit = fact.get("unit")
-    if unit not in units:
-        raise ValueError(f"{what}: unit {unit!r} is not one of {sorted(units)}")
-    return float(fact["value"]) * units[unit]
+    try:
+        return to_si(fact["value"], str(fact.get("unit")), dimension)
+    except ValueError as exc:
+        raise ValueError(f"{what}: {exc}") from exc
 
 
 def nominal_peaks(facts: Mapping) -> tuple[float | None, dict[str, float]]:
     """(bytes/s, {harness dtype: FLOP/s}) of a facts mapping: the datasheet's numbers, never the measured ones
     (a measured copy is no ceiling: a read-only kernel passes it)."""
     where = facts.get("_path") or facts.get("id")
-    bandwidth = _value(facts.get("memory_bandwidth"), _BANDWIDTH_UNITS, f"{where}: memory_bandwidth")
+    bandwidth = _value(facts.get("memory_bandwidth"), "bandwidth", f"{where}: memory_bandwidth")
     flops = {}
     for dtype, fact in (facts.get("peak_tflops") or {}).items():
-        rate = _value(fact, _RATE_UNITS, f"{where}: peak_tflops.{dtype}")
+        rate = _value(fact, "rate", f"{where}: peak_tflops.{dtype}")
         if rate:
             flops[DTYPE_NAMES.get(dtype, dtype)] = rate
     return bandwidth, flops
@@ -143,7 +143,7 @@ def identify(device_name: str, memory_bytes: int | None, facts: Mapping[str, Map
         if stated and not stated <= _forms(" ".join([str(entry.get("name", "")), *map(str, entry.get("aliases")
                                                                                     or [])])):
             continue  # "H100 PCIe" is not the SXM5 card
-        size = _value(entry.get("memory_size"), _SIZE_UNITS, f"{card_id}: memory_size")
+        size = _value(entry.get("memory_size"), "size", f"{card_id}: memory_size")
         if memory_bytes and size and abs(memory_bytes / size - 1) > MEMORY_TOLERANCE:
             continue  # "A100 40GB" is not the 80 GB card
         found.append((max(map(len, hits)), card_id))

@@ -11,11 +11,11 @@ accelerator's facts name, or that contradicts the facts of the document's accele
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass, field
 
 from ingest.frontmatter import FrontMatterWarning
-from kb_server.facts import AcceleratorFacts
-from kb_server.schemas import normalize_id
+from kb_server.facts import AcceleratorFacts, accelerator_key, accelerator_names
 
 
 @dataclass(frozen=True)
@@ -23,26 +23,30 @@ class KnownIds:
     """The accelerator ids, aliases and vendors of the knowledge base's facts."""
 
     vendor_of: dict[str, str] = field(default_factory=dict)  # accelerator id -> vendor
-    aliases: dict[str, str] = field(default_factory=dict)  # normalised alias -> accelerator id
+    aliases: dict[str, str] = field(default_factory=dict)  # accelerator_key of an id, alias or name -> its id
 
     @classmethod
     def from_facts(cls, facts: dict[str, AcceleratorFacts]) -> KnownIds:
-        aliases = {normalize_id(a): f.id for f in facts.values() for a in f.aliases if normalize_id(a)}
-        return cls({f.id: f.vendor for f in facts.values()}, aliases)
+        return cls({f.id: f.vendor for f in facts.values()}, accelerator_names(facts))
 
     def accelerators(self, ids: list[str], path: str, line: int, key: str) -> tuple[list[str], list[FrontMatterWarning]]:
         """The ids with aliases read as ids, and a warning for each id that has no facts."""
         out, unknown = [], []
         for acc in ids:
-            acc = self.aliases.get(acc, acc) if acc not in self.vendor_of else acc
+            acc = self.aliases.get(accelerator_key(acc), acc)
             if acc != "any" and acc not in self.vendor_of:
                 unknown.append(acc)
             out.append(acc)
-        warnings = [FrontMatterWarning(
-            path, line, key, f"accelerator '{acc}' has no facts in the knowledge base (known: "
-            f"{', '.join(sorted(self.vendor_of)) or 'none'}); ingest its facts file (`kkb facts --template {acc}` "
-            "writes one to fill) so that prompts can target it") for acc in unknown]
+        warnings = [FrontMatterWarning(path, line, key, self.unknown_accelerator(acc)) for acc in unknown]
         return list(dict.fromkeys(out)), warnings
+
+    def unknown_accelerator(self, acc: str) -> str:
+        """Why an accelerator id without facts is worth a warning: the closest known id, else how to add it."""
+        close = difflib.get_close_matches(accelerator_key(acc), self.aliases, n=1, cutoff=0.6)
+        meant = f"did you mean '{self.aliases[close[0]]}'? If not, " if close else ""
+        return (f"accelerator '{acc}' has no facts in the knowledge base (known: "
+                f"{', '.join(sorted(self.vendor_of)) or 'none'}); {meant}ingest its facts file "
+                f"(`kkb facts --template {acc}` writes one to fill) so that prompts can target it")
 
     def vendor(self, vendor: str, accelerators: list[str], path: str, line: int, key: str) -> list[FrontMatterWarning]:
         """A warning when no facts name this vendor, or when the accelerators' facts name another."""

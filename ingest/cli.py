@@ -31,7 +31,7 @@ from ingest.pipeline import IngestError, IngestOptions, IngestReport, ingest_pat
 
 def ingest(
     paths: Annotated[list[Path] | None, typer.Argument(
-        help="Files or folders to ingest (md, pdf, html, kernel+yaml, facts yaml); default: the bundled corpus.")
+        help="Files or folders to ingest (md, pdf, html, txt, kernel+yaml, facts yaml); default: the bundled corpus.")
     ] = None,
     accelerator: Annotated[list[str] | None, typer.Option(
         help="Accelerator id(s) for files without front matter (repeat or comma-separate); default any.")] = None,
@@ -85,6 +85,8 @@ def ingest(
                                "error_lines": report.errors, "warning_lines": report.warnings,
                                "same_content": report.duplicates}, indent=2))
     else:
+        for source in report.deleted:  # what --prune removed, by name: a deletion is never only a count
+            typer.echo(f"deleted {source} (its file is gone)")
         typer.echo(", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in summary.items()))
     if report.errors:
         raise typer.Exit(1)
@@ -110,7 +112,7 @@ def _print_problems(report: IngestReport, err: Console) -> None:
               report.errors)
 
 
-DOCUMENT_SUFFIXES = (".md", ".markdown", ".pdf", ".html", ".htm")  # what the server's upload route ingests
+DOCUMENT_SUFFIXES = (".md", ".markdown", ".pdf", ".html", ".htm", ".txt")  # what the server's upload route ingests
 FACTS_SUFFIXES = (".yaml", ".yml")  # ... and accelerator facts files
 
 
@@ -147,7 +149,7 @@ def _upload(kb: str, paths: list[Path], accelerator: tuple[str, ...], vendor: st
             if f.suffix.lower() in DOCUMENT_SUFFIXES + FACTS_SUFFIXES:
                 files.append((f, name))
             else:  # a file named on the command line that cannot be uploaded
-                errors.append(f"{f}: a server takes documents (md, pdf, html) and accelerator facts files (yaml); "
+                errors.append(f"{f}: a server takes documents (md, pdf, html, txt) and accelerator facts files (yaml); "
                               "ingest kernels where its store lives")
     written, unchanged, chunks, ids = 0, 0, 0, []
     started = time.perf_counter()

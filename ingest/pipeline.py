@@ -25,14 +25,14 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ingest.bundle import bundled_source
 from ingest.checks import KnownIds
 from ingest.chunking import CHUNKER_VERSION, Block, pack_blocks
-from ingest.facts import FACTS_SUFFIXES, is_facts_file, read_facts
-from ingest.frontmatter import FrontMatterError, FrontMatterWarning, read_front_matter
+from ingest.facts import FACTS_SUFFIXES, is_facts_file, is_kernel_yaml, read_facts
+from ingest.frontmatter import FrontMatterError, FrontMatterRead, FrontMatterWarning, read_front_matter
 from ingest.html import html_blocks
 from ingest.kernels import KERNEL_SUFFIXES, read_kernel, sidecar_for
 from ingest.markdown import markdown_blocks
@@ -40,8 +40,10 @@ from ingest.pdf import pdf_blocks
 from kb_server.schemas import Chunk, normalize_id
 from kb_server.store import DocumentWrite, Store, chunk_id
 
-DOC_SUFFIXES = {".md", ".markdown", ".pdf", ".html", ".htm"}
-_QUIET_SUFFIXES = {".yaml", ".yml", ".json", ".txt", ".toml", ".cfg", ".lock", ".pyc"}  # data: not warned
+DOC_SUFFIXES = {".md", ".markdown", ".pdf", ".html", ".htm", ".txt"}
+TEXT_SUFFIXES = {".txt"}  # plain text: read as markdown without front matter
+_QUIET_SUFFIXES = {".json", ".toml", ".cfg", ".lock", ".pyc"}  # data in a folder: not warned
+SUPPORTED = "md, pdf, html, txt, yaml"  # what a file named on the command line may be
 
 
 NO_TEXT = "holds no text to index (it is empty, or front matter alone); nothing was stored"
@@ -112,18 +114,19 @@ class _File:
 
     @property
     def display(self) -> str:
-        if self.name:
-            return self.name
-        try:
-            return self.path.relative_to(Path.cwd()).as_posix()
-        except ValueError:
-            return str(self.path)
+        return self.name or _shown(self.path)
 
 
 def chunking_signature(settings) -> str:
     """What, besides a document's bytes, decides its chunks: the rules, the sizes and the tokenizer's model."""
     return f"chunker={CHUNKER_VERSION};max={settings.chunk_max_tokens};overlap={settings.chunk_overlap_tokens};" \
            f"model={Path(str(settings.model)).name}"
+
+
+def options_signature(options: IngestOptions) -> str:
+    """The ingest options that give documents without front matter their metadata: a document stored under
+    other options is read again (and rewritten only if its chunks change)."""
+    return f";accelerator={','.join(options.accelerator)};vendor={options.vendor or ''};kind={options.kind}"
 
 
 def file_hash(f: _File) -> str:
@@ -137,8 +140,11 @@ def file_hash(f: _File) -> str:
 
 
 def discover(paths: list[Path], report: IngestReport, anchors: tuple[Path, ...] = (),
-             name: str | None = None) -> list[_File]:
-    """The files to ingest under `paths`; `name` is shown for a single file given (an upload's own name)."""
+             name: str | None = None, strict: bool = False) -> list[_File]:
+    """The files to ingest under `paths`; `name` is shown for a single file given (an upload's own name).
+
+    A YAML file in a folder that is neither facts nor a kernel's is named as ignored (refused under
+    `strict`); a file named on the command line that ingest cannot read is an error."""
     files: list[_File] = []
     for given in paths:
         given = given.resolve()
@@ -157,9 +163,25 @@ def discover(paths: list[Path], report: IngestReport, anchors: tuple[Path, ...] 
                 files.append(_File(p, root, "kernel", anchors, shown))
             elif suffix in FACTS_SUFFIXES and is_facts_file(p, given=p == given):
                 files.append(_File(p, root, "facts", anchors, shown))
-            elif suffix not in _QUIET_SUFFIXES | KERNEL_SUFFIXES:
+            elif suffix in FACTS_SUFFIXES and not is_kernel_yaml(p):
+                why = (f"{_shown(p)}: ignored: a YAML file that is neither accelerator facts (none of id, name, vendor, "
+                       "compute_units, memory_bandwidth, peak_tflops ... at its top level) nor a kernel's sidecar")
+                (report.errors if strict else report.warnings).append(why + (" (refused: --strict)" if strict else ""))
+            elif p == given:
+                why = (f"a kernel source is ingested with its sidecar ({p.stem}.yaml beside it)"
+                       if suffix in KERNEL_SUFFIXES else f"unsupported file type {suffix or '(none)'} ({SUPPORTED})")
+                report.errors.append(f"{_shown(p)}: {why}")
+            elif suffix not in _QUIET_SUFFIXES | KERNEL_SUFFIXES | FACTS_SUFFIXES:
                 report.skipped.append((str(p), f"unsupported file type {suffix or '(none)'}"))
     return files
+
+
+def _shown(path: Path) -> str:
+    """A path as the report shows it: relative to the working folder where it is under it."""
+    try:
+        return path.relative_to(Path.cwd()).as_posix()
+    except ValueError:
+        return str(path)
 
 
 def _known_ids(store: Store) -> KnownIds | None:
@@ -212,7 +234,7 @@ def read_document_checked(f: _File, options: IngestOptions, vendor: str | Callab
         if suffix in (".html", ".htm"):
             title, blocks = html_blocks(text, Path(f.display))
         else:
-            read = read_front_matter(text, f.display)
+            read = read_front_matter(text, f.display) if suffix not in TEXT_SUFFIXES else FrontMatterRead(None, text)
             front, body, warnings = read.front, read.body, list(read.warnings)
             title = front.title if front else None
             if front is not None:
@@ -251,16 +273,19 @@ def ingest_paths(store: Store, paths: list[Path], options: IngestOptions = Inges
                  progress: Callable[[str, int], Callable[[int], None]] | None = None) -> IngestReport:
     """Ingest files under `paths` into `store`. `progress(label, total)` returns an advance(n) callback."""
     report = IngestReport()
-    files = discover(paths, report, id_anchors(store.settings), options.name)
+    files = discover(paths, report, id_anchors(store.settings), options.name, options.strict)
     registry = store.registry()
     settings = store.settings
-    signature = chunking_signature(settings)
+    chunker = chunking_signature(settings)
+    signature = chunker + options_signature(options)
     holders = {m.get("file_hash"): (i, m.get("source", "")) for i, m in registry.items()
                if m.get("type") in ("document", "facts")}
     docs: list[DocumentWrite] = []
+    restamped: list[DocumentWrite] = []  # read again under new options, the same chunks: only the record changes
     kernels = []
     known_ids: KnownIds | None = None
     facts_read = False
+    option_problems: list[str] = []  # an --accelerator without facts
     files.sort(key=lambda f: f.kind != "facts")  # facts first: documents of the same batch may name their chip
     advance_read = progress("reading", len(files)) if progress and len(files) > 50 else None
     for f in files:
@@ -281,13 +306,24 @@ def ingest_paths(store: Store, paths: list[Path], options: IngestOptions = Inges
                 kernels.append((f, read_kernel(f.path, f.display), digest))
             elif f.kind == "facts":
                 record = read_facts(f.path, f.display)
+                report.warnings += _replaced_facts(store, registry, f, record.id)
                 store.put_facts(f.document_id, record, digest, str(f.path), name=f.display,
                                 size_bytes=f.path.stat().st_size)
                 report.facts.append(record.id)
                 holders[digest] = (f.document_id, str(f.path))
+                registry[f.document_id] = {"type": "facts", "accelerator_id": record.id, "source": str(f.path),
+                                           "name": f.display}  # a later file of this batch with the same id
             else:
                 if not facts_read:  # after the facts of this batch are in
                     known_ids, facts_read = _known_ids(store), True
+                    options, option_problems = _checked_options(options, known_ids)
+                    if option_problems and options.strict:
+                        report.errors += [f"{p} (refused: --strict; no document was ingested)"
+                                          for p in option_problems]
+                    else:
+                        report.warnings += option_problems
+                if option_problems and options.strict:
+                    continue
                 chunks, warnings = read_document_checked(
                     f, options, lambda accs: _infer_vendor(store, accs), settings.chunk_max_tokens,
                     settings.chunk_overlap_tokens, known_ids)
@@ -295,8 +331,15 @@ def ingest_paths(store: Store, paths: list[Path], options: IngestOptions = Inges
                     report.errors += [f"{w} (refused: --strict)" for w in warnings]
                     continue
                 report.warnings += [str(w) for w in warnings]
-                docs.append(DocumentWrite(f.document_id, chunks, digest, str(f.path), signature, name=f.display,
-                                          size_bytes=f.path.stat().st_size))
+                write = DocumentWrite(f.document_id, chunks, digest, str(f.path), signature, name=f.display,
+                                      size_bytes=f.path.stat().st_size)
+                same_cut = stored.get("chunking", "").partition(";accelerator=")[0] == chunker
+                if stored.get("file_hash") == digest and same_cut and \
+                        {c.id for c in chunks} == store.chunk_ids_of([f.document_id]):
+                    restamped.append(write)  # the options changed, but not for this file (its front matter says)
+                    report.unchanged += 1
+                else:
+                    docs.append(write)
                 holders[digest] = (f.document_id, str(f.path))
         except FrontMatterError as exc:
             report.errors.append(str(exc))
@@ -311,7 +354,7 @@ def ingest_paths(store: Store, paths: list[Path], options: IngestOptions = Inges
             report.skipped.append((f.display, f"could not be parsed: {type(exc).__name__}: {exc}"))
     todo = store.missing_chunk_ids(c.id for d in docs for c in d.chunks)
     advance = progress("embedding", len(todo)) if progress and todo else None
-    store.upsert_documents(docs, progress=advance)
+    store.upsert_documents(docs + restamped, progress=advance)
     report.written = [d.source for d in docs]
     report.chunks_written = len(todo)
     for f, record, digest in kernels:
@@ -322,6 +365,27 @@ def ingest_paths(store: Store, paths: list[Path], options: IngestOptions = Inges
     if docs or report.deleted:
         store.refresh_lexical()  # so the next search (maybe in another process) starts warm
     return report
+
+
+def _checked_options(options: IngestOptions, known: KnownIds | None) -> tuple[IngestOptions, list[str]]:
+    """The options with each --accelerator alias read as its id, and a line for each id without facts (checked as
+    front matter's ids are)."""
+    if known is None:
+        return options, []
+    accs = [normalize_id(a) for a in options.accelerator]
+    resolved, warnings = known.accelerators(accs, "--accelerator", 0, "accelerator")
+    problems = [f"--accelerator: {w.message}" for w in warnings]
+    return replace(options, accelerator=tuple(resolved) or ("any",)), problems
+
+
+def _replaced_facts(store: Store, registry: dict[str, dict], f: _File, accelerator_id: str) -> list[str]:
+    """Warnings naming the facts file(s) whose facts for this id the file `f` replaces (the newest file wins)."""
+    before = [m.get("name") or m.get("source", "") for i, m in registry.items()
+              if m.get("type") == "facts" and m.get("accelerator_id") == accelerator_id and i != f.document_id]
+    corpus = Path(store.settings.corpus_dir) / "accelerators" / f"{accelerator_id}.yaml"
+    if not before and accelerator_id in store.corpus_facts() and corpus.resolve() != f.path.resolve():
+        before = [str(corpus)]
+    return [f"{accelerator_id}: facts from {f.display} replace those from {', '.join(before)}"] if before else []
 
 
 def id_anchors(settings) -> tuple[Path, ...]:

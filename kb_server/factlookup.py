@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel
 
-from kb_server.facts import AcceleratorFacts, Fact
+from kb_server.facts import AcceleratorFacts, Fact, closest_accelerators, find_accelerator
 
 MIN_SCORE = 0.5  # below this a match is noise (one shared word out of two or more)
 
@@ -61,8 +61,9 @@ class FactAnswer(BaseModel):
 
 
 class AcceleratorNotFound(LookupError):
-    def __init__(self, name: str, known: list[str]):
-        super().__init__(f"unknown accelerator {name!r}; known: {', '.join(known)}")
+    def __init__(self, name: str, known: list[str], close: list[str] | None = None):
+        meant = f"did you mean {' or '.join(close)}? " if close else ""
+        super().__init__(f"unknown accelerator {name!r}; {meant}known: {', '.join(known)}")
         self.name, self.known = name, known
 
 
@@ -75,12 +76,11 @@ class FactNotFound(LookupError):
 
 
 def resolve_accelerator(facts: dict[str, AcceleratorFacts], name: str) -> AcceleratorFacts:
-    """The accelerator with this id or alias (case-insensitive)."""
-    wanted = name.strip().lower()
-    for acc in facts.values():
-        if wanted == acc.id or wanted in (a.lower() for a in acc.aliases):
-            return acc
-    raise AcceleratorNotFound(name, sorted(facts))
+    """The accelerator with this id, alias or name (case, spaces and underscores aside: accelerator_key)."""
+    found = find_accelerator(facts, name)
+    if found is None:
+        raise AcceleratorNotFound(name, sorted(facts), closest_accelerators(facts, name))
+    return facts[found]
 
 
 def fact_fields(acc: AcceleratorFacts) -> dict[str, Fact]:

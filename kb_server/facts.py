@@ -10,6 +10,7 @@ facts file given to `kkb ingest` (kept in the store, seen by every process at on
 from __future__ import annotations
 
 import datetime as dt
+import difflib
 from pathlib import Path
 from typing import Literal
 
@@ -17,6 +18,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, HttpUrl, ValidationError, field_validator, model_validator
 
 from kb_server.schemas import normalize_id
+from kb_server.units import canonical_unit, field_dimension, to_si, unit_problem
 
 
 class Fact(BaseModel):
@@ -31,11 +33,33 @@ class Fact(BaseModel):
     method: str | None = None  # how it was measured; required when source is "measured"
     note: str | None = None  # e.g. "dense, without sparsity", "per SM"
 
+    @field_validator("unit", mode="after")
+    @classmethod
+    def _table_spelling(cls, unit: str) -> str:
+        return canonical_unit(unit) or unit  # "TFLOPS" -> "TFLOP/s", "GByte" -> "GB": one spelling downstream
+
     @model_validator(mode="after")
     def _measured_needs_date_and_method(self) -> Fact:
         if self.source == "measured" and (self.measured_on is None or not self.method):
             raise ValueError("a measured fact needs measured_on (a date) and method")
         return self
+
+
+def _dimensioned(dimension: str) -> type[Fact]:
+    """A Fact whose unit must be one of kb_server.units' `dimension` (the error names the accepted units)."""
+
+    def check(cls, unit: str) -> str:
+        problem = unit_problem(unit, dimension)
+        if problem:
+            raise ValueError(problem)
+        return unit
+
+    return type(f"{dimension.title()}Fact", (Fact,), {
+        "__doc__": f"A fact in a {dimension} unit.",
+        "_dimension_unit": field_validator("unit", mode="after")(classmethod(check))})
+
+
+BandwidthFact, RateFact, SizeFact = _dimensioned("bandwidth"), _dimensioned("rate"), _dimensioned("size")
 
 
 class AcceleratorFacts(BaseModel):
@@ -58,12 +82,12 @@ class AcceleratorFacts(BaseModel):
     l1_cache_per_unit: Fact | None = None
     l2_cache: Fact | None = None
     last_level_cache: Fact | None = None  # e.g. AMD Infinity Cache, when distinct from L2
-    memory_size: Fact
-    memory_bandwidth: Fact
+    memory_size: SizeFact  # units that peaks() and the harness's card compute with: kb_server/units.py
+    memory_bandwidth: BandwidthFact
     boost_clock: Fact | None = None
     tdp: Fact | None = None
     # Peak dense throughput per dtype: keys like "fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8".
-    peak_tflops: dict[str, Fact] = Field(default_factory=dict)
+    peak_tflops: dict[str, RateFact] = Field(default_factory=dict)
     # Anything else worth a number: "max_threads_per_unit", "nvlink_bandwidth", "measured_copy_bandwidth"...
     extra: dict[str, Fact] = Field(default_factory=dict)
     # the main public documents for this chip; may be left out, since every fact names its own source
@@ -86,21 +110,26 @@ class AcceleratorFacts(BaseModel):
             return f"does not compile for {chip}: its facts list {', '.join(listed)}"
         return None
 
+    @field_validator("extra", mode="after")
+    @classmethod
+    def _extra_units(cls, extra: dict[str, Fact]) -> dict[str, Fact]:
+        """The extra facts peaks() reads (measured_copy_bandwidth, measured_<dtype>_tflops) in their units."""
+        for key, fact in extra.items():
+            dimension = field_dimension(f"extra.{key}")
+            problem = dimension and unit_problem(fact.unit, dimension)
+            if problem:
+                raise ValueError(f"{key}: {problem}")
+        return extra
+
     def peaks(self) -> dict[str, float]:
-        """Plain numbers for the harness: bytes/s and FLOP/s, measured values preferred."""
+        """Plain numbers for the harness: bytes/s and FLOP/s (each fact in its own unit), measured values
+        preferred."""
         bw = self.extra.get("measured_copy_bandwidth", self.memory_bandwidth)
-        out = {"memory_bandwidth_bytes_per_s": _to_bytes_per_s(bw)}
+        out = {"memory_bandwidth_bytes_per_s": to_si(bw.value, bw.unit, "bandwidth")}
         for dtype, fact in self.peak_tflops.items():
-            measured = self.extra.get(f"measured_{dtype}_tflops")
-            out[f"{dtype}_flops_per_s"] = (measured or fact).value * 1e12
+            rate = self.extra.get(f"measured_{dtype}_tflops") or fact
+            out[f"{dtype}_flops_per_s"] = to_si(rate.value, rate.unit, "rate")
         return out
-
-
-def _to_bytes_per_s(fact: Fact) -> float:
-    scale = {"TB/s": 1e12, "GB/s": 1e9, "MB/s": 1e6}
-    if fact.unit not in scale:
-        raise ValueError(f"bandwidth unit {fact.unit!r} is not one of {sorted(scale)}")
-    return fact.value * scale[fact.unit]
 
 
 class FactsError(ValueError):
@@ -133,3 +162,30 @@ def check_file_name(facts: AcceleratorFacts, path: Path) -> None:
 def load_all_facts(directory: Path) -> dict[str, AcceleratorFacts]:
     """Every `<id>.yaml` under `directory`, keyed by id. Raises FactsError on the first bad file."""
     return {p.stem: load_facts_file(p) for p in sorted(directory.glob("*.yaml"))}
+
+
+def accelerator_key(name: str) -> str:
+    """How an accelerator's id, alias or name is compared: case, spaces and underscores aside ("Gaudi 3",
+    "gaudi_3" and "gaudi-3" are one key). Every lookup by accelerator (facts, search, ingest) uses it."""
+    return normalize_id(name).replace("_", "-")
+
+
+def accelerator_names(facts: dict[str, AcceleratorFacts]) -> dict[str, str]:
+    """The key of every id, alias and name of the facts -> its accelerator id (an id wins over another's alias)."""
+    out: dict[str, str] = {}
+    for acc in facts.values():
+        for name in (acc.name, *acc.aliases):
+            out.setdefault(accelerator_key(name), acc.id)
+    return out | {accelerator_key(acc.id): acc.id for acc in facts.values()}
+
+
+def find_accelerator(facts: dict[str, AcceleratorFacts], name: str) -> str | None:
+    """The id of the accelerator that `name` is (its id, an alias or its name, see accelerator_key), or None."""
+    return accelerator_names(facts).get(accelerator_key(name))
+
+
+def closest_accelerators(facts: dict[str, AcceleratorFacts], name: str) -> list[str]:
+    """Known ids spelled like `name` (a typo's likely meaning), best first."""
+    names = accelerator_names(facts)
+    return list(dict.fromkeys(names[k] for k in difflib.get_close_matches(accelerator_key(name), names, n=3,
+                                                                          cutoff=0.6)))

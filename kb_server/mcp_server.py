@@ -20,13 +20,14 @@ from typing import Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import ValidationError
 
 from kb_server import prompt as prompt_builder
 from kb_server.api.models import DocumentList, KernelList, SearchResults
 from kb_server.api.settings import ServerSettings
 from kb_server.factlookup import lookup, resolve_accelerator
 from kb_server.facts import AcceleratorFacts, load_all_facts
-from kb_server.schemas import SearchFilters
+from kb_server.schemas import DEFAULT_BACKEND, SearchFilters
 
 
 class _KB:
@@ -68,9 +69,31 @@ def _named_errors(fn):
     return wrapper
 
 
+def argument_problem(exc: ValidationError) -> str:
+    """A tool's argument errors as one line naming each argument (pydantic's own text points at a web page)."""
+    parts = []
+    for e in exc.errors(include_url=False):
+        name = ".".join(str(x) for x in e.get("loc", ())) or "arguments"
+        got = "" if e.get("type") == "missing" else f" (got {e.get('input')!r})"
+        parts.append(f"argument '{name}': {e.get('msg', 'invalid').lower()}{got}")
+    return "; ".join(parts)
+
+
+class _KBServer(MCPServer):
+    """MCPServer whose argument errors read as one line naming the argument."""
+
+    async def call_tool(self, name, arguments, context=None):
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if isinstance(exc.__cause__, ValidationError):
+                raise ToolError(f"{name}: {argument_problem(exc.__cause__)}") from exc.__cause__
+            raise
+
+
 def build_server(settings: ServerSettings | None = None) -> MCPServer:
     kb = _KB(settings)
-    server = MCPServer("kernelkb", instructions="Hardware facts, passages and winning kernels for GPU kernel "
+    server = _KBServer("kernelkb", instructions="Hardware facts, passages and winning kernels for GPU kernel "
                        "writing. Ask fact_lookup for one number; search for passages; build_prompt for a "
                        "whole retrieval-augmented prompt for a KernelBench spec.")
 
@@ -99,7 +122,7 @@ def build_server(settings: ServerSettings | None = None) -> MCPServer:
 
     @server.tool()
     @_named_errors
-    def build_prompt(spec_source: str, accelerator: str, backend: str, token_budget: int = 6000,
+    def build_prompt(spec_source: str, accelerator: str, backend: str = DEFAULT_BACKEND, token_budget: int = 6000,
                      extra_queries: list[str] | None = None, retrieval: bool = True) -> dict[str, Any]:
         """A retrieval-augmented prompt for a KernelBench spec (its source; never executed): the target's
         facts, passages for its ops and bottleneck, and part of the nearest library kernel."""

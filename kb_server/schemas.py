@@ -12,6 +12,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 # The kinds of document the corpus uses; any other kind a document names is kept as written (normalised).
+DEFAULT_BACKEND = "triton"  # the kernel language a prompt asks for when none is named (CLI, HTTP, MCP)
 KNOWN_KINDS: tuple[str, ...] = ("arch", "isa", "guide", "playbook", "kernel", "rules")
 # The other words people use for those kinds (normalised), read as the kind in front matter and filters.
 KIND_SYNONYMS: dict[str, str] = {

@@ -14,14 +14,36 @@ from typing import Literal
 from kb_server.schemas import SearchFilters
 
 
-class UnknownAcceleratorFilter(ValueError):
+class UnknownFilter(ValueError):
+    """A search filtered by a value that no document (nor the facts) holds: refused with the known values,
+    rather than answered with no hits."""
+
+    what = "value"
+    field = "filters"
+    slug = "unknown-filter"
+
+    def __init__(self, name: str, known: list[str], close: list[str] | None = None):
+        meant = f"did you mean {' or '.join(close)}? " if close else ""
+        super().__init__(f"unknown {self.what} {name!r} in the search filter; {meant}known: {', '.join(known)}")
+        self.name, self.known = name, known
+
+
+class UnknownAcceleratorFilter(UnknownFilter):
     """A search filtered by an accelerator id that neither the facts nor any document knows."""
 
-    field = "filters.accelerator"
+    what, field, slug = "accelerator", "filters.accelerator", "unknown-accelerator"
 
-    def __init__(self, name: str, known: list[str]):
-        super().__init__(f"unknown accelerator {name!r} in the search filter; known: {', '.join(known)}")
-        self.name, self.known = name, known
+
+class UnknownVendorFilter(UnknownFilter):
+    """A search filtered by a vendor that neither the facts nor any document names."""
+
+    what, field, slug = "vendor", "filters.vendor", "unknown-vendor"
+
+
+class UnknownKindFilter(UnknownFilter):
+    """A search filtered by a kind that is neither a usual kind nor any document's."""
+
+    what, field, slug = "kind", "filters.kind", "unknown-kind"
 
 
 Mode = Literal["hybrid", "dense", "lexical"]

@@ -23,6 +23,7 @@ index's metadata); unfiltered dense search finds them at once, and deleted chunk
 from __future__ import annotations
 
 import datetime as dt
+import difflib
 import hashlib
 import json
 import logging
@@ -39,11 +40,20 @@ from chromadb.config import Settings as ChromaSettings
 
 from kb_server.config import KBSettings
 from kb_server.embeddings import Embedder, get_embedder
+from kb_server.facts import closest_accelerators, find_accelerator
 from kb_server.facts_store import FACTS_TOKEN_ID, FactsCollection
 from kb_server.kernel_store import KernelCollection
 from kb_server.lexical import LexicalIndex
-from kb_server.schemas import Chunk, DocumentSummary, Hit, KernelRecord, SearchFilters, normalize_id
-from kb_server.search import MODES, Mode, SearchRequest, UnknownAcceleratorFilter, fuse_rrf
+from kb_server.schemas import Chunk, DocumentSummary, Hit, KernelRecord, SearchFilters
+from kb_server.search import (
+    MODES,
+    Mode,
+    SearchRequest,
+    UnknownAcceleratorFilter,
+    UnknownKindFilter,
+    UnknownVendorFilter,
+    fuse_rrf,
+)
 
 log = logging.getLogger("kb_server")
 
@@ -292,6 +302,10 @@ class Store(KernelCollection, FactsCollection):
         if to_add or stale:  # the chunks changed: other processes must rebuild their BM25 index
             self._bump_generation()
 
+    def chunk_ids_of(self, document_ids: list[str]) -> set[str]:
+        """The ids of the chunks these documents hold now."""
+        return self._chunk_ids_of(document_ids)
+
     def _chunk_ids_of(self, document_ids: list[str]) -> set[str]:
         ids: set[str] = set()
         for start in range(0, len(document_ids), 500):
@@ -433,24 +447,37 @@ class Store(KernelCollection, FactsCollection):
         return SearchRequest(request.query, request.k, resolved[request.filters], request.mode)
 
     def resolve_filters(self, filters: SearchFilters | None) -> SearchFilters | None:
-        """The filters with an accelerator alias read as its id (h100-sxm: h100); UnknownAcceleratorFilter
-        (a ValueError listing the known ids) for an id that neither the facts nor any document knows."""
-        if filters is None or filters.accelerator is None or filters.accelerator == "any":
+        """The filters with an accelerator alias or name read as its id (h100-sxm, "H100 SXM": h100); an
+        UnknownFilter (a ValueError listing the known values) for an accelerator, vendor or kind that
+        neither the facts nor any document knows."""
+        if filters is None or (filters.accelerator, filters.vendor, filters.kind) == (None, None, None):
             return filters
-        wanted = filters.accelerator
         try:
             facts = self.accelerators()
-        except ValueError:  # a broken facts file (reported where facts are asked for): no id is refused
+        except ValueError:  # a broken facts file (reported where facts are asked for): nothing is refused
             return filters
-        if wanted in facts:
+        index = self.lexical_index()
+        if filters.vendor not in (None, "any"):
+            known = set(index.vendors) | {f.vendor for f in facts.values()}
+            if filters.vendor not in known:
+                raise UnknownVendorFilter(filters.vendor, sorted(known - {"any"}),
+                                          difflib.get_close_matches(filters.vendor, known, n=2))
+        if filters.kind is not None:
+            known = set(index.kinds)  # the kinds documents hold: a usual kind that none holds finds nothing too
+            if filters.kind not in known:
+                raise UnknownKindFilter(filters.kind, sorted(known - {""}),
+                                        difflib.get_close_matches(filters.kind, known, n=2))
+        wanted = filters.accelerator
+        if wanted is None or wanted == "any":
             return filters
-        for acc in facts.values():
-            if wanted in {normalize_id(a) for a in acc.aliases}:
-                return filters.model_copy(update={"accelerator": acc.id})
-        tagged = self.lexical_index().tagged_accelerators
+        found = find_accelerator(facts, wanted)
+        if found is not None:
+            return filters if found == wanted else filters.model_copy(update={"accelerator": found})
+        tagged = index.tagged_accelerators
         if wanted in tagged:
             return filters
-        raise UnknownAcceleratorFilter(wanted, sorted((set(facts) | tagged) - {"any"}))
+        raise UnknownAcceleratorFilter(wanted, sorted((set(facts) | tagged) - {"any"}),
+                                       closest_accelerators(facts, wanted))
 
     def search(self, query: str, k: int = 8, filters: SearchFilters | None = None,
                mode: Mode = "hybrid") -> list[Hit]:

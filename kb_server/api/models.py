@@ -7,7 +7,15 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from kb_server.schemas import MAX_K, DocumentSummary, Hit, KernelMeasurement, KernelRecord, SearchFilters
+from kb_server.schemas import (
+    DEFAULT_BACKEND,
+    MAX_K,
+    DocumentSummary,
+    Hit,
+    KernelMeasurement,
+    KernelRecord,
+    SearchFilters,
+)
 
 # Static bounds keep the OpenAPI schema honest; the settings may set tighter ones (checked in the routes).
 QUERY_MAX = 10_000
@@ -49,7 +57,7 @@ class PromptRequest(BaseModel):
 
     spec_source: str = Field(min_length=1)  # the spec's Python source; read, never executed
     accelerator: str = Field(min_length=1, max_length=100)
-    backend: str = Field(min_length=1, max_length=20)  # triton | cuda | cute | hip
+    backend: str = Field(default=DEFAULT_BACKEND, min_length=1, max_length=20)  # triton | cuda | cute | hip
     token_budget: int = Field(default=6000, ge=1)
     extra_queries: list[str] = Field(default_factory=list, max_length=8)  # e.g. a measured bottleneck's query
     retrieval: bool = True  # False: facts, rules and task only (the baseline that measures what retrieval adds)

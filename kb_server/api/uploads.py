@@ -18,7 +18,7 @@ from typing import BinaryIO
 
 from kb_server.api.errors import Problem
 
-SUFFIXES = {".md": ".md", ".markdown": ".md", ".pdf": ".pdf", ".html": ".html", ".htm": ".html",
+SUFFIXES = {".md": ".md", ".markdown": ".md", ".pdf": ".pdf", ".html": ".html", ".htm": ".html", ".txt": ".txt",
             ".yaml": ".yaml", ".yml": ".yaml"}
 NAME_MAX = 200  # characters of a kept file name
 NO_TEXT = "holds no text to index (it is empty); nothing was stored"
@@ -59,7 +59,7 @@ def check_content(data_head: bytes, suffix: str, name: str) -> None:
     """Cheap checks that the bytes are what the suffix says, so parsers see plausible input."""
     if suffix == ".pdf" and not data_head.startswith(b"%PDF-"):
         raise Problem(422, f"file {name!r} has a .pdf name but does not start with %PDF-", field="file")
-    if suffix in (".md", ".html", ".yaml"):
+    if suffix in (".md", ".html", ".txt", ".yaml"):
         try:
             data_head.decode("utf-8")
         except UnicodeDecodeError as exc:

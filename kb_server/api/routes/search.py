@@ -9,7 +9,7 @@ from fastapi import APIRouter, Response
 from kb_server.api.deps import ReadAccess, SearcherDep, SettingsDep
 from kb_server.api.errors import Problem
 from kb_server.api.models import SearchQuery, SearchResults
-from kb_server.search import UnknownAcceleratorFilter
+from kb_server.search import UnknownFilter
 
 router = APIRouter(prefix="/v1", tags=["search"], dependencies=[ReadAccess])
 
@@ -31,8 +31,8 @@ def search(body: SearchQuery, searcher: SearcherDep, settings: SettingsDep) -> R
     t0 = time.perf_counter()
     try:
         hits = searcher.search(body.query, k=body.k, filters=body.filters, mode=body.mode)
-    except UnknownAcceleratorFilter as exc:  # 422, not unrelated passages: the known ids are listed
-        raise Problem(422, str(exc), field=exc.field, slug="unknown-accelerator", extra={"known": exc.known}) from exc
+    except UnknownFilter as exc:  # 422, not unrelated passages (or none): the known values are listed
+        raise Problem(422, str(exc), field=exc.field, slug=exc.slug, extra={"known": exc.known}) from exc
     except ValueError as exc:
         raise Problem(422, str(exc), field="filters") from exc
     timing = f"store;dur={(time.perf_counter() - t0) * 1000:.2f}"
