@@ -12,12 +12,15 @@ Which facts win: those ingested (the newest for an id) over the corpus files of 
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 import uuid
 from pathlib import Path
 
 from kb_server.facts import AcceleratorFacts, load_all_facts
+
+_log = logging.getLogger("kb_server")
 
 FACTS_TOKEN_ID = "__kkb_facts_generation__"  # reserved record in the documents collection
 _PLACEHOLDER = [1.0]
@@ -61,7 +64,12 @@ class FactsCollection:
         got = self._documents.get(where={"type": "facts"}, include=["metadatas"])
         newest: dict[str, tuple[float, AcceleratorFacts]] = {}
         for meta in got["metadatas"]:
-            facts = AcceleratorFacts.model_validate_json(meta["facts"])
+            try:
+                facts = AcceleratorFacts.model_validate_json(meta["facts"])
+            except ValueError as exc:  # stored before a rule it breaks (a unit now refused): said, not fatal
+                _log.warning("facts from %s are left out: %s; fix the file and run `kkb ingest` on it again",
+                             meta.get("source", "an earlier ingest"), str(exc).splitlines()[0])
+                continue
             when = float(meta.get("ingested_at", 0.0))
             if facts.id not in newest or when >= newest[facts.id][0]:
                 newest[facts.id] = (when, facts)

@@ -56,3 +56,26 @@ def test_a_unit_that_cannot_be_computed_with_is_refused_naming_the_accepted(fiel
     error = info.value.errors()[0]
     assert error["loc"][0] == field and error["loc"][-1] == "unit"
     assert "use one of" in error["msg"]
+
+
+def test_stored_facts_a_later_rule_refuses_are_left_out_not_fatal(tmp_path, caplog):
+    """Facts ingested before a unit was refused stay in an existing store: loading them says which file to
+    fix and goes on with the rest (the bundled chips still answer)."""
+    import json
+
+    from kb_server.config import KBSettings
+    from kb_server.store import Store
+
+    store = Store(KBSettings(home=tmp_path / "home"))
+    good = AcceleratorFacts.model_validate(_facts())
+    store.put_facts("acme", good, "hash", "acme-x1.yaml")
+    stored = json.loads(good.model_dump_json())
+    stored["memory_bandwidth"]["unit"] = "furlongs/s"
+    got = store._documents.get(ids=["acme"], include=["metadatas"])
+    meta = dict(got["metadatas"][0], facts=json.dumps(stored))
+    store._documents.update(ids=["acme"], metadatas=[meta])
+    store.bump_facts_token()
+    with caplog.at_level("WARNING", logger="kb_server"):
+        known = store.accelerators()
+    assert "acme-x1" not in known and "h100" in known
+    assert "acme-x1.yaml are left out" in caplog.text
