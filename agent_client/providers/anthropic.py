@@ -143,12 +143,13 @@ def make_provider(settings: Any, client: Any = None, model: str | None = None, u
                                 "for a local server), or use --provider offline")
         client = anthropic.Anthropic(api_key=settings.anthropic_api_key or "unused", base_url=base_url,
                                      max_retries=settings.sdk_max_retries, timeout=settings.provider_timeout_s)
+    where = "--base-url (ANTHROPIC_BASE_URL)"  # a session's URL comes from either
     hints = {401: "check ANTHROPIC_API_KEY", 403: "check ANTHROPIC_API_KEY and its access to the model",
              404: "check the model name (--model or KKB_ANTHROPIC_MODEL) and ANTHROPIC_BASE_URL",
-             "connection": "check the network" + (" and ANTHROPIC_BASE_URL" if base_url else ""),
-             "timeout": "check that the endpoint" + (" at ANTHROPIC_BASE_URL" if base_url else "")
+             "connection": "check the network" + (f" and {where}" if base_url else ""),
+             "timeout": "check that the endpoint" + (f" at {where}" if base_url else "")
                         + " answers; a slow model may need a larger KKB_PROVIDER_TIMEOUT_S",
-             "malformed": "check that " + ("ANTHROPIC_BASE_URL leads" if base_url else "the endpoint leads")
+             "malformed": "check that " + (f"{where} leads" if base_url else "the endpoint leads")
                           + " to a Messages API, not a proxy's page"}
     retries = Retries(total_wait_s=settings.provider_retry_s, base_delay_s=settings.retry_base_delay_s,
                       max_attempts=settings.retry_attempts, timeout_s=settings.provider_timeout_s, hints=hints)

@@ -45,7 +45,7 @@ def test_a_provider_without_its_setting_names_it(tmp_path, provider, setting):
 
 
 @pytest.mark.parametrize("provider, base_url, hint", [
-    ("anthropic", "anthropic_base_url", "check the network and ANTHROPIC_BASE_URL"),
+    ("anthropic", "anthropic_base_url", "check the network and --base-url (ANTHROPIC_BASE_URL)"),
     ("openai", "openai_base_url", "check that the server at --base-url"),
 ])
 def test_no_network_is_retried_for_the_stated_wait_then_named(tmp_path, provider, base_url, hint):
