@@ -2,7 +2,7 @@
 
 Usage: kkb tune examples/specs/SPEC.py --target h200 --backend triton --budget 16 [--device cpu] [--no-retrieval]
                 [--kb URL] [-o result.json] [--json]
-       kkb tune --resume SESSION_ID
+       kkb tune --resume SESSION_ID [--base-url URL] [--model NAME] [--budget N] [--time-budget S]
        kkb report SESSION_ID [-o report.html] [--json]
        kkb export SESSION_ID [-o session.jsonl] [--json]
 
@@ -62,11 +62,19 @@ def _one_of(names):
     return check
 
 
+# what --resume takes besides the view: how to reach the model and how far to go (session/resume.py)
+RESUME_CHANGES = {"base_url", "model", "budget", "time_budget"}
+
+
+def _given(ctx: typer.Context) -> set[str]:
+    """The parameters the user typed (or set through their environment variable)."""
+    return {name for name in ctx.params if getattr(ctx.get_parameter_source(name), "name", "DEFAULT") != "DEFAULT"}
+
+
 def _ignored_with_resume(ctx: typer.Context) -> list[str]:
-    """Flags a user gave along with --resume: the session keeps the settings it was started with."""
-    keep = {"resume", "live", "output", "json_out", "home"}
-    given = {name for name in ctx.params if getattr(ctx.get_parameter_source(name), "name", "DEFAULT") != "DEFAULT"}
-    return sorted(f"--{name.replace('_', '-')}" if name != "spec" else "SPEC" for name in given - keep)
+    """Flags a user gave along with --resume that would change the search: the session keeps its own."""
+    keep = {"resume", "live", "output", "json_out", "home", *RESUME_CHANGES}
+    return sorted(f"--{name.replace('_', '-')}" if name != "spec" else "SPEC" for name in _given(ctx) - keep)
 
 
 def tune(
@@ -74,9 +82,11 @@ def tune(
     spec: Annotated[Path | None, typer.Argument(help="KernelBench-format spec file (omit with --resume)")] = None,
     target: Annotated[str, typer.Option(help="accelerator id whose facts shape the prompts")] = "h200",
     backend: Annotated[str, typer.Option(help="the candidates' language: triton | cuda | cute | hip")] = "triton",
-    budget: Annotated[int, typer.Option(min=1, help="candidates in all, drafts included")] = 16,
-    time_budget: Annotated[float | None, typer.Option(min=0, help="seconds of wall time for the session (a "
-                                                                  "--resume continues it)")] = None,
+    budget: Annotated[int, typer.Option(min=1, help="candidates in all, drafts included (with --resume: the new "
+                                                    "total)")] = 16,
+    time_budget: Annotated[float | None, typer.Option(min=0, help="seconds of wall time for the session, over "
+                                                                  "all its runs (with --resume: the new total)")
+                           ] = None,
     device: Annotated[str | None, typer.Option(help="cpu | cuda:N (default: cuda:0 if available)")] = None,
     devices: Annotated[str | None, typer.Option(help="several GPUs of this host: cuda:0,cuda:1,...")] = None,
     ray: Annotated[str | None, typer.Option(help="evaluate on the Ray cluster at HOST:PORT, ray://HOST:PORT, "
@@ -106,8 +116,9 @@ def tune(
         "anthropic a local or proxy server (ANTHROPIC_BASE_URL)"))] = None,
     replay_from: Annotated[str | None, typer.Option(help="session id whose responses replay replays")] = None,
     session_id: Annotated[str | None, typer.Option(help="name of the new session")] = None,
-    resume: Annotated[str | None, typer.Option(help="continue a session by id or unique prefix (it keeps its "
-                                                    "settings)")] = None,
+    resume: Annotated[str | None, typer.Option(help="continue a session by id or unique prefix: it keeps its "
+                                                    "search; --base-url, --model, --budget and --time-budget "
+                                                    "may change")] = None,
     write_back: Annotated[bool, typer.Option(help="add the winner to the kernel library")] = True,
     retrieval: Annotated[bool, typer.Option(help="passages and library kernels in the prompts; --no-retrieval "
                                                  "gives facts, rules and task only (the baseline)")] = True,
@@ -127,6 +138,7 @@ def tune(
 ) -> None:
     from agent_client.proposals import EndpointError, ProviderError
     from agent_client.runner import new_config, resume_session, run_session
+    from agent_client.session.resume import ResumeChanges
     from harness.executor import devices_from_cli
     from harness.stopping import install_stop_signals
 
@@ -139,9 +151,12 @@ def tune(
         if resume:
             ignored = _ignored_with_resume(ctx)
             if ignored:
-                typer.echo(f"warning: {', '.join(ignored)} ignored: a resumed session keeps the settings it was "
-                           "started with", err=True)
-            result = resume_session(resume, settings, live=live)
+                typer.echo(f"warning: {', '.join(ignored)} ignored: a resumed session keeps the search it was "
+                           "started with (only --base-url, --model, --budget and --time-budget change)", err=True)
+            given = _given(ctx)
+            changes = ResumeChanges(base_url=base_url, model=model, budget=budget if "budget" in given else None,
+                                    time_budget_s=time_budget)
+            result = resume_session(resume, settings, changes, live=live)
         else:
             if spec is None:
                 raise typer.BadParameter("give a SPEC file, or --resume SESSION_ID", param_hint="SPEC")
@@ -189,10 +204,10 @@ def _report_result(result, settings: ClientSettings, say) -> TuneExit:
     """The session's outcome for people (one error line when it failed) and the exit status it means."""
     from agent_client.session.records import interpreter_note, speedup_text
 
-    resume = f"`kkb tune --resume {result.session_id}` continues it"
     if result.stop_reason == "provider_failed":
-        typer.echo(f"error: {result.stop_text}; {result.evaluated} candidates evaluated and saved; {resume}",
-                   err=True)
+        typer.echo(f"error: {result.stop_text}; {result.evaluated} candidates evaluated and saved; `kkb tune "
+                   f"--resume {result.session_id}` continues it (with --base-url, --model or the key changed if "
+                   "need be)", err=True)
         return TuneExit.PROVIDER_FAILED
     if result.candidates == 0:
         typer.echo(f"error: no candidates were produced ({result.nodes} replies without one); the session "
@@ -229,7 +244,9 @@ tune.__doc__ = (
     "openai talks to any OpenAI-compatible server at --base-url or OPENAI_BASE_URL (model KKB_OPENAI_MODEL, "
     f"default {_default('openai_model')}); offline needs no model. A model endpoint that answers with a rate "
     "limit, an overload or not at all is retried for up to KKB_PROVIDER_RETRY_S seconds of waiting in all "
-    f"(default {float(_default('provider_retry_s')):g}), announced when it starts; then the session stops.\n\n"
+    f"(default {float(_default('provider_retry_s')):g}), announced when it starts; then the session stops. One "
+    f"try waits KKB_PROVIDER_TIMEOUT_S seconds for its answer (default {float(_default('provider_timeout_s')):g}); "
+    "a long wait is said once.\n\n"
     "Exit status: 0 the session produced candidates (its result says whether one passed); 2 a bad argument or "
     "setting; 3 the provider failed (no key, refused, unreachable after the retries: evaluated candidates are "
     "saved and --resume continues); 4 no candidates were produced; 130 interrupted."

@@ -33,6 +33,9 @@ class ClientSettings(BaseSettings):
 
     # retries of both model providers (providers/retry.py): on rate limits, overload and connection errors
     provider_retry_s: float = Field(default=60.0, ge=0)  # KKB_PROVIDER_RETRY_S: waiting in all per request
+    # KKB_PROVIDER_TIMEOUT_S: one try's wait for its answer; a whole kernel from a slow model fits in 5 minutes,
+    # and an endpoint that never answers is named then instead of after the SDKs' 10
+    provider_timeout_s: float = Field(default=300.0, gt=0)
     retry_base_delay_s: float = Field(default=2.0, gt=0)  # backoff: base * 2**attempt (or retry-after), <= 60 s
     retry_attempts: int = Field(default=8, ge=0)  # tries after the first, at most (the wait usually ends them first)
     sdk_max_retries: int = Field(default=0, ge=0)  # the SDKs' own retries: off, so the stated wait is the whole wait

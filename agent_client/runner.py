@@ -3,6 +3,7 @@
 Usage: config = new_config("examples/specs/relu.py", target="h200", budget=8, device="cpu")
        result = run_session(config, ClientSettings())                 # a new session
        result = resume_session("SESSION_ID", ClientSettings())        # after a crash or kill -9
+       result = resume_session("SESSION_ID", settings, ResumeChanges(base_url=URL, budget=24))
 
 Everything of substance lives here and in session/; agent_client/cli.py only parses flags.
 """
@@ -32,6 +33,7 @@ from agent_client.providers import get_provider
 from agent_client.session.evaluator import HarnessEvaluator, default_eval_options
 from agent_client.session.loop import SessionResult, Tuner
 from agent_client.session.records import SessionConfig, interpreter_note
+from agent_client.session.resume import ResumeChanges, endpoint_notes, resumed_config
 from agent_client.session.store import SessionStore
 from harness.executor import check_device
 
@@ -162,13 +164,26 @@ def _all_facts(kb: Any) -> dict:
     return {a.id: a for a in client.accelerators()} if client is not None else {}
 
 
-def resume_session(session_id: str, settings: ClientSettings, **kwargs: Any) -> SessionResult:
+def resume_session(session_id: str, settings: ClientSettings, changes: ResumeChanges | None = None,
+                   console: Console | None = None, provider: Any = None, **kwargs: Any) -> SessionResult:
+    """Continue a session as stored, reaching the model and budgeted as `changes` say (one line for each
+    change, before the run)."""
     store = SessionStore.open(session_folder(session_id, settings))
     try:
-        config = store.config()
+        stored = store.config()
+        config, notes = resumed_config(stored, settings, changes or ResumeChanges(), candidates=len(store.nodes()),
+                                       spent_s=store.spent_s())
+        # the provider first, as a new session does: a missing key is named before anything is changed
+        provider = provider or get_provider(config.provider, settings, **config.provider_options)
+        notes += endpoint_notes(getattr(provider, "endpoint", None), store.runs())
+        if config != stored:
+            store.set_config(config)
     finally:
         store.close()
-    return run_session(config, settings, resume=True, **kwargs)
+    console = console or Console(stderr=True)
+    for line in notes:
+        console.print(f"note: {line}", markup=False, highlight=False, soft_wrap=True)
+    return run_session(config, settings, resume=True, console=console, provider=provider, **kwargs)
 
 
 def session_folder(session_id: str, settings: ClientSettings) -> Path:

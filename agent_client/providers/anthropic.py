@@ -7,12 +7,13 @@ Per proposal: the system text and the knowledge part of the prompt go in system 
 one marked `cache_control` (tools + system + knowledge are the stable, cached prefix); the
 iteration part is the user message. The model may call tools (providers/tools.py) for up to
 `tool_max_turns` turns; the last turn forbids tools so that an answer comes. Rate limits (429),
-overload (529) and connection errors are retried by our bounded loop (providers/retry.py) for at most
-KKB_PROVIDER_RETRY_S seconds of waiting; then, or at once for a refused key or an unknown model, the
-request fails with EndpointError naming the setting to check.
+overload (529), connection errors, a try unanswered within KKB_PROVIDER_TIMEOUT_S and a reply cut short are
+retried by our bounded loop (providers/retry.py) for at most KKB_PROVIDER_RETRY_S seconds of waiting; then,
+or at once for a refused key, an unknown model or a reply that is not the Messages API's (a proxy's page),
+the request fails with EndpointError naming the URL or the setting to check.
 
 Settings (agent_client/config.py): ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL (or KKB_ANTHROPIC_BASE_URL),
-KKB_ANTHROPIC_MODEL (or --model), KKB_ANTHROPIC_MAX_TOKENS, KKB_PROVIDER_RETRY_S.
+KKB_ANTHROPIC_MODEL (or --model), KKB_ANTHROPIC_MAX_TOKENS, KKB_PROVIDER_RETRY_S, KKB_PROVIDER_TIMEOUT_S.
 """
 
 from __future__ import annotations
@@ -23,14 +24,19 @@ from typing import Any
 
 from agent_client.proposals import EndpointError, Proposal, ProposalRequest
 from agent_client.providers.extract import extract_code
+from agent_client.providers.replies import MalformedReply, parsed_reply
 from agent_client.providers.retry import RETRYABLE_STATUS, Retries, call_with_retries, status_of
 from agent_client.providers.tools import TOOLS, run_tool
+
+MESSAGES_REPLY = "a Messages API reply"
 
 
 def _retryable(exc: BaseException) -> bool:
     import anthropic
 
-    if isinstance(exc, anthropic.APIConnectionError):  # includes timeouts
+    if isinstance(exc, MalformedReply):
+        return exc.retryable
+    if isinstance(exc, anthropic.APIConnectionError):  # includes timeouts and replies cut short
         return True
     return isinstance(exc, anthropic.APIStatusError) and status_of(exc) in RETRYABLE_STATUS
 
@@ -49,12 +55,20 @@ class AnthropicProvider:
         self.retries = retries or Retries()
         self.sleep = sleep
 
+    @property
+    def endpoint(self) -> dict[str, str]:
+        """How this provider reaches its model (recorded with each run of a session)."""
+        return {"model": self.model, "base_url": str(getattr(self.client, "base_url", "")).rstrip("/")}
+
     def propose(self, request: ProposalRequest) -> list[Proposal]:
         return [self._one(request) for _ in range(max(1, request.n))]
 
     def _create(self, notify, **kwargs):
-        return call_with_retries(lambda: self.client.messages.create(**kwargs), _retryable, self.retries,
-                                 f"provider anthropic (model {self.model})", notify, self.sleep)
+        def call():  # the raw reply, so that a page that is not the API's is named with its content type
+            return parsed_reply(self.client.messages.with_raw_response.create(**kwargs), MESSAGES_REPLY, "content")
+
+        return call_with_retries(call, _retryable, self.retries, f"provider anthropic (model {self.model})",
+                                 notify, self.sleep, url=self.endpoint["base_url"])
 
     def _one(self, request: ProposalRequest) -> Proposal:
         split = max(0, min(request.cache_prefix_chars, len(request.prompt)))
@@ -128,11 +142,16 @@ def make_provider(settings: Any, client: Any = None, model: str | None = None, u
             raise EndpointError("provider anthropic needs an API key: set ANTHROPIC_API_KEY (or ANTHROPIC_BASE_URL "
                                 "for a local server), or use --provider offline")
         client = anthropic.Anthropic(api_key=settings.anthropic_api_key or "unused", base_url=base_url,
-                                     max_retries=settings.sdk_max_retries)
+                                     max_retries=settings.sdk_max_retries, timeout=settings.provider_timeout_s)
+    where = "--base-url (ANTHROPIC_BASE_URL)"  # a session's URL comes from either
     hints = {401: "check ANTHROPIC_API_KEY", 403: "check ANTHROPIC_API_KEY and its access to the model",
              404: "check the model name (--model or KKB_ANTHROPIC_MODEL) and ANTHROPIC_BASE_URL",
-             "connection": "check the network" + (" and ANTHROPIC_BASE_URL" if base_url else "")}
+             "connection": "check the network" + (f" and {where}" if base_url else ""),
+             "timeout": "check that the endpoint" + (f" at {where}" if base_url else "")
+                        + " answers; a slow model may need a larger KKB_PROVIDER_TIMEOUT_S",
+             "malformed": "check that " + (f"{where} leads" if base_url else "the endpoint leads")
+                          + " to a Messages API, not a proxy's page"}
     retries = Retries(total_wait_s=settings.provider_retry_s, base_delay_s=settings.retry_base_delay_s,
-                      max_attempts=settings.retry_attempts, hints=hints)
+                      max_attempts=settings.retry_attempts, timeout_s=settings.provider_timeout_s, hints=hints)
     return AnthropicProvider(client, model, max_tokens=settings.anthropic_max_tokens,
                              tool_max_turns=settings.tool_max_turns, use_tools=use_tools, retries=retries, sleep=sleep)

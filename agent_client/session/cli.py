@@ -103,12 +103,13 @@ def _list(sessions_dir: Path, json_out: bool) -> None:
 def _show(folder: Path, json_out: bool) -> None:
     from agent_client.session.catalog import outcome_text, summarize
     from agent_client.session.records import conclusion, interpreter_note, speedup_text
+    from agent_client.session.resume import runs_text
     from agent_client.session.store import SessionStore
 
     summary = summarize(folder)
     store = SessionStore.open(folder)
     try:
-        config, nodes = store.config(), store.nodes()
+        config, nodes, runs = store.config(), store.nodes(), store.runs()
     finally:
         store.close()
     rows = [{"id": n.id, "kind": n.kind, "parents": n.parent_ids, "outcome": n.outcome,
@@ -117,13 +118,16 @@ def _show(folder: Path, json_out: bool) -> None:
     best = max((n for n in nodes if n.fitness > 0), key=lambda n: (n.fitness, n.id), default=None)
     if json_out:
         typer.echo(json.dumps({**summary.to_dict(), "command": config.command, "budget": config.budget,
-                               "policy": config.policy, "conclusion": conclusion(best, nodes), "nodes": rows},
+                               "policy": config.policy, "conclusion": conclusion(best, nodes), "nodes": rows,
+                               "runs": [{"started_at": r["started_at"], "endpoint": r["endpoint"]} for r in runs]},
                               indent=2))
         return
     typer.echo(f"session {summary.session_id}  ({folder})")
     typer.echo(f"spec {summary.spec}; target {summary.target}; backend {summary.backend}; device {summary.device}; "
                f"provider {summary.provider}; policy {config.policy}; budget {config.budget}")
     typer.echo(f"created {_when(summary.created_at)}; {outcome_text(summary)}")
+    if runs_text(runs):  # how each run reached the model: a resume may have changed it
+        typer.echo(f"reached {runs_text(runs)}")
     typer.echo(f"candidates {summary.candidates} ({summary.passed} passed); best {_best(summary)}")
     if interpreter_note(summary.device):
         typer.echo(f"note: {interpreter_note(summary.device)}")

@@ -94,7 +94,7 @@ class Tuner:
     # -- the loop
     def run(self) -> SessionResult:
         self._t0 = time.monotonic()
-        self._run_id = self.store.begin_run()
+        self._run_id = self.store.begin_run(endpoint=getattr(self.provider, "endpoint", None))
         self._spent_before_s = self.store.spent_s(exclude_run=self._run_id)
         self.store.set_status("running")
         executor = ThreadPoolExecutor(max_workers=max(1, self.config.eval_workers), thread_name_prefix="eval")

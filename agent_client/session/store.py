@@ -37,7 +37,7 @@ CREATE TABLE IF NOT EXISTS evaluations (
     id INTEGER PRIMARY KEY AUTOINCREMENT, node_id TEXT NOT NULL, started_at REAL NOT NULL,
     finished_at REAL NOT NULL, verdict TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS runs (
-    id INTEGER PRIMARY KEY AUTOINCREMENT, started_at REAL NOT NULL, last_seen REAL NOT NULL);
+    id INTEGER PRIMARY KEY AUTOINCREMENT, started_at REAL NOT NULL, last_seen REAL NOT NULL, endpoint TEXT);
 """
 
 
@@ -58,6 +58,8 @@ class SessionStore:
         columns = {row["name"] for row in self._db.execute("PRAGMA table_info(requests)")}
         if "sources" not in columns:  # a session recorded before prompts noted their sources
             self._db.execute("ALTER TABLE requests ADD COLUMN sources TEXT")
+        if "endpoint" not in {row["name"] for row in self._db.execute("PRAGMA table_info(runs)")}:
+            self._db.execute("ALTER TABLE runs ADD COLUMN endpoint TEXT")  # recorded before runs noted it
 
     # -- life cycle
     @classmethod
@@ -112,6 +114,12 @@ class SessionStore:
             row = self._db.execute("SELECT * FROM session").fetchone()
         return dict(row)
 
+    def set_config(self, config: SessionConfig) -> None:
+        """Replace the stored config (a resume that changed how the model is reached, or the budgets)."""
+        with self._tx():
+            self._db.execute("UPDATE session SET config=?, updated_at=?", (config.to_json(), time.time()))
+        (self.folder / "config.json").write_text(config.to_json() + "\n", encoding="utf-8")
+
     def set_status(self, status: str, stop_reason: str | None = None) -> None:
         with self._tx():
             self._db.execute("UPDATE session SET status=?, stop_reason=?, updated_at=?",
@@ -119,12 +127,22 @@ class SessionStore:
 
     # -- requests
     # -- runs: one row per `kkb tune` process working on the session (the first run and each --resume);
-    # last_seen is moved on as the run works, so a killed run's wall time still counts against the budget
-    def begin_run(self) -> int:
+    # last_seen is moved on as the run works, so a killed run's wall time still counts against the budget;
+    # endpoint is how that run reached the model ({"model":..., "base_url":...}; None for offline and replay)
+    def begin_run(self, endpoint: dict | None = None) -> int:
         now = time.time()
         with self._tx():
-            cur = self._db.execute("INSERT INTO runs (started_at, last_seen) VALUES (?,?)", (now, now))
+            cur = self._db.execute("INSERT INTO runs (started_at, last_seen, endpoint) VALUES (?,?,?)",
+                                   (now, now, None if endpoint is None else json.dumps(endpoint)))
         return int(cur.lastrowid)
+
+    def runs(self) -> list[dict]:
+        """Every run in order: id, started_at, last_seen, endpoint (decoded; None where not recorded)."""
+        with self._lock:
+            rows = [dict(r) for r in self._db.execute("SELECT * FROM runs ORDER BY id")]
+        for row in rows:
+            row["endpoint"] = json.loads(row["endpoint"]) if row.get("endpoint") else None
+        return rows
 
     def touch_run(self, run_id: int) -> None:
         with self._tx():

@@ -25,6 +25,9 @@ class Reply:
     tool_uses: list[dict] = field(default_factory=list)  # [{"name":..., "input": {...}}]
     status: int = 200  # 429 / 529 for rate limiting and overload
     delay_s: float = 0.0  # wait before answering
+    raw: str | None = None  # a body sent as is instead of the API's JSON (a proxy's page, JSON cut short)
+    content_type: str = "application/json"  # of `raw`
+    short_by: int = 0  # bytes the content-length promises beyond `raw`: the connection closes first
 
 
 def text_with_code(code: str, note: str = "Here is the kernel.") -> Reply:
@@ -59,6 +62,21 @@ class FakeModelServer:
                 reply = server._reply(body, index)
                 if reply.delay_s:
                     time.sleep(reply.delay_s)
+                try:
+                    self._answer(reply, body, index)
+                except (BrokenPipeError, ConnectionResetError):  # the client stopped waiting (its timeout)
+                    self.close_connection = True
+
+            def _answer(self, reply: Reply, body: dict, index: int):
+                if reply.raw is not None:
+                    data = reply.raw.encode()
+                    self.send_response(reply.status)
+                    self.send_header("content-type", reply.content_type)
+                    self.send_header("content-length", str(len(data) + reply.short_by))
+                    self.end_headers()
+                    self.wfile.write(data)
+                    self.close_connection = True
+                    return
                 if reply.status != 200:
                     kind = {429: "rate_limit_error", 529: "overloaded_error"}.get(reply.status, "api_error")
                     payload = {"type": "error", "error": {"type": kind, "message": f"scripted {reply.status}"}}

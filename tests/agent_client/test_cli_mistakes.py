@@ -69,8 +69,10 @@ def test_a_bad_setting_names_its_variable(tmp_path, verb):
 
 
 def test_resume_says_which_flags_it_ignores(tmp_path):
-    result = tune(tmp_path, "--resume", "ghost", "--budget", "50")
-    assert "warning: --budget ignored: a resumed session keeps the settings it was started with" in result.output
+    result = tune(tmp_path, "--resume", "ghost", "--target", "h100", "--budget", "50", "--base-url", "http://x")
+    [warning] = [line for line in result.output.splitlines() if line.startswith("warning:")]
+    assert warning.startswith("warning: --target ignored: a resumed session keeps the search it was started with")
+    assert "--budget ignored" not in warning and "--base-url ignored" not in warning  # these a resume takes
 
 
 def closed_port_url() -> str:
@@ -116,3 +118,36 @@ def test_replies_without_a_candidate_exit_4(tmp_path):
     assert json.loads((tmp_path / "new" / "result.json").read_text())["candidates"] == 0
     assert "error: no candidates were produced (2 replies without one); the session stopped because the " \
            "candidate budget (--budget) was spent" in result.output
+
+
+@pytest.mark.slow
+def test_a_wrong_port_is_mended_by_resume_with_the_endpoint_and_budget_changed(tmp_path):
+    """The error says `kkb tune --resume ID` continues it: with the URL set right (here in the environment)
+    it does, `kkb sessions show` tells which URL each run used, and --budget gives the finished session more."""
+    from tests.agent_client.candidate_sources import wrong
+    from tests.agent_client.fake_anthropic import text_with_code
+
+    typo = closed_port_url()
+    key = {"ANTHROPIC_API_KEY": "a-key", "KKB_PROVIDER_RETRY_S": "0"}
+    first = tune(tmp_path, str(SPEC), "--provider", "anthropic", "--base-url", typo, "--session-id", "t-typo",
+                 "--budget", "1", "--drafts", "1", "--proposals", "1", *FAST, env=key)
+    assert first.exit_code == TuneExit.PROVIDER_FAILED, first.output
+    assert f"cannot reach {typo}" in first.output and "`kkb tune --resume t-typo` continues it (with --base-url" in first.output
+    server = FakeModelServer([text_with_code(wrong()), text_with_code(wrong(64))]).start()
+    try:
+        again = tune(tmp_path, "--resume", "t-typo", env={**key, "ANTHROPIC_BASE_URL": server.url})
+        assert again.exit_code == TuneExit.OK, again.output
+        assert "warning:" not in again.output and len(server.requests) == 1
+        assert f"note: resumed with the model claude-sonnet-5 at {server.url} (the last run used" in again.output
+        more = tune(tmp_path, "--resume", "t-typo", "--base-url", server.url, "--budget", "2", env=key)
+    finally:
+        server.stop()
+    assert more.exit_code == TuneExit.OK, more.output
+    assert "note: --budget 2: the session's candidates in all (was 1; it has 1, so 1 more)" in more.output
+    assert "warning:" not in more.output and len(server.requests) == 2
+    home = ["--home", str(tmp_path / "home")]
+    shown = CliRunner().invoke(app, ["sessions", "show", "t-typo", *home], env={"COLUMNS": "300"})
+    assert (f"reached the model claude-sonnet-5 at {typo} (run 1); the model claude-sonnet-5 at {server.url} "
+            "(runs 2-3)") in shown.output
+    runs = json.loads(CliRunner().invoke(app, ["sessions", "show", "t-typo", "--json", *home]).stdout)["runs"]
+    assert [r["endpoint"]["base_url"] for r in runs] == [typo, server.url, server.url]

@@ -45,7 +45,7 @@ def test_a_provider_without_its_setting_names_it(tmp_path, provider, setting):
 
 
 @pytest.mark.parametrize("provider, base_url, hint", [
-    ("anthropic", "anthropic_base_url", "check the network and ANTHROPIC_BASE_URL"),
+    ("anthropic", "anthropic_base_url", "check the network and --base-url (ANTHROPIC_BASE_URL)"),
     ("openai", "openai_base_url", "check that the server at --base-url"),
 ])
 def test_no_network_is_retried_for_the_stated_wait_then_named(tmp_path, provider, base_url, hint):
@@ -84,3 +84,33 @@ def test_a_rate_limit_that_does_not_end_stops_within_the_wait(fake_server, tmp_p
     with pytest.raises(EndpointError, match=r"rate limited \(HTTP 429.*gave up after 3 tries"):
         get_provider("anthropic", settings, sleep=sleeps).propose(request(notices))
     assert sleeps == [1.0, 2.0] and len(server.requests) == 3 and len(notices) == 1
+
+
+@pytest.mark.parametrize("provider, base_url, suffix, path", [
+    ("anthropic", "anthropic_base_url", "", "/v1/messages"),
+    ("openai", "openai_base_url", "/v1", "/v1/chat/completions"),
+])
+def test_an_endpoint_that_never_answers_is_said_while_waiting_then_named(fake_server, tmp_path, provider, base_url,
+                                                                         suffix, path):
+    server = fake_server([Reply(text="too late", delay_s=3.0)])
+    settings = client_settings(tmp_path, **{"anthropic_api_key": "a-key", base_url: server.url + suffix,
+                                            "provider_timeout_s": 1.0, "retry_attempts": 1})
+    sleeps, notices = Sleeps(), []
+    with pytest.raises(EndpointError) as raised:
+        get_provider(provider, settings, sleep=sleeps).propose(request(notices))
+    message = str(raised.value)
+    assert f"no answer from {server.url}{path} within 1 s (KKB_PROVIDER_TIMEOUT_S=1)" in message
+    assert "gave up after 2 tries" in message and len(server.requests) == 2  # a timed-out try is a failed try
+    waiting = [n for n in notices if n.startswith("waiting for the model at ")]
+    assert len(waiting) == 1 and f"at {server.url}{suffix} (" in waiting[0]  # said once, before the first timeout
+    assert notices.index(waiting[0]) == 0
+
+
+def test_the_request_timeout_is_a_setting_the_sdk_clients_get(tmp_path, monkeypatch):
+    from agent_client.config import load_settings
+
+    assert load_settings(home=tmp_path).provider_timeout_s == 300.0  # a long kernel from a slow model fits
+    monkeypatch.setenv("KKB_PROVIDER_TIMEOUT_S", "42")
+    settings = load_settings(home=tmp_path, anthropic_api_key="a-key", openai_base_url="http://127.0.0.1:9/v1")
+    for name in ("anthropic", "openai"):
+        assert get_provider(name, settings).client.timeout == 42.0
