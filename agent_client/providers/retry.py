@@ -25,6 +25,7 @@ from agent_client.providers.replies import MalformedReply
 T = TypeVar("T")
 MAX_DELAY_S = 60.0  # the longest single wait, whatever retry-after says
 WAIT_NOTE_S = 60.0  # a request unanswered this long is said once (sooner with a short timeout: half of it)
+MAX_UNANSWERED = 2  # tries that got no answer within the timeout before giving up
 RETRYABLE_STATUS = {408, 409, 429, 500, 502, 503, 504, 529}
 _STATUS_WORDS = {400: "the endpoint refused the request", 401: "the endpoint refused the API key",
                  403: "the endpoint denied access", 404: "the endpoint has no such model or path",
@@ -146,6 +147,7 @@ def call_with_retries(call: Callable[[], T], is_retryable: Callable[[BaseExcepti
 def _with_retries(call: Callable[[], T], is_retryable: Callable[[BaseException], bool], retries: Retries,
                   what: str, notify: Callable[[str], None] | None, sleep: Callable[[float], None]) -> T:
     waited = 0.0
+    unanswered = 0
     for attempt in range(retries.max_attempts + 1):
         try:
             return call()
@@ -153,6 +155,9 @@ def _with_retries(call: Callable[[], T], is_retryable: Callable[[BaseException],
             said = f"{what}: {describe(exc, retries)}{_hint(exc, retries)}"
             if not is_retryable(exc):
                 raise EndpointError(said) from exc
+            unanswered += _is_timeout(exc)
+            if unanswered >= MAX_UNANSWERED:  # each costs a whole timeout: the wait budget does not bound them
+                raise EndpointError(f"{said}; gave up after {unanswered} tries with no answer") from exc
             left = retries.total_wait_s - waited
             if attempt == retries.max_attempts or left <= 0:
                 raise EndpointError(
