@@ -210,8 +210,10 @@ def _report_result(result, settings: ClientSettings, say) -> TuneExit:
                    "need be)", err=True)
         return TuneExit.PROVIDER_FAILED
     if result.candidates == 0:
-        typer.echo(f"error: no candidates were produced ({result.nodes} replies without one); the session "
-                   f"stopped because {result.stop_text}", err=True)
+        replies = f" ({result.nodes} replies without one)" if result.nodes else ""
+        kept = "" if (settings.sessions_dir / result.session_id).exists() else " (nothing was kept)"
+        typer.echo(f"error: no candidates were produced{replies}; the session stopped because "
+                   f"{result.stop_text}{kept}", err=True)
         return TuneExit.NO_CANDIDATES
     folder = settings.sessions_dir / result.session_id
     basis = {"compile": "torch.compile", "eager": "eager (compile baseline skipped)"}.get(result.fitness_basis or "")

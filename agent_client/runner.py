@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import secrets
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -117,6 +118,14 @@ def run_session(config: SessionConfig, settings: ClientSettings, resume: bool = 
             tuner = Tuner(config, store, kb, provider, policy, evaluate, prompts_for(config, kb, accelerator_name),
                           view=view)
             result = tuner.run()
+        if not resume and result.nodes == 0 and result.stop_reason != "provider_failed":
+            # nothing came of it (the offline mode could not read the spec): no empty session to list; a
+            # failed endpoint's session stays, for --resume
+            store.close()
+            store = None
+            shutil.rmtree(folder, ignore_errors=True)
+            stopped = False
+            return result
         (folder / "result.json").write_text(json.dumps(result.to_dict(), indent=2) + "\n", encoding="utf-8")
         if report:
             from agent_client.report import write_report

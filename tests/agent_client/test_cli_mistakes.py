@@ -151,3 +151,15 @@ def test_a_wrong_port_is_mended_by_resume_with_the_endpoint_and_budget_changed(t
             "(runs 2-3)") in shown.output
     runs = json.loads(CliRunner().invoke(app, ["sessions", "show", "t-typo", "--json", *home]).stdout)["runs"]
     assert [r["endpoint"]["base_url"] for r in runs] == [typo, server.url, server.url]
+
+
+@pytest.mark.slow
+def test_a_spec_the_offline_mode_cannot_read_leaves_no_empty_session(tmp_path):
+    """Nothing came of it: the reason with the spec's line, exit 4, and no session with no nodes to list."""
+    spec = tmp_path / "typo.py"
+    spec.write_text(SPEC.read_text().replace("return torch.relu(x)", "return undefined_name + torch.relu(x)"))
+    result = tune(tmp_path, str(spec), "--provider", "offline", "--budget", "2", *FAST)
+    assert result.exit_code == TuneExit.NO_CANDIDATES, result.output
+    assert "NameError: name 'undefined_name' is not defined (nothing was kept)" in result.output, result.output
+    assert "replies without one" not in result.output
+    assert not (tmp_path / "home" / "sessions").exists() or not any((tmp_path / "home" / "sessions").iterdir())
