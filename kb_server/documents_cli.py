@@ -28,8 +28,11 @@ def documents(
                                                           "/v1/documents).")] = False,
 ) -> None:
     """List the documents, facts files and kernel files in the knowledge base; `delete ID` removes one."""
-    if action is not None and (action != "delete" or not document_id):
+    if action is not None and action != "delete":
         raise typer.BadParameter(f"{action!r}: the only action is `kkb documents delete ID`")
+    if action == "delete" and not (document_id or "").strip():
+        raise typer.BadParameter("delete: give an id (or a unique prefix of it), or a name, as `kkb documents` "
+                                 "lists them")
     try:
         listed = _list(kb)
         if action == "delete":
@@ -73,9 +76,15 @@ def _list(kb: str | None):
 
 
 def _one(listed, wanted: str):
-    matches = [d for d in listed if d.document_id == wanted] or [d for d in listed if d.document_id.startswith(wanted)]
+    """The document `wanted` names: its id, a unique prefix of it, or its name as the listing shows it (the
+    path it was ingested from)."""
+    matches = ([d for d in listed if d.document_id == wanted]
+               or [d for d in listed if d.name == wanted or str(getattr(d, "source", "")) == wanted]
+               or [d for d in listed if d.document_id.startswith(wanted)])
     if len(matches) != 1:
-        why = "several match" if matches else "none matches; `kkb documents` lists them"
+        shown = ", ".join(f"{d.document_id[:12]} ({d.name})" for d in matches[:5])
+        more = f" and {len(matches) - 5} more" if len(matches) > 5 else ""
+        why = f"several match: {shown}{more}" if matches else "none matches; `kkb documents` lists them"
         raise typer.BadParameter(f"document {wanted!r}: {why}")
     return matches[0]
 

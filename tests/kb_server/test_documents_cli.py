@@ -56,3 +56,25 @@ def test_list_then_delete_by_a_prefix_of_the_id(cli_home):
     assert [Path(n).name for n in left] == ["lf-t4.yaml"]
     missing = _kkb("documents", "delete", "ffff")
     assert missing.exit_code == 2 and "none matches" in missing.output and "Traceback" not in missing.output
+
+
+def test_delete_by_the_name_the_listing_shows_and_ambiguity_lists_the_candidates(cli_home):
+    notes = cli_home / "notes"
+    notes.mkdir()
+    for name in ("a.md", "b.md"):
+        (notes / name).write_text(f"---\ntitle: {name}\n---\n# {name}\n\nSome words about {name}.\n")
+    assert _kkb("ingest", str(notes)).exit_code == 0
+    listed = json.loads(_kkb("documents", "--json").stdout)["documents"]
+    a = next(d for d in listed if d["name"].endswith("a.md"))
+    assert _kkb("documents", "delete", a["name"]).exit_code == 0  # the name as the listing shows it
+    assert [Path(d["name"]).name for d in json.loads(_kkb("documents", "--json").stdout)["documents"]] == ["b.md"]
+    (notes / "c.md").write_text("---\ntitle: c\n---\n# c\n\nMore words.\n")
+    assert _kkb("ingest", str(notes)).exit_code == 0
+    ambiguous = _kkb("documents", "delete", "")
+    assert ambiguous.exit_code == 2 and "give an id" in ambiguous.output
+    ids = [d["document_id"] for d in json.loads(_kkb("documents", "--json").stdout)["documents"]]
+    common = next((p for n in range(1, 4) for p in {i[:n] for i in ids} if sum(i.startswith(p) for i in ids) > 1),
+                  None)
+    if common is not None:  # ids are random: where two share a first character, both are named
+        several = _kkb("documents", "delete", common)
+        assert several.exit_code == 2 and "several match: " in several.output and "(" in several.output
