@@ -1,6 +1,7 @@
 """Split rows: a group of reductions over rows too long (or too few) for one program each, the row cut into
-chunks that several programs reduce. Two forms, chosen at run time by the group's `form` tunable ("split" by
-default: the cooperative form has no passing run on a GPU yet, agent_client/lowering/README.md):
+chunks that several programs reduce. Two forms, chosen at run time by the group's `form` tunable ("auto" by
+default: cooperative where a round of resident programs holds two rows or more, else two levels; kernels/coop.py
+says what the H100 measured):
 
 - "split" (two levels): per round of dependent reductions, a kernel of partial results per chunk and one
   that combines a row's partials; then the outputs the size of the input, in a pointwise kernel that reads

@@ -60,7 +60,8 @@ def test_strategy_at_published_sizes(tmp_path, forward, sizes, inputs, expected)
     kernels = lowered.kernels
     assert any(expected in k for k in kernels), kernels
     forms = [v for name, v in lowered.tunables.items() if name.endswith("_form")]
-    assert forms == (["split"] if "cooperative" in expected else []), lowered.tunables  # two levels by default
+    # the form is chosen at run time: cooperative where a round holds two rows or more
+    assert forms == (["auto"] if "cooperative" in expected else []), lowered.tunables
     if "(looped)" in expected or "persistent" in expected:
         assert not any("split" in k for k in kernels), kernels
     if "round 0" in expected:
@@ -125,15 +126,16 @@ def test_row_kernels_pass_the_harness(spec, options, tunables, kernel):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("chunk,form", [
-    (128, "coop"),  # 8 chunks a row: the CPU's 4 "SMs" hold 8 programs, so the rows run cooperatively
-    (16, "split"),  # 63 chunks a row: more than the programs resident at once, so the two-level form runs
-    (None, "split"),  # the default form: two levels
+@pytest.mark.parametrize("asked,form", [
+    ({"_CHUNK": 128, "_form": "coop"}, "coop"),  # 8 chunks a row: the CPU's 4 "SMs" hold 8 programs
+    ({"_CHUNK": 16, "_form": "coop"}, "split"),  # 63 chunks a row: more than the programs resident at once
+    ({"_CHUNK": 128}, "split"),  # auto: 8 chunks a row fill the 8 programs, one row a round: two levels
+    ({}, "coop"),  # auto at the default chunk: a row is one chunk, eight rows a round: cooperative
 ])
-def test_the_form_that_runs(tmp_path, chunk, form):
+def test_the_form_that_runs(tmp_path, asked, form):
     lowered = lower_spec(ROW_SPECS / "softmax_wide.py", target="cpu", options=SPLIT)
-    asked = {"_CHUNK": chunk, "_form": "coop"} if chunk else {}
-    module = load_candidate(_tuned(lowered, asked), tmp_path, f"rows_form_{form}_{chunk}")
+    chunk = asked.get("_CHUNK")
+    module = load_candidate(_tuned(lowered, asked), tmp_path, f"rows_form_{form}_{chunk}_{len(asked)}")
     coop = [n for n in vars(module) if n.endswith("_coop") and hasattr(vars(module)[n], "run")]
     parts = [n for n in vars(module) if "_part" in n and hasattr(vars(module)[n], "run")]
     assert coop and parts
