@@ -293,8 +293,9 @@ def _sample_of(data: dict) -> str:
 
 
 def _gpu_run(d: dict) -> bool:
-    return ((d.get("card") or {}).get("short_id", "gpu") != "cpu" and d.get("name", "").startswith("kernelbench")
-            and d.get("device", "cpu") != "cpu")
+    card = d.get("card") or {}
+    short_id = card.get("short_id", "gpu") if isinstance(card, dict) else str(card)  # the suite names it plainly
+    return short_id != "cpu" and d.get("name", "").startswith("kernelbench") and d.get("device", "cpu") != "cpu"
 
 
 def newest_kernelbench(device: str) -> Path | None:

@@ -232,12 +232,13 @@ def _launch(w: KernelWriter, g: Group, target: str) -> Kernel:
     chunk, t_c, s_c = tune(n, "CHUNK", min(4096 if target == "cpu" else 16384, chunks[-1]), chunks)
     warps, t_w, s_w = tune(n, "coop_warps", 16, [4, 8, 16, 32])
     per_sm, t_p, s_p = tune(n, "coop_per_sm", 2, [1, 2, 4])
-    # "auto": cooperative where a round holds two rows or more, else two levels. On an H100 at published
-    # sizes (benchmarks/results/rows-probe-nvidia-h100-80gb-hbm3-20261207T215653Z.json, share of a copy):
-    # 1/23 Softmax (4096 rows of 393,216) cooperative 78% against two levels' 67%, 1/24 LogSoftmax 80%
-    # against 67%; 1/40 LayerNorm (16 rows of 4.2M, one row a round) cooperative 33% against 40%
-    form, t_f, s_f = tune(n, "form", "auto", ["auto", "coop", "split"])
-    # without the next chunk's loads in flight while a program waits: on the H100 (same file) 1/23 78% of a
+    # two levels by default; the search reaches the cooperative form. On an H100 at published sizes the
+    # cooperative form read 1/23 Softmax (4096 rows of 393,216) at 78% of a copy against two levels' 67%
+    # (benchmarks/results/rows-probe-nvidia-h100-80gb-hbm3-20261207T215653Z.json) and the search found it
+    # (5.455 ms, 1.19x torch.compile: kernelbench-h100-20261207T220404Z.json); as the default it cost 2/21's
+    # GroupNorm 4.86 ms against 2.60 (kernelbench-h100-20261207T220058Z.json) and 1/40 LayerNorm 33% against 40%
+    form, t_f, s_f = tune(n, "form", "split", ["coop", "split"])
+    # without the next chunk's loads in flight while a program waits: in the rows probe above 1/23 78% of a
     # copy against 49% with them (the library's softmax on an H200 had gained 12% with them: NOTES.md)
     prefetch, t_q, s_q = tune(n, "coop_prefetch", False, [False, True])
     sms = "(torch.cuda.get_device_properties(dev).multi_processor_count if dev.type == 'cuda' else 4)"
@@ -246,8 +247,7 @@ def _launch(w: KernelWriter, g: Group, target: str) -> Kernel:
         f"{n}_split = triton.cdiv({g.rn}, {chunk})",
         f"{n}_per_sm = max(1, min({per_sm}, 64 // {warps}))  # resident programs an SM holds",
         f"{n}_cap = {sms} * {n}_per_sm",
-        (f"{n}_use_coop = ({form} == 'coop' or ({form} == 'auto' and {n}_cap // {n}_split >= 2)) and "
-         f"{n}_split <= {n}_cap  # a row's chunks all resident at once"),
+        f"{n}_use_coop = {form} == 'coop' and {n}_split <= {n}_cap  # a row's chunks all resident at once",
         f"{n}_grid = triton.cdiv({g.xn}, triton.cdiv({g.xn}, max(1, {n}_cap // {n}_split))) * {n}_split",
         f"{n}_ws = torch.empty(({words}, {g.xn} * {n}_split), dtype=torch.int32, device=dev) if {n}_use_coop else None",
         (f"{n}_cnt = torch.zeros(({len(g.rounds)}, {g.xn}), dtype=torch.int32, device=dev) "

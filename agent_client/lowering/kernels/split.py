@@ -1,7 +1,6 @@
 """Split rows: a group of reductions over rows too long (or too few) for one program each, the row cut into
-chunks that several programs reduce. Two forms, chosen at run time by the group's `form` tunable ("auto" by
-default: cooperative where a round of resident programs holds two rows or more, else two levels; kernels/coop.py
-says what the H100 measured):
+chunks that several programs reduce. Two forms, chosen at run time by the group's `form` tunable ("split" by
+default, the search reaches "coop"; kernels/coop.py says what an H100 measured of each):
 
 - "split" (two levels): per round of dependent reductions, a kernel of partial results per chunk and one
   that combines a row's partials; then the outputs the size of the input, in a pointwise kernel that reads

@@ -60,8 +60,7 @@ def test_strategy_at_published_sizes(tmp_path, forward, sizes, inputs, expected)
     kernels = lowered.kernels
     assert any(expected in k for k in kernels), kernels
     forms = [v for name, v in lowered.tunables.items() if name.endswith("_form")]
-    # the form is chosen at run time: cooperative where a round holds two rows or more
-    assert forms == (["auto"] if "cooperative" in expected else []), lowered.tunables
+    assert forms == (["split"] if "cooperative" in expected else []), lowered.tunables  # two levels by default
     if "(looped)" in expected or "persistent" in expected:
         assert not any("split" in k for k in kernels), kernels
     if "round 0" in expected:
@@ -129,8 +128,7 @@ def test_row_kernels_pass_the_harness(spec, options, tunables, kernel):
 @pytest.mark.parametrize("asked,form", [
     ({"_CHUNK": 128, "_form": "coop"}, "coop"),  # 8 chunks a row: the CPU's 4 "SMs" hold 8 programs
     ({"_CHUNK": 16, "_form": "coop"}, "split"),  # 63 chunks a row: more than the programs resident at once
-    ({"_CHUNK": 128}, "split"),  # auto: 8 chunks a row fill the 8 programs, one row a round: two levels
-    ({}, "coop"),  # auto at the default chunk: a row is one chunk, eight rows a round: cooperative
+    ({}, "split"),  # the default form: two levels
 ])
 def test_the_form_that_runs(tmp_path, asked, form):
     lowered = lower_spec(ROW_SPECS / "softmax_wide.py", target="cpu", options=SPLIT)
