@@ -289,7 +289,14 @@ def _kernelbench_run(device: str, path: Path) -> list[str]:
 def _sample_of(data: dict) -> str:
     """The sample file a GPU run measured (its --sample), or "" for a run named by --problems or --levels."""
     m = re.search(r"--sample\s+(\S+)", data.get("command") or "")
-    return Path(m.group(1)).name if m else ""
+    return m.group(1) if m else ""
+
+
+def _sample_text(sample: str) -> str:
+    """A sample file as the page names it: committed ones by their path, a run's own list as its rows."""
+    if (RESULTS.parents[1] / sample).is_file() and not sample.startswith("."):
+        return f"`{sample}`"
+    return f"`{Path(sample).name}` (a rerun's own list: its results file names the problems)"
 
 
 def _gpu_run(d: dict) -> bool:
@@ -316,7 +323,7 @@ def newest_kernelbench_samples() -> list[Path]:
             best = runs.get(key)
             if best is None or (d.get("date", ""), Path(f).name) > (load(best).get("date", ""), best.name):
                 runs[key] = Path(f)
-    return [runs[k] for k in sorted(runs, key=lambda k: (k != "kernelbench_h200_sample.txt", k))]
+    return [runs[k] for k in sorted(runs, key=lambda k: (Path(k).name != "kernelbench_h200_sample.txt", k))]
 
 
 def kernelbench() -> str:
@@ -331,7 +338,7 @@ def kernelbench() -> str:
         d = load(path) if path else {}
         sample = _sample_of(d)
         card = (d.get("card") or {}).get("name") or "GPU"
-        parts += ["", f"### GPU: {f'`benchmarks/{sample}`' if sample else 'problems named on the command line'}, "
+        parts += ["", f"### GPU: {_sample_text(sample) if sample else 'problems named on the command line'}, "
                       f"on {card}" if path else "### GPU", ""]
         parts += _kernelbench_run("gpu", path) if path else ["No GPU run of `bench_kernelbench.py` is committed yet."]
     extra = (("level3", "CPU, level 3 (full models; a subset, reduced sizes)"),
@@ -456,7 +463,7 @@ def headline() -> str:
         s = d["summary"]
         card = (d.get("card") or {}).get("name") or "an H200"  # files before the card was recorded: an H200
         sample = _sample_of(d)
-        what = f"the sample `benchmarks/{sample}`" if sample else "problems named on the command line"
+        what = f"the sample {_sample_text(sample)}" if sample else "problems named on the command line"
         sizes = "sizes scaled down" if d.get("max_elements") else "published sizes"
         speed = (f"; geometric mean {s['geomean_vs_compile']:.2f}x torch.compile, "
                  f"{len(s.get('below_0.97_vs_compile') or [])} below 0.97x" if s.get("geomean_vs_compile") else "")
