@@ -236,7 +236,8 @@ def _launch(w: KernelWriter, g: Group, target: str) -> Kernel:
     # cooperative form read 1/23 Softmax (4096 rows of 393,216) at 78% of a copy against two levels' 67%
     # (benchmarks/results/rows-probe-nvidia-h100-80gb-hbm3-20261207T215653Z.json) and the search found it
     # (5.455 ms, 1.19x torch.compile: kernelbench-h100-20261207T220404Z.json); as the default it cost 2/21's
-    # GroupNorm 4.86 ms against 2.60 (kernelbench-h100-20261207T220058Z.json in commit 5e9a78057) and 1/40 LayerNorm 33% against 40%
+    # GroupNorm 4.86 ms against 2.60 (kernelbench-h100-20261207T220058Z.json in commit 5e9a78057) and 1/40
+    # LayerNorm 33% of a copy against 40%
     form, t_f, s_f = tune(n, "form", "split", ["coop", "split"])
     # without the next chunk's loads in flight while a program waits: in the rows probe above 1/23 78% of a
     # copy against 49% with them (the library's softmax on an H200 had gained 12% with them: NOTES.md)
