@@ -293,8 +293,9 @@ def _sample_of(data: dict) -> str:
 
 
 def _sample_text(sample: str) -> str:
-    """A sample file as the page names it: committed ones by their path, a run's own list as its rows."""
-    if (RESULTS.parents[1] / sample).is_file() and not sample.startswith("."):
+    """A sample file as the page names it: one in the tree by its path, a run's own list (kept in an ignored
+    folder, or outside the tree) as such."""
+    if not sample.startswith((".", "/")):
         return f"`{sample}`"
     return f"`{Path(sample).name}` (a rerun's own list: its results file names the problems)"
 

@@ -114,3 +114,12 @@ def test_a_later_partial_library_run_replaces_its_rows(tmp_path, monkeypatch):
     assert "c did not start within its budget" in text
     assert "| softmax | a | 8x8 | float32 | passed | 1.0000 | 2.00 | 2.00 | 50% memory | changed |" in text
     assert "| softmax | b | 8x8 | float32 | passed | 1.0000 | 2.00 | 2.00 | 50% memory | all |" in text
+
+
+def test_a_rerun_s_own_list_is_named_as_such():
+    """A sample kept outside the tree (an ignored folder) is no committed file: the page says its results file
+    names the problems, and a sample in the tree keeps its path."""
+    assert results_md._sample_text(".gpu/rerun2.txt") == (
+        "`rerun2.txt` (a rerun's own list: its results file names the problems)")
+    assert results_md._sample_text("benchmarks/kernelbench_sample_other.txt") == (
+        "`benchmarks/kernelbench_sample_other.txt`")
