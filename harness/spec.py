@@ -45,6 +45,11 @@ class SpecError(ValueError):
     """A spec file that cannot be used; the message names the file and what to fix."""
 
 
+def source_sha(source: str) -> str:
+    """A spec's identity in caches and results files: the first 16 hex digits of its source's sha256."""
+    return hashlib.sha256(source.encode()).hexdigest()[:16]
+
+
 def argument_list(value, function: str) -> list:
     """What get_inputs() or get_init_inputs() returned, as the list of arguments it must be. A tensor would
     otherwise be taken apart row by row into as many arguments (and a dict into its keys)."""
@@ -174,7 +179,7 @@ def load_spec(path: str | Path) -> Spec:
     if hasattr(module, "get_flops") and not callable(module.get_flops):
         raise SpecError(f"spec {path}: get_flops must be a function of the forward inputs returning an int")
     return Spec(path=path, name=path.stem, source=source,
-                sha256=hashlib.sha256(source.encode()).hexdigest()[:16],
+                sha256=source_sha(source),
                 variants=_variants(module, path), dtype=dtype, atol=atol, rtol=rtol, module=module)
 
 

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import datetime as dt
 import difflib
-import hashlib
 import json
 import math
 import os
@@ -42,7 +41,7 @@ from enum import IntEnum
 from pathlib import Path
 
 from harness.jobs import candidate_hash
-from harness.spec import SpecError
+from harness.spec import SpecError, source_sha
 from harness.verdict import Verdict
 
 FAST_P_THRESHOLDS = (0.0, 1.0, 1.5, 2.0)
@@ -149,8 +148,7 @@ def _row_key(problem: str, candidate: str | None) -> str:
 def _judged_on(problem: Problem, source: str | None) -> dict:
     """The files a row is judged on, hashed as Spec.sha256 and Verdict.candidate_hash are: a resumed row
     whose files changed since is judged again."""
-    spec_sha = hashlib.sha256(problem.path.read_text().encode()).hexdigest()[:16]
-    return {"spec_sha": spec_sha, **({} if source is None else {"candidate_hash": candidate_hash(source)})}
+    return {"spec_sha": source_sha(problem.path.read_text()), **({} if source is None else {"candidate_hash": candidate_hash(source)})}
 
 
 def _unchanged(row: dict, judged_on: dict) -> bool:

@@ -46,15 +46,19 @@ _CANONICAL: dict[str, tuple[str, str]] = {
     s.lower(): (unit, dim) for dim, table in UNITS.items() for unit in table for s in _spellings(unit)}
 
 
+def _lookup(unit: str) -> tuple[str, str] | None:
+    return _CANONICAL.get(re.sub(r"\s+", "", str(unit)).lower())
+
+
 def canonical_unit(unit: str) -> str | None:
     """The table's spelling of a unit (case and common spellings aside), or None for a unit it does not hold."""
-    found = _CANONICAL.get(re.sub(r"\s+", "", str(unit)).lower())
+    found = _lookup(unit)
     return found[0] if found else None
 
 
 def unit_problem(unit: str, dimension: str) -> str | None:
     """Why `unit` cannot measure `dimension` (naming the accepted units), or None when it can."""
-    found = _CANONICAL.get(re.sub(r"\s+", "", str(unit)).lower())
+    found = _lookup(unit)
     if found is not None and found[1] == dimension:
         return None
     return f"unit {unit!r} is not a {dimension} unit; use one of {', '.join(UNITS[dimension])}"
