@@ -40,10 +40,19 @@ if "--device" in sys.argv and sys.argv[sys.argv.index("--device") + 1] == "cpu":
 # the decisive problems, in priority order
 PROBLEMS = ["1/23_Softmax", "1/40_LayerNorm", "1/36_RMSNorm_", "1/47_Sum_reduction_over_a_dimension",
             "1/51_Argmax_over_a_dimension", "1/24_LogSoftmax", "1/89_cumsum", "1/94_MSELoss",
-            "1/95_CrossEntropyLoss", "1/42_Max_Pooling_2D", "1/92_cumsum_exclusive"]
+            "1/95_CrossEntropyLoss", "1/42_Max_Pooling_2D", "1/92_cumsum_exclusive", "1/41_Max_Pooling_1D",
+            "1/44_Average_Pooling_1D", "1/33_BatchNorm", "1/37_FrobeniusNorm_"]
 # pass 2, in priority order: (problem, variant, route, lowering options, TUNABLES overrides by name suffix)
 # (the split rows' default form is "split", two levels: the cooperative variants name their form)
 VARIANTS = [
+    ("1/23_Softmax", "coop 8192 w8 x2", "library", {}, {"WIDE_STRATEGY": "coop", "COOP_CHUNK": 8192,
+                                                        "num_warps_coop": 8, "COOP_PROGRAMS_PER_SM": 2}),
+    ("1/40_LayerNorm", "apply 2048 w4", "library", {}, {"APPLY_BLOCK": 2048, "num_warps_apply": 4}),
+    ("1/40_LayerNorm", "apply 8192 w16", "library", {}, {"APPLY_BLOCK": 8192, "num_warps_apply": 16}),
+    ("1/40_LayerNorm", "split 16/SM", "library", {}, {"SPLIT_PROGRAMS_PER_SM": 16}),
+    ("1/41_Max_Pooling_1D", "1d 1024 w4", "library", {}, {"BLOCK_1D": 1024, "num_warps_1d": 4}),
+    ("1/41_Max_Pooling_1D", "1d 4096 w8", "library", {}, {"BLOCK_1D": 4096, "num_warps_1d": 8}),
+    ("1/44_Average_Pooling_1D", "1d 1024 w4", "library", {}, {"BLOCK_1D": 1024, "num_warps_1d": 4}),
     ("1/23_Softmax", "coop", "lowering", {}, {"_form": "coop"}),
     ("1/40_LayerNorm", "coop", "lowering", {}, {"_form": "coop"}),
     ("1/24_LogSoftmax", "coop", "lowering", {}, {"_form": "coop"}),

@@ -2,7 +2,9 @@
 
 Shared by corpus/kernels/softmax and corpus/kernels/log_softmax (each family's kernel.py holds its TUNABLES
 and its flag) and inlined into their candidate sources (ingest/bundle.py). Three paths, chosen by the row
-width N and WIDE_STRATEGY:
+width N and WIDE_STRATEGY ("auto": "looped" while the rows in flight, one a persistent program, fit in
+LOOP_L2_BYTES, so that its second pass re-reads them from L2; "coop" for wider rows, a 393216-wide fp32 row
+being 1.5 MiB):
 - fused (N <= MAX_FUSED_N): the row (or several narrow rows) sits in registers: one read, one write, max,
   exp and sum in fp32. Bytes moved: 2 * rows * N * element size, the minimum.
 - WIDE_STRATEGY "looped": a persistent grid of NUM_SMS * PROGRAMS_PER_SM programs walks rows; pass 1 reads
@@ -293,6 +295,15 @@ def _softmax_coop(x2: torch.Tensor, y: torch.Tensor, log: bool, t: dict) -> None
     )
 
 
+def _wide_strategy(t: dict, n_rows: int, n_cols: int, x: torch.Tensor) -> str:
+    """WIDE_STRATEGY, with "auto" resolved: looped while the rows in flight (one a persistent program) fit in
+    LOOP_L2_BYTES, so that its second pass re-reads them from L2; else coop (one read, one write)."""
+    if t["WIDE_STRATEGY"] != "auto":
+        return t["WIDE_STRATEGY"]
+    in_flight = min(n_rows, _num_sms(x.device) * t["PROGRAMS_PER_SM"])
+    return "looped" if in_flight * n_cols * x.element_size() <= t["LOOP_L2_BYTES"] else "coop"
+
+
 def _softmax_rows(x: torch.Tensor, log: bool, t: dict) -> torch.Tensor:
     """Softmax (log-softmax with `log`) over the last dimension, with `t` a family's TUNABLES."""
     if x.dim() < 1 or x.numel() == 0:
@@ -303,7 +314,7 @@ def _softmax_rows(x: torch.Tensor, log: bool, t: dict) -> torch.Tensor:
         x2 = x2.contiguous()
     n_rows, n_cols = x2.shape
     y = torch.empty((n_rows, n_cols), dtype=x.dtype, device=x.device)
-    strategy = "fused" if n_cols <= t["MAX_FUSED_N"] else t["WIDE_STRATEGY"]
+    strategy = "fused" if n_cols <= t["MAX_FUSED_N"] else _wide_strategy(t, n_rows, n_cols, x)
     if strategy == "fused":
         block = triton.next_power_of_2(n_cols)
         rows = t["ROWS_FUSED"] or max(1, min(2048 // block, triton.next_power_of_2(n_rows)))  # narrow rows
@@ -325,5 +336,5 @@ def _softmax_rows(x: torch.Tensor, log: bool, t: dict) -> torch.Tensor:
         )
     else:
         raise ValueError(f"softmax: TUNABLES['WIDE_STRATEGY'] = {t['WIDE_STRATEGY']!r}, "
-                         "expected 'coop' or 'looped'")
+                         "expected 'auto', 'coop' or 'looped'")
     return y.reshape(shape)

@@ -22,7 +22,8 @@ Paths, chosen by the launcher from the row width N and dtype:
   What torch.compile generates for this op (XBLOCK 1, R0_BLOCK 2048, 16 warps on the H200 for 4096 fp32:
   benchmarks/results/inductor-code-20261201T0837Z.txt); x is read from DRAM once either way.
 - split (wider rows, fewer than one a SM: 16 rows of 4194304): each row cut into chunks, a program each: per-lane
-  Welford statistics merged into the chunk's, then a second kernel merges a row's chunks (Chan) and writes y.
+  Welford statistics merged into the chunk's; a second kernel merges a row's chunks (Chan); a third writes y,
+  each program owning a block of columns of every row so that w and b are read once.
 - looped (wider rows): a persistent grid walks rows; pass 1 merges per-block (count, mean, M2)
   statistics with Chan's formula (no sum-of-squares cancellation), pass 2 re-reads the row from its
   end backwards (L2-warm) and writes y.
@@ -61,6 +62,8 @@ TUNABLES = {
     "SPLIT_BELOW_ROWS_PER_SM": 1,
     "SPLIT_PROGRAMS_PER_SM": 8,
     "num_warps_split": 8,
+    "APPLY_BLOCK": 4096,  # split path, y: columns a program owns in every row
+    "num_warps_apply": 8,
 }
 
 
@@ -200,38 +203,43 @@ def _layernorm_split_stats_kernel(
     x_ptr, part_ptr, n_cols, stride_x,
     SPLIT: tl.constexpr, CHUNK: tl.constexpr, BLOCK: tl.constexpr,
 ):
-    """Split path, pass 1: chunk (program_id % SPLIT) of row (program_id // SPLIT): per-lane Welford
-    (count, mean, centred squares), merged into the chunk's mean and centred squares."""
+    """Split path, pass 1: chunk (program_id % SPLIT) of row (program_id // SPLIT), CHUNK a multiple of BLOCK:
+    per-lane Welford (mean, centred squares) over the chunk's whole blocks, every lane at the same count (one
+    reciprocal a step, no division a value), then the partial last block, merged into the chunk's mean and
+    centred squares."""
     row = tl.program_id(0) // SPLIT
     start = (tl.program_id(0) % SPLIT) * CHUNK
-    x_row = x_ptr + tl.cast(row, tl.int64) * stride_x
+    x_chunk = x_ptr + tl.cast(row, tl.int64) * stride_x + start
+    width = tl.minimum(n_cols - start, CHUNK)
+    n_full = width // BLOCK
     cols = tl.arange(0, BLOCK)
-    n_l = tl.zeros([BLOCK], tl.float32)
     mean_l = tl.zeros([BLOCK], tl.float32)
     m2_l = tl.zeros([BLOCK], tl.float32)
-    for off in range(0, CHUNK, BLOCK):
-        mask = (off + cols < CHUNK) & (start + off + cols < n_cols)
-        x = tl.load(x_row + start + off + cols, mask=mask, other=0.0).to(tl.float32)
-        n_new = tl.where(mask, n_l + 1.0, n_l)
-        d = tl.where(mask, x - mean_l, 0.0)
-        mean_l = mean_l + d / tl.maximum(n_new, 1.0)
-        m2_l = m2_l + d * tl.where(mask, x - mean_l, 0.0)
-        n_l = n_new
-    n = tl.sum(n_l, axis=0)
-    mean = tl.sum(n_l * mean_l, axis=0) / tl.maximum(n, 1.0)
+    for i in range(n_full):
+        x = tl.load(x_chunk + i * BLOCK + cols).to(tl.float32)
+        d = x - mean_l
+        mean_l += d * (1.0 / (i + 1))
+        m2_l += d * (x - mean_l)
+    tail = cols < width - n_full * BLOCK
+    x = tl.load(x_chunk + n_full * BLOCK + cols, mask=tail, other=0.0).to(tl.float32)
+    d = x - mean_l
+    mean_t = mean_l + d * (1.0 / (n_full + 1))
+    m2_l = tl.where(tail, m2_l + d * (x - mean_t), m2_l)
+    mean_l = tl.where(tail, mean_t, mean_l)
+    n_l = n_full + tail.to(tl.float32)
+    mean = tl.sum(n_l * mean_l, axis=0) / width
     m2 = tl.sum(m2_l + n_l * (mean_l - mean) * (mean_l - mean), axis=0)
     tl.store(part_ptr + tl.program_id(0) * 2, mean)
     tl.store(part_ptr + tl.program_id(0) * 2 + 1, m2)
 
 
 @triton.jit
-def _layernorm_split_apply_kernel(
-    x_ptr, w_ptr, b_ptr, y_ptr, part_ptr, n_cols, stride_x, stride_y, eps,
-    SPLIT: tl.constexpr, SPLIT_P2: tl.constexpr, CHUNK: tl.constexpr, BLOCK: tl.constexpr,
+def _layernorm_split_merge_kernel(
+    part_ptr, stats_ptr, n_cols, eps,
+    SPLIT: tl.constexpr, SPLIT_P2: tl.constexpr, CHUNK: tl.constexpr,
 ):
-    """Split path, pass 2: the row's statistics from its chunks' (Chan's merge), then this chunk's y."""
-    row = tl.program_id(0) // SPLIT
-    start = (tl.program_id(0) % SPLIT) * CHUNK
+    """Split path, pass 2: a row's (mean, rstd) from its chunks' (mean, centred squares), Chan's merge."""
+    row = tl.program_id(0)
     parts = tl.arange(0, SPLIT_P2)
     live = parts < SPLIT
     means = tl.load(part_ptr + (row * SPLIT + parts) * 2, mask=live, other=0.0)
@@ -239,32 +247,49 @@ def _layernorm_split_apply_kernel(
     counts = tl.where(live, tl.minimum(tl.maximum(n_cols - parts * CHUNK, 0), CHUNK), 0).to(tl.float32)
     mean = tl.sum(counts * means, axis=0) / n_cols
     m2 = tl.sum(m2s + counts * (means - mean) * (means - mean), axis=0)
-    rstd = tl.rsqrt(m2 / n_cols + eps)
-    x_row = x_ptr + tl.cast(row, tl.int64) * stride_x
-    y_row = y_ptr + tl.cast(row, tl.int64) * stride_y
-    cols = tl.arange(0, BLOCK)
-    for off in range(0, CHUNK, BLOCK):
-        idx = start + off + cols
-        mask = (off + cols < CHUNK) & (idx < n_cols)
-        x = tl.load(x_row + idx, mask=mask, other=0.0).to(tl.float32)
-        w = tl.load(w_ptr + idx, mask=mask, other=0.0).to(tl.float32)
-        b = tl.load(b_ptr + idx, mask=mask, other=0.0).to(tl.float32)
-        tl.store(y_row + idx, ((x - mean) * rstd * w + b).to(y_ptr.dtype.element_ty), mask=mask)
+    tl.store(stats_ptr + row * 2, mean)
+    tl.store(stats_ptr + row * 2 + 1, tl.rsqrt(m2 / n_cols + eps))
+
+
+@triton.jit
+def _layernorm_split_apply_kernel(
+    x_ptr, w_ptr, b_ptr, y_ptr, stats_ptr, n_rows, n_cols, stride_x, stride_y,
+    BLOCK: tl.constexpr,
+):
+    """Split path, pass 3: a program owns BLOCK columns of every row, so w and b are read once in all (a
+    program a chunk of a row would read them once a row: 16 x 32 MiB at KernelBench's 1/40)."""
+    cols = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+    b = tl.load(b_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+    for row in range(n_rows):
+        mean = tl.load(stats_ptr + row * 2)
+        rstd = tl.load(stats_ptr + row * 2 + 1)
+        x = tl.load(x_ptr + tl.cast(row, tl.int64) * stride_x + cols, mask=mask, other=0.0).to(tl.float32)
+        y = (x - mean) * rstd * w + b
+        tl.store(y_ptr + tl.cast(row, tl.int64) * stride_y + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
 
 
 def _layernorm_split(x2, w, b, y, eps: float, t: dict) -> None:
-    """Few wide rows (KernelBench's 16 rows of 4194304): each row cut into SPLIT chunks, a program each."""
+    """Few wide rows (KernelBench's 16 rows of 4194304): each row's statistics from chunks a program each,
+    merged a row a program, then y by programs that each own a block of columns of every row (two reads of x,
+    one write of y, one read of w and b)."""
     n_rows, n_cols = x2.shape
-    split = max(1, min(triton.cdiv(n_cols, t["BLOCK_LOOP"]), triton.next_power_of_2(
+    block = t["BLOCK_LOOP"]
+    split = max(1, min(triton.cdiv(n_cols, block), triton.next_power_of_2(
         triton.cdiv(_num_sms(x2.device) * t["SPLIT_PROGRAMS_PER_SM"], n_rows))))
-    chunk = triton.cdiv(n_cols, split)
+    chunk = triton.cdiv(triton.cdiv(n_cols, split), block) * block  # whole blocks; only a row's last is partial
+    split = triton.cdiv(n_cols, chunk)  # no chunk left empty
     part = torch.empty((n_rows * split * 2,), dtype=torch.float32, device=x2.device)
-    grid = (n_rows * split,)
-    _layernorm_split_stats_kernel[grid](x2, part, n_cols, x2.stride(0), SPLIT=split, CHUNK=chunk,
-                                         BLOCK=t["BLOCK_LOOP"], num_warps=t["num_warps_split"])
-    _layernorm_split_apply_kernel[grid](x2, w, b, y, part, n_cols, x2.stride(0), y.stride(0), eps, SPLIT=split,
-                                         SPLIT_P2=triton.next_power_of_2(split), CHUNK=chunk,
-                                         BLOCK=t["BLOCK_LOOP"], num_warps=t["num_warps_split"])
+    stats = torch.empty((n_rows * 2,), dtype=torch.float32, device=x2.device)
+    _layernorm_split_stats_kernel[(n_rows * split,)](x2, part, n_cols, x2.stride(0), SPLIT=split, CHUNK=chunk,
+                                                      BLOCK=block, num_warps=t["num_warps_split"])
+    _layernorm_split_merge_kernel[(n_rows,)](part, stats, n_cols, eps, SPLIT=split,
+                                              SPLIT_P2=triton.next_power_of_2(split), CHUNK=chunk, num_warps=4)
+    apply_block = t["APPLY_BLOCK"]
+    _layernorm_split_apply_kernel[(triton.cdiv(n_cols, apply_block),)](
+        x2, w, b, y, stats, n_rows, n_cols, x2.stride(0), y.stride(0), BLOCK=apply_block,
+        num_warps=t["num_warps_apply"])
 
 
 def _fused_warps(rows: int, n_cols: int, element_size: int, bytes_per_warp: int) -> int:

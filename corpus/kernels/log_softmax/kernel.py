@@ -17,8 +17,10 @@ TUNABLES = {
     "ELEMS_PER_THREAD": 32,  # fused path: sets num_warps from the tile size
     "ROWS_FUSED": 0,  # fused path: rows per program, 0 = as many as fill 2048 lanes (power of 2)
     "num_warps_fused": 0,  # fused path: warps, 0 = from ELEMS_PER_THREAD (at least 2; 1: shuffles only)
-    # rows wider than MAX_FUSED_N: "looped" (two passes) or "coop" (split row)
+    # rows wider than MAX_FUSED_N: "looped" (two passes), "coop" (split row), or "auto" (looped while the rows in
+    # flight fit in LOOP_L2_BYTES, coop beyond)
     "WIDE_STRATEGY": "coop",
+    "LOOP_L2_BYTES": 41943040,
     "BLOCK_LOOP": 8192,  # looped path: elements per step (32 KiB of fp32 in flight per program)
     "num_warps_loop": 32,
     "PROGRAMS_PER_SM": 1,  # looped path: persistent programs per SM (fewer rows in flight, more L2 hits)

@@ -44,6 +44,19 @@ def test_layer_norm_over_trailing_dims(shape, normalized, max_fused, monkeypatch
     torch.testing.assert_close(k.layer_norm_rows(x, w, b, 1e-5), expected, atol=1e-5, rtol=1e-5)
 
 
+def test_split_path_owns_columns_of_every_row(monkeypatch):
+    """The split path's third kernel: programs of 64 columns of every row (the last partial), rows of mean 100
+    and spread 3 whose chunks' statistics merge without cancellation, a row width no block divides."""
+    k = kernel()
+    for key, value in {"MAX_FUSED_N": 256, "BLOCK_LOOP": 32, "APPLY_BLOCK": 64}.items():
+        monkeypatch.setitem(k.TUNABLES, key, value)
+    torch.manual_seed(0)
+    x = 100.0 + 3.0 * torch.randn(2, 3, 333)
+    w, b = torch.randn(3, 333), torch.randn(3, 333)
+    expected = torch.nn.functional.layer_norm(x.double(), (3, 333), w.double(), b.double(), 1e-5).float()
+    torch.testing.assert_close(k.layer_norm_rows(x, w, b, 1e-5), expected, atol=2e-5, rtol=2e-5)
+
+
 def test_constant_rows_give_the_bias():
     x = torch.full((3, 50), 7.0)  # zero variance: rsqrt(eps), centred values are exactly 0
     w, b = torch.randn(50), torch.randn(50)

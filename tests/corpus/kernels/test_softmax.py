@@ -36,6 +36,16 @@ def test_fused_and_looped_paths_agree_on_large_logits(cols: int, monkeypatch):
     torch.testing.assert_close(looped, expected, atol=1e-6, rtol=1e-4)
 
 
+def test_auto_takes_the_looped_path_while_the_rows_in_flight_fit_in_l2(monkeypatch):
+    kernel = family_kernel(FAMILY, "test_softmax_auto")
+    t = {**kernel.TUNABLES, "WIDE_STRATEGY": "auto", "PROGRAMS_PER_SM": 1, "LOOP_L2_BYTES": 1 << 20}
+    x = torch.empty(0)  # the CPU: 4 programs in flight
+    assert kernel._wide_strategy(t, 4096, 65536, x) == "looped"  # 4 rows of 256 KiB: 1 MiB
+    assert kernel._wide_strategy(t, 4096, 393216, x) == "coop"  # 4 rows of 1.5 MiB
+    assert kernel._wide_strategy(t, 2, 131072, x) == "looped"  # 2 rows in flight
+    assert kernel._wide_strategy({**t, "WIDE_STRATEGY": "coop"}, 2, 16, x) == "coop"
+
+
 def test_the_coop_path_through_the_launcher(monkeypatch):
     kernel = family_kernel(FAMILY, "test_softmax_coop_launcher")
     monkeypatch.setitem(kernel.TUNABLES, "WIDE_STRATEGY", "coop")
