@@ -13,13 +13,19 @@ that needs it, so the handshake is quick.
 from __future__ import annotations
 
 import functools
+import json
 import logging
 import sys
 import threading
+from io import TextIOWrapper
 from typing import Any
 
+import anyio
+import mcp_types
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.stdio import stdio_server
+from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
 from kb_server import prompt as prompt_builder
@@ -165,13 +171,60 @@ def build_server(settings: ServerSettings | None = None) -> MCPServer:
     return server
 
 
+class _CheckedLines:
+    """stdin's lines for the stdio transport. A line that is not a JSON-RPC message is answered here, as
+    JSON-RPC 2.0 asks (-32700 parse error for a line that is not JSON, -32600 for JSON that is not a message),
+    and not passed on: the package's transport only logs it, and the client would wait for an answer."""
+
+    def __init__(self, lines):
+        self.lines = lines
+        self.write = None  # the transport's write stream, set once it is open
+
+    async def __aiter__(self):
+        async for line in self.lines:
+            if not line.strip():
+                continue
+            problem = _message_problem(line)
+            if problem is None:
+                yield line
+            elif self.write is not None:
+                await self.write.send(SessionMessage(mcp_types.JSONRPCError(
+                    jsonrpc="2.0", id=problem[2], error=mcp_types.ErrorData(code=problem[0], message=problem[1]))))
+
+
+def _message_problem(line: str) -> tuple[int, str, str | int | None] | None:
+    """(code, message, id) for a line that is not a JSON-RPC message, None for one that is."""
+    try:
+        value = json.loads(line)
+    except ValueError as exc:
+        return mcp_types.PARSE_ERROR, f"parse error: the line is not JSON ({exc})", None
+    try:
+        mcp_types.jsonrpc_message_adapter.validate_python(value, by_name=False)
+    except ValidationError as exc:
+        rid = value.get("id") if isinstance(value, dict) else None
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "the message"
+        return (mcp_types.INVALID_REQUEST, f"invalid request: not a JSON-RPC 2.0 message ({where}: {first['msg']})",
+                rid if isinstance(rid, (str, int)) and not isinstance(rid, bool) else None)
+    return None
+
+
+async def _serve_stdio(server: MCPServer) -> None:
+    """MCPServer.run_stdio_async with stdin's lines checked first (_CheckedLines)."""
+    lines = _CheckedLines(anyio.wrap_file(TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace")))
+    lowlevel = server._lowlevel_server  # the package's run_stdio_async takes no stdin of ours
+    async with stdio_server(stdin=lines) as (read_stream, write_stream):
+        lines.write = write_stream
+        await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+
+
 def main() -> None:
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING)  # stdout carries the protocol
     settings = ServerSettings()
     import torch
 
     torch.set_num_threads(settings.torch_threads)  # see ServerSettings.torch_threads
-    build_server(settings).run("stdio")
+    anyio.run(_serve_stdio, build_server(settings))
 
 
 if __name__ == "__main__":

@@ -96,3 +96,24 @@ def test_kkb_registers_the_verbs():
     assert out.exit_code == 0
     for verb in ("serve", "mcp", "facts"):
         assert verb in out.output
+
+
+def test_a_line_that_is_not_a_message_gets_json_rpc_errors_and_the_server_goes_on(home):
+    """JSON-RPC 2.0 over stdio, written by hand: a line that is not JSON gets -32700 (id null), JSON that is
+    not a message gets -32600 (its id kept), and the next request is answered as usual."""
+    import json
+    import subprocess
+
+    env = {**os.environ, "KKB_HOME": str(home), "KKB_CORPUS_DIR": str(FIXTURE_CORPUS), "HF_HUB_OFFLINE": "1"}
+    init = {"jsonrpc": "2.0", "id": 7, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "by-hand", "version": "0"}}}
+    lines = ["this is not json", json.dumps({"jsonrpc": "2.0", "id": 3, "methd": "tools/list"}), json.dumps(init)]
+    proc = subprocess.run([sys.executable, "-m", "kb_server.mcp_server"], input="\n".join(lines) + "\n",
+                          capture_output=True, text=True, cwd=str(REPO), env=env, timeout=120, check=False)
+    replies = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+    assert len(replies) == 3, proc.stdout + proc.stderr
+    assert replies[0]["id"] is None and replies[0]["error"]["code"] == -32700
+    assert "not JSON" in replies[0]["error"]["message"]
+    assert replies[1]["id"] == 3 and replies[1]["error"]["code"] == -32600
+    assert replies[2]["id"] == 7 and replies[2]["result"]["serverInfo"]["name"]
+    assert "Traceback" not in proc.stderr
