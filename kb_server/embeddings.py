@@ -8,7 +8,9 @@ sentence-transformers ones to ~1e-7, checked when the trace is made). Its forwar
 releases the GIL throughout; the eager model takes and drops the GIL at every one of its ~100 ops, and
 on a busy 2-core server each re-take waits for other Python threads (a batch of 8 queries took 645 ms
 instead of 43 ms next to one busy Python thread, measured here). When the model does not trace, or the
-trace disagrees, queries use the eager model.
+trace disagrees, queries use the eager model. A process's first query batch, before the model is loaded,
+goes through kb_server.query_encoder instead (the same forward without importing sentence-transformers:
+a one-shot `kkb search` spent about 5 s of its 8 on that import).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ class Embedder:
         self._lock = threading.RLock()  # guards the model load and the query cache
         self._query_cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._traced = None  # the TorchScript query forward, False when the model does not trace
+        self._light = None  # kb_server.query_encoder's encoder, False where the model folder is not its shape
         self._forwards = 0  # query forwards so far in this process
         self.texts_encoded = 0  # how many texts this embedder has encoded (tests check re-ingest skips)
 
@@ -114,11 +117,29 @@ class Embedder:
         with self._lock:
             self._forwards += 1
             first = self._forwards == 1
+        if first and self._model is None:
+            light = self._light_encoder()
+            if light:
+                return light.encode(list(queries))
         traced = None if first else self._query_forward()
         if traced:
             return _run_traced(self.model, traced, list(queries))
         return self.model.encode(list(queries), batch_size=max(1, len(queries)), normalize_embeddings=True,
                                  convert_to_numpy=True, show_progress_bar=False).astype(np.float32)
+
+    def _light_encoder(self):
+        if self._light is None:
+            from pathlib import Path
+
+            from kb_server.query_encoder import QueryEncoder, UnsupportedModel
+
+            with self._lock:
+                try:
+                    self._light = QueryEncoder.load(self.model_name) if Path(self.model_name).is_dir() else False
+                except UnsupportedModel as exc:
+                    log.info("queries through the full model: %s", exc)
+                    self._light = False
+        return self._light
 
     def _query_forward(self):
         if self._traced is None:
