@@ -113,7 +113,7 @@ class WindowsAndGathers:
             code, c = self.value(x, list(idx[:lead]) + coords, _both(cond, valid))
             v = self.cast(code, c, "f32")
             if is_max:
-                take = self.bind(f"({valid}) & ({v} > {acc})")
+                take = self.bind(f"({valid}) & (({v} > {acc}) | ({v} != {v}))")  # a NaN wins, as in PyTorch
                 if want_index:
                     flat = linearize(coords, tuple(sp_in)).render()
                     self.emit(f"{best} = tl.where({take}, {flat}, {best})")

@@ -6,6 +6,8 @@ import os
 from pathlib import Path
 
 import pytest
+import torch
+import torch.nn.functional as F
 
 from agent_client.lowering.lower import lower_spec
 from agent_client.lowering.writer import LoweringError
@@ -117,3 +119,21 @@ def test_candidate_keeps_the_spec_module_and_dispatches_on_shapes():
     source = lower_spec(PUBLISHED / "2_Conv2d_ReLU_BiasAdd.py", target="cpu").source
     assert "super(Model, self).__init__()" in source and "class ModelNew(Model):" in source
     assert "def get_inputs" not in source and "_PLANS = {" in source and "TUNABLES = {" in source
+
+
+def test_a_nan_wins_its_max_pool_windows_as_in_pytorch(tmp_path):
+    import importlib.util
+
+    spec = _spec(tmp_path, "    def forward(self, x):\n        return F.max_pool1d(x, 4, 1, 2, 2)",
+                 "[torch.randn(2, 3, 30)]")
+    cand = tmp_path / "cand.py"
+    cand.write_text(lower_spec(spec, target="cpu").source)
+    module_spec = importlib.util.spec_from_file_location("cand_nan_pool", cand)
+    module = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(module)
+    x = torch.randn(2, 3, 30)
+    x[1, 2, 11] = float("nan")
+    x[0, 0, 0] = float("nan")  # a NaN at a padded edge
+    expected = F.max_pool1d(x, 4, 1, 2, 2)
+    assert expected.isnan().sum() > 2
+    torch.testing.assert_close(module.ModelNew()(x), expected, equal_nan=True)
