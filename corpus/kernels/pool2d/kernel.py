@@ -358,7 +358,10 @@ def _launch_shared_rows(x: torch.Tensor, y: torch.Tensor, is_max: bool, k: tuple
     strips_total = n * c * triton.cdiv(oh, rows)
     span = s[1] * owp
     strips = t["STRIPS"] or max(1, 16 // x.element_size() * 32 * t["num_warps_rows"] // span)
-    strips = max(1, min(strips, triton.next_power_of_2(strips_total), span_cap // span))
+    # at most 16 loaded values a thread a row: the strip carries 4 loaded and 3 folded rows in registers (1/42's
+    # 512-wide planes pad to 1024 columns; 8 strips of them spilled, 32.8 ms against the lowering's 4.3)
+    strips = max(1, min(strips, triton.next_power_of_2(strips_total), span_cap // span,
+                        16 * 32 * t["num_warps_rows"] // span))
     # offsets reach past the last plane by up to `strips` strips plus one plane (masked), in both tensors
     int64 = max(x.numel(), y.numel()) + (strips + 2) * max(h * w, oh * ow) >= 2**31
     _pool2d_shared_rows_kernel[(triton.cdiv(strips_total, strips),)](
