@@ -46,7 +46,7 @@ _ALIASES = {
     "__pow__": "pow", "__neg__": "neg", "clip": "clamp", "multiply": "mul", "divide": "div",
     "subtract": "sub", "true_divide": "div", "matmul": "matmul",
     "mm": "matmul", "bmm": "matmul", "__matmul__": "matmul", "addmm": "linear", "max_pool2d_with_indices":
-    "max_pool2d", "max_pool1d_with_indices": "max_pool1d", "_softmax": "softmax", "special_log_softmax": "log_softmax",
+    "max_pool2d", "_softmax": "softmax", "special_log_softmax": "log_softmax",
 }
 
 
@@ -280,7 +280,7 @@ def classify(ops: tuple[OpCall, ...]) -> str | None:
     head = names[0]
     if _is_gemm(names):
         return "gemm_epilogue"
-    if head in {"max_pool2d", "avg_pool2d", "max_pool1d", "avg_pool1d"} and not rest:
+    if head in {"max_pool2d", "avg_pool2d"} and not rest:
         return "pool2d"
     if _is_single_conv(names):
         return "conv"

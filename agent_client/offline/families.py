@@ -287,27 +287,20 @@ def _gemm(sig: OpSignature) -> list[str]:
 @renderer("pool2d")
 def _pool(sig: OpSignature) -> list[str]:
     op = _single(sig)
-    kind = {"max_pool2d": "max", "avg_pool2d": "avg", "max_pool1d": "max", "avg_pool1d": "avg"}[op.name]
+    kind = {"max_pool2d": "max", "avg_pool2d": "avg"}[op.name]
     k = _const(op, 1, "kernel_size")
     s = _const(op, 2, "stride", None)
     p = _const(op, 3, "padding", 0)
-    one_d = op.name.endswith("1d")
-    dilation = 1
-    if kind == "max":
-        dilation = _const(op, 4, "dilation", 1)
-        if _const(op, 5, "ceil_mode", False):
-            raise AdaptError(f"{op.name}: ceil_mode is not in the library kernel")
-        if dilation not in (1, (1,), (1, 1)) and not one_d:
-            raise AdaptError(f"{op.name}: dilation is in the library's 1-D kernel only")
+    if op.name == "max_pool2d":
+        if _const(op, 4, "dilation", 1) not in (1, (1, 1)) or _const(op, 5, "ceil_mode", False):
+            raise AdaptError("pool2d: dilation and ceil_mode are not in the library kernel")
         if _const(op, 6, "return_indices", False):
-            raise AdaptError(f"{op.name}: return_indices is not in the library kernel")
+            raise AdaptError("pool2d: return_indices is not in the library kernel")
     else:
         if _const(op, 4, "ceil_mode", False) or not _const(op, 5, "count_include_pad", True) \
-                or (not one_d and _const(op, 6, "divisor_override", None) is not None):
-            raise AdaptError(f"{op.name}: avg pooling only with count_include_pad=True, no ceil_mode/divisor")
+                or _const(op, 6, "divisor_override", None) is not None:
+            raise AdaptError("pool2d: avg pooling only with count_include_pad=True, no ceil_mode/divisor")
     stride = "None" if s in (None, ()) else repr(s)
-    if one_d:
-        return [f"return pool1d({expr(op.args[0])}, {kind!r}, {k!r}, {stride}, {p!r}, {dilation!r})"]
     return [f"return pool2d({expr(op.args[0])}, {kind!r}, {k!r}, {stride}, {p!r})"]
 
 

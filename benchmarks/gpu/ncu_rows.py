@@ -75,8 +75,9 @@ def _parse(stdout: str) -> dict | None:
     kernels: dict[str, dict] = {}
     for rec in csv.DictReader(io.StringIO("\n".join(lines))):
         unit = rec.get("Metric Unit", "")
-        scale = {"byte": 1, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "nsecond": 1e-6, "usecond": 1e-3,
-                 "msecond": 1.0, "second": 1e3}.get(unit)
+        scale = {"byte": 1, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "B": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9,
+                 "nsecond": 1e-6, "usecond": 1e-3, "msecond": 1.0, "second": 1e3, "ns": 1e-6, "us": 1e-3,
+                 "ms": 1.0, "s": 1e3}.get(unit)
         if scale is None:
             raise ValueError(f"ncu_rows: unknown unit {unit!r} for {rec['Metric Name']}")
         field = {"dram__bytes_read.sum": "dram_read_bytes", "dram__bytes_write.sum": "dram_write_bytes",

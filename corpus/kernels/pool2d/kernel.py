@@ -51,8 +51,6 @@ TUNABLES = {
     "AHEAD": 10,  # groups: input rows whose loads are in flight (>= the strip's input rows: all up front)
     "WORDS": 1,  # groups, bf16: load 32-bit words, unpacking each half by one shift or mask
     "num_warps_groups": 4,
-    "BLOCK_1D": 2048,  # pool1d: outputs of a row per program
-    "num_warps_1d": 8,
 }
 
 
@@ -417,64 +415,6 @@ def pool2d(x: torch.Tensor, kind: str, kernel_size, stride=None, padding=0) -> t
         H=h, W=w, OH=oh, OW=ow, KH=kh, KW=kw, SH=sh, SW=sw, PH=ph, PW=pw, IS_MAX=kind == "max",
         PAIR=sw == 2, M_LO=(-pw) // 2, M_HI=(kw - 1 - pw) // 2, XBLOCK=xblock,
         INT64=x.numel() + xblock * kwp >= 2**31, KWP=kwp, num_warps=t["num_warps_flat"],
-    )
-    return y
-
-
-@triton.jit
-def _pool1d_kernel(
-    x_ptr, y_ptr, n_blocks,
-    L: tl.constexpr, OL: tl.constexpr, K: tl.constexpr, S: tl.constexpr, P: tl.constexpr, D: tl.constexpr,
-    IS_MAX: tl.constexpr, BLOCK: tl.constexpr,
-):
-    """1-D windows along a row: a program a block of one row's outputs (the row from the program id, so no
-    division a value), the K window positions unrolled, each a load of the block's shifted inputs (L1 serves
-    the overlap of neighbouring windows)."""
-    row = (tl.program_id(0) // n_blocks).to(tl.int64)
-    o = (tl.program_id(0) % n_blocks) * BLOCK + tl.arange(0, BLOCK)
-    o_ok = o < OL
-    start = o * S - P
-    x_row = x_ptr + row * L
-    fill: tl.constexpr = float("-inf") if IS_MAX else 0.0
-    acc = tl.full((BLOCK,), fill, dtype=tl.float32)
-    for k in tl.static_range(K):
-        pos = start + k * D
-        v = tl.load(x_row + pos, mask=o_ok & (pos >= 0) & (pos < L), other=fill).to(tl.float32)
-        if IS_MAX:
-            acc = tl.maximum(acc, v, propagate_nan=tl.PropagateNan.ALL)  # a NaN in a window wins, as in PyTorch
-        else:
-            acc += v
-    if not IS_MAX:
-        acc = acc * (1.0 / K)
-    tl.store(y_ptr + row * OL + o, acc.to(y_ptr.dtype.element_ty), mask=o_ok)
-
-
-def pool1d(x: torch.Tensor, kind: str, kernel_size, stride=None, padding=0, dilation=1) -> torch.Tensor:
-    """Max or average pooling of x (N, C, L) or (C, L) along L; floor mode, avg counts padding in the divisor
-    (count_include_pad=True), max with dilation."""
-    if kind not in ("max", "avg"):
-        raise ValueError(f"pool1d: kind {kind!r} is not 'max' or 'avg'")
-    if x.dim() not in (2, 3):
-        raise ValueError(f"pool1d: x must be (N, C, L) or (C, L), got shape {tuple(x.shape)}")
-    k, s, p, d = (int(v[0]) if isinstance(v, (list, tuple)) else int(v)
-                  for v in (kernel_size, kernel_size if stride in (None, ()) else stride, padding, dilation))
-    if kind == "avg" and d != 1:
-        raise ValueError(f"pool1d: average pooling has no dilation, got {d}")
-    if p > ((k - 1) * d + 1) // 2:
-        raise ValueError(f"pool1d: padding {p} exceeds half the window ({k} positions, dilation {d})")
-    length = x.shape[-1]
-    out_len = (length + 2 * p - d * (k - 1) - 1) // s + 1
-    y = torch.empty((*x.shape[:-1], max(out_len, 0)), device=x.device, dtype=x.dtype)
-    if y.numel() == 0:
-        return y
-    x = x.contiguous()
-    n_rows = x.numel() // length
-    t = TUNABLES
-    block = min(t["BLOCK_1D"], triton.next_power_of_2(out_len))
-    n_blocks = triton.cdiv(out_len, block)
-    _pool1d_kernel[(n_rows * n_blocks,)](
-        x, y, n_blocks, L=length, OL=out_len, K=k, S=s, P=p, D=d, IS_MAX=kind == "max", BLOCK=block,
-        num_warps=t["num_warps_1d"],
     )
     return y
 

@@ -81,22 +81,8 @@ SPECS = {
 }
 FAMILIES = sorted(p.name for p in library_dir().iterdir() if (p / "kernel.yaml").is_file())
 
-# level 2's way (a layer, then a chain of ops that a family's prologue or epilogue may take), and other ops a
-# family serves (1-D pooling, KernelBench's 1/41 and 1/44, by the pool2d family's pool1d)
+# level 2's way: a layer, then a chain of ops that a family's prologue or epilogue may take
 LEVEL2 = {
-    "max_pool1d_dilated": ("pool2d", _spec(
-        "x: self.maxpool(x)", "torch.rand(batch_size, features, sequence_length)",
-        "batch_size = 2; features = 3; sequence_length = 70; kernel_size = 8; stride = 1; padding = 4; "
-        "dilation = 3; return_indices = False",
-        "self.maxpool = nn.MaxPool1d(kernel_size=kernel_size, stride=stride, padding=padding, "
-        "dilation=dilation, return_indices=return_indices)",
-        "kernel_size: int, stride: int = None, padding: int = 0, dilation: int = 1, return_indices: bool = False",
-        "kernel_size, stride, padding, dilation, return_indices")),
-    "avg_pool1d": ("pool2d", _spec(
-        "x: self.avg_pool(x)", "torch.rand(batch_size, in_channels, input_length)",
-        "batch_size = 2; in_channels = 3; input_length = 70; kernel_size = 8; stride = 2; padding = 4",
-        "self.avg_pool = nn.AvgPool1d(kernel_size=kernel_size, stride=stride, padding=padding)",
-        "kernel_size: int, stride: int = 1, padding: int = 0", "kernel_size, stride, padding")),
     "gemm_multiply_leakyrelu": ("gemm_epilogue", _spec(
         "x: self.leaky_relu(self.gemm(x) * self.multiplier)", "torch.rand(batch_size, in_features)",
         "batch_size = 8; in_features = 32; out_features = 48; multiplier = 2.0; negative_slope = 0.1",

@@ -187,28 +187,3 @@ def test_stride1_windows_take_their_own_layout(stride: int, expected: str, monke
     monkeypatch.setattr(kernel, "_launch_rows", lambda *a: called.append("rows"))
     kernel.pool2d(torch.randn(1, 2, 16, 16), "avg", 3, stride, 1)
     assert called == [expected]
-
-
-@pytest.mark.parametrize("kind,k,s,p,d", [
-    ("max", 8, 1, 4, 3),  # KernelBench's 1/41: dilated windows reaching past both ends
-    ("max", 3, 2, 1, 1),
-    ("avg", 8, 1, 4, 1),  # 1/44: padding counted in the divisor
-    ("avg", 4, 3, 0, 1),
-])
-def test_pool1d_matches_torch(kind, k, s, p, d, monkeypatch):
-    kernel = family_kernel("pool2d", "test_pool1d")
-    monkeypatch.setitem(kernel.TUNABLES, "BLOCK_1D", 32)  # several blocks a row, the last partial
-    torch.manual_seed(0)
-    x = torch.randn(2, 3, 101)
-    x[0, 1, 50] = float("nan")  # a NaN wins every max window it is in
-    if kind == "max":
-        expected = torch.nn.functional.max_pool1d(x, k, s, p, d)
-    else:
-        expected = torch.nn.functional.avg_pool1d(x, k, s, p)
-    torch.testing.assert_close(kernel.pool1d(x, kind, k, s, p, d), expected, equal_nan=True)
-    torch.testing.assert_close(kernel.pool1d(x[0], kind, k, s, p, d), expected[0], equal_nan=True)  # (C, L)
-
-
-def test_pool1d_names_a_padding_past_half_the_window():
-    with pytest.raises(ValueError, match="padding 3 exceeds half the window"):
-        family_kernel("pool2d", "test_pool1d_pad").pool1d(torch.randn(1, 2, 20), "max", 4, 1, 3)

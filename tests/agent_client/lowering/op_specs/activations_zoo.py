@@ -13,7 +13,9 @@ class Model(nn.Module):
         self.f = nn.Hardtanh(-2.0, 2.0)
 
     def forward(self, x):
-        return self.f(self.e(self.d(self.c(self.b(self.a(x)))) * 4))
+        # the threshold (a step) reads the exact input: after the chain, a value within rounding of 0.1 lands on
+        # either side of the step in the candidate and in the reference, one element in ~10^5 (seen in CI)
+        return self.f(self.d(self.c(self.b(self.a(self.e(x))))) * 4)
 
 
 def get_inputs():
