@@ -9,8 +9,8 @@ releases the GIL throughout; the eager model takes and drops the GIL at every on
 on a busy 2-core server each re-take waits for other Python threads (a batch of 8 queries took 645 ms
 instead of 43 ms next to one busy Python thread, measured here). When the model does not trace, or the
 trace disagrees, queries use the eager model. A process's first query batch, before the model is loaded,
-goes through kb_server.query_encoder instead (the same forward without importing sentence-transformers:
-a one-shot `kkb search` spent about 5 s of its 8 on that import).
+goes through kb_server.query_encoder instead (the same forward without importing sentence-transformers,
+which was most of a one-shot `kkb search`).
 """
 
 from __future__ import annotations

@@ -4,8 +4,8 @@ list), without importing sentence-transformers or transformers.
 
 Usage: enc = QueryEncoder.load(model_dir); vectors = enc.encode(["shared memory per SM"])  # [n, dim] float32
 
-Why: importing sentence-transformers (and through it transformers and scikit-learn) takes about 5 s of a
-one-shot `kkb search` here, while the forward of a few queries takes milliseconds. The vectors are the
+Why: importing sentence-transformers (and through it transformers and scikit-learn) was most of a one-shot
+`kkb search`, while the forward of a few queries is short. The vectors are the
 sentence-transformers ones (mean pooling over the attention mask, then L2 normalisation) to float32
 rounding (tests/kb_server/test_query_encoder.py compares them); `kb_server.embeddings` loads the full
 model where the folder is not this shape (another architecture or pooling).
