@@ -263,7 +263,8 @@ def _layernorm_split_apply_kernel(
     w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
     b = tl.load(b_ptr + cols, mask=mask, other=0.0).to(tl.float32)
     for r in range(n_rows):
-        row = n_rows - 1 - r  # last rows first: the statistics pass read them last, so some are still in L2
+        row = n_rows - 1 - r  # last rows first, meant to meet the statistics pass's last reads in L2; Nsight
+        #                       Compute counts x read twice in full all the same (layernorm NOTES.md)
         mean = tl.load(stats_ptr + row * 2)
         rstd = tl.load(stats_ptr + row * 2 + 1)
         x = tl.load(x_ptr + tl.cast(row, tl.int64) * stride_x + cols, mask=mask, other=0.0).to(tl.float32)
