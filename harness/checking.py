@@ -33,6 +33,14 @@ DOWNGRADE_RATIO = 0.25  # error above this share of bf16 rounding error, on an f
 # on a reference that is rounding noise, a candidate may be this many times as far from float64 as the
 # reference: another summation order's noise differs by a small factor, a real value by orders of magnitude
 NOISE_RATIO = 8.0
+# a step after rounding-noisy values (a threshold, a comparison) flips the odd element in the candidate or the
+# reference: a mismatch is excused at an element whose float64 reference moves past the tolerance when the
+# floating inputs move by STEP_ULPS fp32 ulps, where the mismatches are at most STEP_MAX_SHARE of the output
+# (at least STEP_MIN_COUNT elements) and every one of them is such an element
+STEP_ULPS = 16
+STEP_MAX_SHARE = 1e-4
+STEP_MIN_COUNT = 16
+STEP_MAX_ELEMENTS = 1 << 24  # outputs past this many elements are not re-run (three float64 forwards)
 
 
 def tolerance(spec: Spec, ref_out, inputs=()) -> tuple[float, float]:
@@ -77,17 +85,47 @@ def _bf16_rounding_error(spec: Spec, variant: Variant, inputs: list, ref_out, de
     return relative_error(rounded_out, ref_out)
 
 
-def _float64_reference(spec: Spec, variant: Variant, inputs: list, device: str, seed: int):
+def _float64_reference(spec: Spec, variant: Variant, inputs: list, device: str, seed: int, nudge: float = 0.0):
     """The reference computed in float64 (its parameters and floating inputs, copied), or None where it cannot
-    run so (an op without float64, or no room for the copies)."""
+    run so (an op without float64, or no room for the copies). `nudge`: each floating input element scaled by
+    1 + nudge * s, s a fixed pattern of signs (+1, -1, ...)."""
     try:
         model = build_model(spec.module.Model, spec, variant, seed, device).double()
         args = [t.to(torch.float64, copy=True) if isinstance(t, torch.Tensor) and t.is_floating_point() else t
                 for t in inputs]
+        if nudge:
+            for a in args:
+                if isinstance(a, torch.Tensor) and a.is_floating_point():
+                    signs = 1.0 - 2.0 * (torch.arange(a.numel(), device=a.device) % 2).to(torch.float64)
+                    a.mul_(1.0 + nudge * signs.reshape(a.shape))
         with torch.no_grad():
             return model(*args)
     except (RuntimeError, TypeError, torch.OutOfMemoryError):
         return None
+
+
+def _mismatches_at_steps(spec: Spec, variant: Variant, inputs: list, out, ref_out, atol: float, rtol: float,
+                         device: str, seed: int) -> int:
+    """How many mismatched elements there are, where every one of them is ill-conditioned (see STEP_ULPS) and
+    they are few; 0 otherwise (the mismatch stands)."""
+    if not (isinstance(out, torch.Tensor) and isinstance(ref_out, torch.Tensor)) or out.shape != ref_out.shape \
+            or out.dtype != ref_out.dtype or ref_out.dtype not in (torch.float32, torch.float16, torch.bfloat16) \
+            or ref_out.numel() > STEP_MAX_ELEMENTS or ref_out.numel() == 0:
+        return 0
+    o, r = out.detach().double(), ref_out.detach().double()
+    bad = ~((o - r).abs() <= atol + rtol * r.abs())  # NaN against a number is a mismatch
+    bad &= ~(torch.isnan(o) & torch.isnan(r))
+    n_bad = int(bad.sum())
+    if n_bad == 0 or n_bad > max(STEP_MIN_COUNT, STEP_MAX_SHARE * r.numel()):
+        return 0
+    ulp = STEP_ULPS * 2.0 ** -24
+    views = [_float64_reference(spec, variant, inputs, device, seed, nudge) for nudge in (0.0, ulp, -ulp)]
+    if any(v is None or not isinstance(v, torch.Tensor) or v.shape != r.shape for v in views):
+        return 0
+    truth, up, down = (v.detach() for v in views)
+    tol = atol + rtol * truth.abs()
+    moves = ((up - truth).abs() > tol) | ((down - truth).abs() > tol) | ~torch.isfinite(up) | ~torch.isfinite(down)
+    return n_bad if bool(moves[bad].all()) else 0
 
 
 def _strict_reasons(spec: Spec, variant: Variant, inputs: list, out, ref_out, device: str, seed: int,
@@ -175,6 +213,15 @@ def check_variant(spec: Spec, cand_cls: type, variant: Variant, backend: Backend
         sync(device, clock)
         atol, rtol = tolerance(spec, ref_out, inputs)
         reasons, tdiag = compare_outputs(out, ref_out, atol, rtol)
+        if reasons:
+            excused = _mismatches_at_steps(spec, variant, inputs, out, ref_out, atol, rtol, device, init_seed)
+            if excused:
+                tdiag["mismatches_at_steps"] = excused
+                diag.setdefault("excused", []).append(
+                    f"variant {variant.name!r} trial {trial}: {excused} element(s) differ from the reference where "
+                    f"a step meets rounding (the float64 reference moves there when the inputs move by {STEP_ULPS} "
+                    "ulps); excused")
+                reasons = []
         diag["trials"].append(tdiag)
         diag["atol"], diag["rtol"] = atol, rtol
         digests = (digest.of(out), digest.of(ref_out))

@@ -357,3 +357,22 @@ def test_an_accurate_near_zero_reference_keeps_the_strict_check(monkeypatch):
     monkeypatch.setattr(checking, "_float64_reference", lambda *a: None)
     wrong, _, diag = _check(SPECS / "zero_by_algebra.py", _group_norm_mean)
     assert len(wrong) == 1 and "the strict check applies" in wrong[0] and "float64_ref_err" not in diag
+
+
+def test_a_mismatch_where_a_step_meets_rounding_is_excused_and_one_elsewhere_is_not():
+    """x * 3 > 0.9 against x > 0.3: at fp32(0.3) the two land on either side of the step. The float64 reference
+    moves there when the input moves by STEP_ULPS ulps, so the verdict passes and says how many it excused; the
+    same candidate wrong at one element far from the step fails."""
+    spec = SPECS / "step_after_rounding.py"
+    wrong, cheats, diag = _check(spec, lambda x: torch.where(x > 0.3, 1.0, -1.0))
+    assert wrong == cheats == [], (wrong, cheats)
+    assert diag["excused"] and all("a step meets rounding" in e for e in diag["excused"]), diag
+    assert all(t.get("mismatches_at_steps", 0) >= 1 for t in diag["trials"]), diag
+
+    def wrong_far_from_the_step(x):
+        y = torch.where(x > 0.3, 1.0, -1.0)
+        y[50] = -y[50]
+        return y
+
+    wrong, cheats, diag = _check(spec, wrong_far_from_the_step)
+    assert cheats == [] and wrong and "excused" not in diag, (wrong, diag)
