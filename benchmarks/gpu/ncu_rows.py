@@ -44,7 +44,7 @@ def _child(args: argparse.Namespace) -> int:
     root = root / "KernelBench" if (root / "KernelBench" / "level1").is_dir() else root
     workdir = Path(tempfile.mkdtemp(prefix="ncu_rows_"))
     counter = [0]
-    for target in args.targets:  # one target a child (the parent's loop); several work too
+    for target in args.targets:  # the parent starts one child a target
         name, _, route = target.partition(":")
         problem = probe_rows.Problem(root, name, "cuda:0", False, workdir)
         build = {kind: fn for kind, _, fn in probe_rows._builders(problem, workdir, counter)}[route]
