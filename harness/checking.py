@@ -41,6 +41,11 @@ STEP_ULPS = 16
 STEP_MAX_SHARE = 1e-4
 STEP_MIN_COUNT = 16
 STEP_MAX_ELEMENTS = 1 << 24  # outputs past this many elements are not re-run (three float64 forwards)
+# a reference rounds its intermediates (a bf16 one its scores and probabilities to 16 bits), so a candidate that
+# keeps them more precise can differ from it by more than the tolerance at the odd element while being nearer the
+# truth: such a mismatch is excused where, at every mismatched element, the output is within the tolerance of the
+# float64 reference and nearer to it than the reference is
+FLOAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
 
 def tolerance(spec: Spec, ref_out, inputs=()) -> tuple[float, float]:
@@ -104,18 +109,25 @@ def _float64_reference(spec: Spec, variant: Variant, inputs: list, device: str, 
         return None
 
 
+def _mismatched(out, ref_out, atol: float, rtol: float, dtypes: tuple) -> tuple:
+    """(output, reference, mask of mismatched elements), both in float64, where the two are tensors of one shape
+    and one of `dtypes` and not past STEP_MAX_ELEMENTS; (None, None, None) otherwise. NaN against a number is a
+    mismatch, NaN against NaN is not."""
+    if not (isinstance(out, torch.Tensor) and isinstance(ref_out, torch.Tensor)) or out.shape != ref_out.shape \
+            or out.dtype != ref_out.dtype or ref_out.dtype not in dtypes \
+            or ref_out.numel() > STEP_MAX_ELEMENTS or ref_out.numel() == 0:
+        return None, None, None
+    o, r = out.detach().double(), ref_out.detach().double()
+    bad = ~((o - r).abs() <= atol + rtol * r.abs())
+    return o, r, bad & ~(torch.isnan(o) & torch.isnan(r))
+
+
 def _mismatches_at_steps(spec: Spec, variant: Variant, inputs: list, out, ref_out, atol: float, rtol: float,
                          device: str, seed: int) -> int:
     """How many mismatched elements there are, where every one of them is ill-conditioned (see STEP_ULPS) and
     they are few; 0 otherwise (the mismatch stands)."""
-    if not (isinstance(out, torch.Tensor) and isinstance(ref_out, torch.Tensor)) or out.shape != ref_out.shape \
-            or out.dtype != ref_out.dtype or ref_out.dtype not in (torch.float32, torch.float16, torch.bfloat16) \
-            or ref_out.numel() > STEP_MAX_ELEMENTS or ref_out.numel() == 0:
-        return 0
-    o, r = out.detach().double(), ref_out.detach().double()
-    bad = ~((o - r).abs() <= atol + rtol * r.abs())  # NaN against a number is a mismatch
-    bad &= ~(torch.isnan(o) & torch.isnan(r))
-    n_bad = int(bad.sum())
+    _, r, bad = _mismatched(out, ref_out, atol, rtol, FLOAT_DTYPES)
+    n_bad = int(bad.sum()) if bad is not None else 0
     if n_bad == 0 or n_bad > max(STEP_MIN_COUNT, STEP_MAX_SHARE * r.numel()):
         return 0
     ulp = STEP_ULPS * 2.0 ** -24
@@ -126,6 +138,21 @@ def _mismatches_at_steps(spec: Spec, variant: Variant, inputs: list, out, ref_ou
     tol = atol + rtol * truth.abs()
     moves = ((up - truth).abs() > tol) | ((down - truth).abs() > tol) | ~torch.isfinite(up) | ~torch.isfinite(down)
     return n_bad if bool(moves[bad].all()) else 0
+
+
+def _mismatches_nearer_truth(spec: Spec, variant: Variant, inputs: list, out, ref_out, atol: float, rtol: float,
+                             device: str, seed: int) -> int:
+    """How many mismatched elements there are, where at every one of them the output is within the tolerance of
+    the float64 reference and nearer to it than the reference; 0 otherwise (the mismatch stands)."""
+    o, r, bad = _mismatched(out, ref_out, atol, rtol, FLOAT_DTYPES)
+    n_bad = int(bad.sum()) if bad is not None else 0
+    truth = _float64_reference(spec, variant, inputs, device, seed) if n_bad else None
+    if not isinstance(truth, torch.Tensor) or truth.shape != r.shape:
+        return 0
+    t = truth.detach()
+    o_err, r_err = (o - t).abs()[bad], (r - t).abs()[bad]
+    near = (o_err <= atol + rtol * t.abs()[bad]) & (o_err <= r_err)
+    return n_bad if bool(near.all()) else 0
 
 
 def _strict_reasons(spec: Spec, variant: Variant, inputs: list, out, ref_out, device: str, seed: int,
@@ -222,6 +249,16 @@ def check_variant(spec: Spec, cand_cls: type, variant: Variant, backend: Backend
                     f"a step meets rounding (the float64 reference moves there when the inputs move by {STEP_ULPS} "
                     "ulps); excused")
                 reasons = []
+            else:
+                excused = _mismatches_nearer_truth(spec, variant, inputs, out, ref_out, atol, rtol, device,
+                                                   init_seed)
+                if excused:
+                    tdiag["mismatches_nearer_truth"] = excused
+                    diag.setdefault("excused", []).append(
+                        f"variant {variant.name!r} trial {trial}: {excused} element(s) differ from the reference "
+                        "where the output is within the tolerance of the float64 reference and nearer "
+                        "to it than the reference; excused")
+                    reasons = []
         diag["trials"].append(tdiag)
         diag["atol"], diag["rtol"] = atol, rtol
         digests = (digest.of(out), digest.of(ref_out))

@@ -376,3 +376,50 @@ def test_a_mismatch_where_a_step_meets_rounding_is_excused_and_one_elsewhere_is_
 
     wrong, cheats, diag = _check(spec, wrong_far_from_the_step)
     assert cheats == [] and wrong and "excused" not in diag, (wrong, diag)
+
+
+def test_a_16_bit_reference_rounding_an_intermediate_is_excused_where_the_output_is_nearer_float64():
+    """(x + 1000) - 1000 in bf16: the reference loses x at 1.5 (every 97th element), a candidate computing in
+    fp32 keeps it. Within the tolerance of the float64 reference and nearer to it than the reference at every
+    mismatched element: excused, and the diagnostics say so. The same candidate off by 0.1 at one of those
+    elements is within tolerance of neither and fails."""
+    spec = SPECS / "sixteen_bit_rounding.py"
+
+    def in_fp32(x):
+        return ((x.float() + 1000.0) - 1000.0).to(x.dtype)
+
+    wrong, cheats, diag = _check(spec, in_fp32)
+    assert wrong == cheats == [], (wrong, cheats)
+    assert diag["excused"] and all("nearer to it than the reference" in e for e in diag["excused"]), diag
+    assert all(t.get("mismatches_nearer_truth", 0) >= 50 for t in diag["trials"]), diag
+
+    def off_at_one(x):
+        y = in_fp32(x)
+        y[97] += 0.1
+        return y
+
+    wrong, cheats, diag = _check(spec, off_at_one)
+    assert cheats == [] and wrong and "excused" not in diag, (wrong, diag)
+
+
+
+def test_an_fp32_reference_rounding_an_intermediate_is_excused_the_same_way(tmp_path):
+    """(x + 1e8) - 1e8 in fp32 (fp32 holds 1e8 + x to a multiple of 8): a candidate computing in float64 passes,
+    the same candidate off by 1e-3 at one mismatched element fails."""
+    spec = tmp_path / "fp32_rounding.py"
+    spec.write_text((SPECS / "sixteen_bit_rounding.py").read_text().replace('DTYPE = "bfloat16"', 'DTYPE = "float32"')
+                    .replace("1000.0", "1e8").replace("* 1e-3", "* 1e-6"))
+
+    def in_fp64(x):
+        return ((x.double() + 1e8) - 1e8).to(x.dtype)
+
+    wrong, cheats, diag = _check(spec, in_fp64)
+    assert wrong == cheats == [] and diag["excused"], (wrong, cheats, diag)
+
+    def off_at_one(x):
+        y = in_fp64(x)
+        y[97] += 1e-3
+        return y
+
+    wrong, cheats, diag = _check(spec, off_at_one)
+    assert cheats == [] and wrong and "excused" not in diag, (wrong, diag)

@@ -17,7 +17,9 @@ SHAPES = {
 CAUSAL = False
 DTYPE = "bfloat16"
 # The reference rounds the scores and the probabilities to bf16 before the second matmul; a kernel that
-# keeps them in fp32 differs from it by up to ~1.8e-2 on the first causal rows (few keys, outputs ~3).
+# keeps them in fp32 differs from it by up to ~1.8e-2 on the first causal rows (few keys, outputs ~3); where
+# the reference's own rounding goes past that (about one seed in 700 on the tiny ragged variant), the harness
+# excuses elements where the kernel is nearer the float64 reference (harness/README.md).
 TOLERANCE = (2e-2, 2e-2)
 VARIANTS = [  # checked too (not timed): 200 ends in a partial key block and a partial query block
     {"name": "ragged", "kwargs": {"batch": 1, "heads": 3, "seq_len": 200}},
