@@ -56,6 +56,7 @@ class LaunchCheck:
     spill_loads_bytes: int | None = None
     stack_frame_bytes: int | None = None
     shared_bytes: int | None = None  # Triton's allocation for the block (metadata.shared)
+    sass_instructions: int | None = None  # in the cubin, NOPs left out: a static count, not a run's
     num_warps: int | None = None
     num_stages: int | None = None
     compile_s: float = 0.0
@@ -292,8 +293,27 @@ def compile_launch(prepared: PreparedLaunch) -> LaunchCheck:
     return LaunchCheck("out_of_resources" if reasons else "compiled", tuple(reasons), error=usage.get("error", ""),
                        registers=usage.get("registers"), spill_stores_bytes=usage.get("spill_stores"),
                        spill_loads_bytes=usage.get("spill_loads"), stack_frame_bytes=usage.get("stack"),
-                       shared_bytes=meta.shared, num_warps=meta.num_warps, num_stages=meta.num_stages,
-                       compile_s=seconds)
+                       shared_bytes=meta.shared, sass_instructions=sass_instructions(kernel.asm.get("cubin")),
+                       num_warps=meta.num_warps, num_stages=meta.num_stages, compile_s=seconds)
+
+
+def sass_instructions(cubin: bytes | None) -> int | None:
+    """How many SASS instructions the cubin holds, NOPs (padding) left out, by the bundled nvdisasm; None where
+    it cannot tell."""
+    from triton.backends.nvidia.compiler import get_ptxas
+
+    tool = Path(get_ptxas(90).path).with_name("nvdisasm")
+    if not cubin or not tool.is_file():
+        return None
+    with tempfile.TemporaryDirectory(prefix="kkb-sass-") as folder:
+        path = Path(folder) / "k.cubin"
+        path.write_bytes(cubin)
+        done = subprocess.run([str(tool), "-c", str(path)], check=False, capture_output=True, text=True, timeout=300)
+    if done.returncode:
+        return None
+    ops = [re.sub(r"^\s*/\*[0-9a-f]+\*/\s*(@!?U?P\w+\s+)?", "", ln).split()[0]
+           for ln in done.stdout.splitlines() if re.match(r"\s*/\*[0-9a-f]{4}\*/", ln)]
+    return sum(1 for op in ops if not op.startswith("NOP"))
 
 
 def ptxas_usage(ptx: str, name: str, options: dict) -> dict:

@@ -35,6 +35,15 @@ def _both(a, b):
     return f"({a}) & ({b})"
 
 
+def _in_range(c: Index, size: int) -> str | None:
+    """The test 0 <= c < size, without the halves that c's bounds already prove (None: both proven): a window
+    position away from the padding needs no test, and each test costs instructions on every output."""
+    r = c.render()
+    top = c.max_value()
+    return _both(None if c.min_is_nonneg() else f"(({r}) >= 0)",
+                 None if top is not None and top < size else f"(({r}) < {size})")
+
+
 class WindowsAndGathers:
     # ---- pooling windows -----------------------------------------------------------------------
     def _window(self, node, idx, cond, want_index: bool):
@@ -105,22 +114,24 @@ class WindowsAndGathers:
             for j in range(nd):
                 c = starts[j] + offsets[j] * dil[j]
                 coords.append(c)
-                r = c.render()
                 if adaptive:
-                    valid = _both(valid, f"(({r}) < ({ends[j].render()}))")
+                    valid = _both(valid, f"(({c.render()}) < ({ends[j].render()}))")
                 else:
-                    valid = _both(valid, f"(({r}) >= 0) & (({r}) < {sp_in[j]})")
+                    valid = _both(valid, _in_range(c, sp_in[j]))
             code, c = self.value(x, list(idx[:lead]) + coords, _both(cond, valid))
             v = self.cast(code, c, "f32")
-            if is_max:
-                take = self.bind(f"({valid}) & (({v} > {acc}) | ({v} != {v}))")  # a NaN wins, as in PyTorch
-                if want_index:
-                    flat = linearize(coords, tuple(sp_in)).render()
-                    self.emit(f"{best} = tl.where({take}, {flat}, {best})")
+            zero = valid is not None and self.zero_outside.get(code) == _both(cond, valid)  # loaded as 0 outside
+            if is_max and want_index:
+                take = self.bind(_both(valid, f"({v} > {acc}) | ({v} != {v})"))  # a NaN wins, as in PyTorch
+                flat = linearize(coords, tuple(sp_in)).render()
+                self.emit(f"{best} = tl.where({take}, {flat}, {best})")
                 self.emit(f"{acc} = tl.where({take}, {v}, {acc})")
+            elif is_max:  # one select and one NaN-keeping maximum a position (a NaN wins, as in PyTorch)
+                inside = v if valid is None else self.bind(f'tl.where({valid}, {v}, float("-inf"))')
+                self.emit(f"{acc} = tl.maximum({acc}, {inside}, propagate_nan=tl.PropagateNan.ALL)")
             else:
-                self.emit(f"{acc} = {acc} + tl.where({valid}, {v}, 0.0)")
-                self.emit(f"{count} = {count} + tl.where({valid}, 1.0, 0.0)")
+                self.emit(f"{acc} = {acc} + " + (v if valid is None or zero else f"tl.where({valid}, {v}, 0.0)"))
+                self.emit(f"{count} = {count} + " + ("1.0" if valid is None else f"tl.where({valid}, 1.0, 0.0)"))
         if looped:
             self.pop()
             self.indent -= 1

@@ -73,6 +73,7 @@ class KernelWriter(WindowsAndGathers):
         self.tile_var = "xi"  # a variable shaped like the kernel's tile (broadcasts scalar addresses)
         self.n = 0
         self.helpers: set[str] = set()
+        self.zero_outside: dict[str, str] = {}  # a loaded value's name -> the condition outside which it is 0
 
     # ---- emission ------------------------------------------------------------------------------
     def emit(self, line: str) -> None:
@@ -134,11 +135,19 @@ class KernelWriter(WindowsAndGathers):
                 mask = None  # one scalar per program (a constant or program-id address), always in bounds
             else:
                 off = f"{off} + 0 * {self.tile_var}"
+        at = f"{ptr} + ({off})"
+        if addr.const and not addr.is_const() and off == addr.render():
+            # the constant added to the pointer last: loads at fixed distances from one place (a window's
+            # positions, a stencil's taps) share one address and take their distance as the load's immediate
+            at = f"({ptr} + ({Index(addr.terms).render()})) + ({addr.const})"
         ctype = ops.CTYPE[buf.meta.dtype]
-        code = f"tl.load({ptr} + ({off})" + (f", mask={mask}, other=0)" if mask else ")")
+        code = f"tl.load({at}" + (f", mask={mask}, other=0)" if mask else ")")
         if buf.meta.dtype in ("float16", "bfloat16"):
             code += ".to(tl.float32)"
-        return self.bind(code), ctype
+        name = self.bind(code)
+        if cond is not None and mask is not None:
+            self.zero_outside[name] = cond
+        return name, ctype
 
     def store(self, buf: Buffer, idx: list[Index], code: str, mask: str | None) -> None:
         ptr = self.arg(buf)

@@ -124,6 +124,8 @@ def test_compiled_for_sm90_each_launch_gets_its_verdict_and_reasons(files, tmp_p
     wide = by_kernel["_wide_dot_kernel"]
     assert wide["status"] == "out_of_resources" and wide["shared_bytes"] > 232448
     assert wide["reasons"] == [f"shared memory {wide['shared_bytes']} B > 232448 B per block"]
+    # the instructions the cubins hold: a multiply-by-two loop body against a 256 x 256 x 128 dot's main loop
+    assert 8 < double["sass_instructions"] < 200 < wide["sass_instructions"], (double, wide)
     odd = by_kernel["_odd_kernel"]
     assert odd["status"] == "compile_error" and "power of 2" in odd["reasons"][0], odd
     assert len(problem["failures"]) == 2

@@ -137,3 +137,51 @@ def test_a_nan_wins_its_max_pool_windows_as_in_pytorch(tmp_path):
     expected = F.max_pool1d(x, 4, 1, 2, 2)
     assert expected.isnan().sum() > 2
     torch.testing.assert_close(module.ModelNew()(x), expected, equal_nan=True)
+
+
+def _pool_candidate(tmp_path, call: str, shape: tuple, name: str):
+    import importlib.util
+
+    spec = _spec(tmp_path, f"    def forward(self, x):\n        return {call}", f"[torch.randn{shape}]")
+    source = lower_spec(spec, target="cpu").source
+    cand = tmp_path / f"{name}.py"
+    cand.write_text(source)
+    module_spec = importlib.util.spec_from_file_location(name, cand)
+    module = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(module)
+    return source, module.ModelNew()
+
+
+def test_window_positions_inside_the_input_by_their_bounds_get_no_test_and_share_one_address(tmp_path):
+    """max_pool1d(x, 8, stride 1, padding 4, dilation 3) over 64 values: positions 3k - 4 from the output's
+    index o in [0, 51). Only k = 0, 1 can fall before the input and only k = 6, 7 past its end, so the kernel
+    tests 2 lower and 2 upper bounds, not 16; every position loads at a constant distance from one address.
+    The values stay PyTorch's, with NaN and -inf inside and at the padded edges."""
+    import re
+
+    source, new = _pool_candidate(tmp_path, "F.max_pool1d(x, 8, 1, 4, 3)", (2, 3, 64), "cand_pool_bounds")
+    kernel = source[source.index("@triton.jit\ndef _p0k0"):source.index("def _plan0")]
+    lower, upper = set(re.findall(r"\(\(([^()]*\([^()]*\)[^()]*)\) >= 0\)", kernel)), \
+        set(re.findall(r"\(\(([^()]*\([^()]*\)[^()]*)\) < 64\)", kernel))
+    assert len(lower) == 2 and len(upper) == 2, (lower, upper, kernel)  # each in a load's mask and its select
+    bases = re.findall(r"tl\.load\(\(in0 \+ \((.*?)\)\) \+ \((-?\d+)\)", kernel)
+    assert len({b for b, _ in bases}) == 1, kernel
+    assert sorted(int(d) for _, d in bases) == [-4, -1, 2, 5, 8, 11, 14, 17], kernel
+    x = torch.randn(2, 3, 64)
+    x[0, 1, 0] = x[1, 2, 63] = float("nan")  # at the padded edges
+    x[1, 0, 30] = float("nan")
+    x[0, 2, :12] = float("-inf")
+    expected = F.max_pool1d(x, 8, 1, 4, 3)
+    torch.testing.assert_close(new(x), expected, equal_nan=True)
+
+
+@pytest.mark.parametrize("count_include_pad", [True, False])
+def test_average_windows_add_masked_loads_without_a_select(tmp_path, count_include_pad):
+    """avg_pool1d(x, 8, 1, 4): a window position outside the input loads as 0 already, so the sum adds the load
+    as it is; the divisor still counts the padding or not, as PyTorch does."""
+    call = f"F.avg_pool1d(x, 8, 1, 4, count_include_pad={count_include_pad})"
+    source, new = _pool_candidate(tmp_path, call, (2, 3, 40), f"cand_avg_{count_include_pad}")
+    kernel = source[source.index("@triton.jit\ndef _p0k0"):source.index("def _plan0")]
+    assert "wacc1 = wacc1 + tl.where" not in kernel, kernel
+    x = torch.randn(2, 3, 40)
+    torch.testing.assert_close(new(x), F.avg_pool1d(x, 8, 1, 4, count_include_pad=count_include_pad))
