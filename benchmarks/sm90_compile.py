@@ -312,7 +312,7 @@ def sass_instructions(cubin: bytes | None) -> int | None:
     if done.returncode:
         return None
     ops = [re.sub(r"^\s*/\*[0-9a-f]+\*/\s*(@!?U?P\w+\s+)?", "", ln).split()[0]
-           for ln in done.stdout.splitlines() if re.match(r"\s*/\*[0-9a-f]{4}\*/", ln)]
+           for ln in done.stdout.splitlines() if re.match(r"\s*/\*[0-9a-f]{4,}\*/", ln)]
     return sum(1 for op in ops if not op.startswith("NOP"))
 
 

@@ -342,12 +342,51 @@ def kernelbench() -> str:
         parts += ["", f"### GPU: {_sample_text(sample) if sample else 'problems named on the command line'}, "
                       f"on {card}" if path else "### GPU", ""]
         parts += _kernelbench_run("gpu", path) if path else ["No GPU run of `bench_kernelbench.py` is committed yet."]
+    parts.append(latest_rows_section())
     extra = (("level3", "CPU, level 3 (full models; a subset, reduced sizes)"),
              ("spot", "CPU, a spot check of levels 1 and 2 after the latest lowering changes"))
     for name, title in extra:
         path = newest(f"kernelbench-{name}-cpu-*.json")
         if path:
             parts += ["", f"### {title}", ""] + _kernelbench_run("cpu", path)
+    return "\n".join(parts)
+
+
+BAR_SAMPLES = ("benchmarks/kernelbench_h200_sample.txt", "benchmarks/kernelbench_sample_other.txt")
+
+
+def _sample_problems(sample: str) -> list[str]:
+    """The problems a committed sample file names (one a line; '#' lines are its rule)."""
+    lines = (REPO / sample).read_text(encoding="utf-8").splitlines()
+    return [ln.split()[0] for ln in lines if ln.strip() and not ln.lstrip().startswith("#")]
+
+
+def latest_rows_section() -> str:
+    """Per card, the problems of BAR_SAMPLES that are not convolutions (no "conv" in the name), each at its row of
+    the newest GPU run that measured it: a rerun of a few problems replaces their rows and keeps the others'."""
+    wanted = [q for sample in BAR_SAMPLES for q in _sample_problems(sample) if "conv" not in q.lower()]
+    by_card: dict[str, dict[str, tuple]] = {}
+    for name in glob.glob(str(RESULTS / "kernelbench-*.json")):
+        d = load(Path(name))
+        if not _gpu_run(d):
+            continue
+        card = (d.get("card") or {}).get("name") or "GPU"
+        for r in d["problems"]:
+            held = by_card.setdefault(card, {}).get(r["problem"])
+            if r["problem"] in wanted and (held is None or (d.get("date", ""), Path(name).name) > held[0]):
+                by_card[card][r["problem"]] = ((d.get("date", ""), Path(name).name), r, Path(name))
+    parts = ["", "### GPU: the newest row of each problem, samples together",
+             "", (f"The problems of {' and '.join(f'`{Path(x).name}`' for x in BAR_SAMPLES)} that are not "
+                  f"convolutions ({len(wanted)}), each at the newest committed run that measured it on the card.")]
+    for card, rows in sorted(by_card.items()):
+        got = [rows[q] for q in wanted if q in rows]
+        speedups = [(r.get("best") or {}).get("speedup_vs_compile") for _, r, _ in got]
+        below = [f"`{r['problem']}` {sp:.2f}x" for (_, r, _), sp in zip(got, speedups) if sp and sp < 0.97]
+        files = sorted({link(path) for _, _, path in got})
+        passed = sum(r.get("status") == "passed" for _, r, _ in got)
+        parts += ["", (f"On {card}: {passed} of {len(got)} measured problems pass ({len(wanted) - len(got)} of the "
+                      f"{len(wanted)} not measured); geometric mean {f(geomean(speedups), '.2f')}x torch.compile; "
+                      f"below 0.97x: {', '.join(below) or 'none'}. Rows from {', '.join(files)}.")]
     return "\n".join(parts)
 
 

@@ -109,6 +109,7 @@ class WindowsAndGathers:
         else:
             offsets_list = [[Index.of(v) for v in combo]
                             for combo in itertools.product(*[range(k) for k in kernel])]
+        self.window_depth += 1
         for offsets in offsets_list:
             coords, valid = [], None
             for j in range(nd):
@@ -132,6 +133,7 @@ class WindowsAndGathers:
             else:
                 self.emit(f"{acc} = {acc} + " + (v if valid is None or zero else f"tl.where({valid}, {v}, 0.0)"))
                 self.emit(f"{count} = {count} + " + ("1.0" if valid is None else f"tl.where({valid}, 1.0, 0.0)"))
+        self.window_depth -= 1
         if looped:
             self.pop()
             self.indent -= 1

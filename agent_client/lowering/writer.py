@@ -74,6 +74,7 @@ class KernelWriter(WindowsAndGathers):
         self.n = 0
         self.helpers: set[str] = set()
         self.zero_outside: dict[str, str] = {}  # a loaded value's name -> the condition outside which it is 0
+        self.window_depth = 0  # > 0 while a pooling window's positions are written (see load)
 
     # ---- emission ------------------------------------------------------------------------------
     def emit(self, line: str) -> None:
@@ -136,9 +137,10 @@ class KernelWriter(WindowsAndGathers):
             else:
                 off = f"{off} + 0 * {self.tile_var}"
         at = f"{ptr} + ({off})"
-        if addr.const and not addr.is_const() and off == addr.render():
-            # the constant added to the pointer last: loads at fixed distances from one place (a window's
-            # positions, a stencil's taps) share one address and take their distance as the load's immediate
+        if self.window_depth and addr.const and not addr.is_const() and off == addr.render():
+            # in a pooling window, the constant added to the pointer last: the positions' loads share one address
+            # and take their distance as the load's immediate. Only there: a direct convolution's taps held as
+            # 64-bit addresses compiled to more registers (sm90-check-pooling-*.json, 2/27's direct kernel)
             at = f"({ptr} + ({Index(addr.terms).render()})) + ({addr.const})"
         ctype = ops.CTYPE[buf.meta.dtype]
         code = f"tl.load({at}" + (f", mask={mask}, other=0)" if mask else ")")
