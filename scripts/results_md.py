@@ -342,7 +342,8 @@ def kernelbench() -> str:
         parts += ["", f"### GPU: {_sample_text(sample) if sample else 'problems named on the command line'}, "
                       f"on {card}" if path else "### GPU", ""]
         parts += _kernelbench_run("gpu", path) if path else ["No GPU run of `bench_kernelbench.py` is committed yet."]
-    parts.append(latest_rows_section())
+    newest_rows = latest_rows_section()
+    parts += [newest_rows] if newest_rows else []
     extra = (("level3", "CPU, level 3 (full models; a subset, reduced sizes)"),
              ("spot", "CPU, a spot check of levels 1 and 2 after the latest lowering changes"))
     for name, title in extra:
@@ -356,8 +357,11 @@ BAR_SAMPLES = ("benchmarks/kernelbench_h200_sample.txt", "benchmarks/kernelbench
 
 
 def _sample_problems(sample: str) -> list[str]:
-    """The problems a committed sample file names (one a line; '#' lines are its rule)."""
-    lines = (REPO / sample).read_text(encoding="utf-8").splitlines()
+    """The problems a committed sample file names (one a line; '#' lines are its rule); none where it is absent."""
+    path = REPO / sample
+    if not path.is_file():
+        return []
+    lines = path.read_text(encoding="utf-8").splitlines()
     return [ln.split()[0] for ln in lines if ln.strip() and not ln.lstrip().startswith("#")]
 
 
@@ -365,6 +369,8 @@ def latest_rows_section() -> str:
     """Per card, the problems of BAR_SAMPLES that are not convolutions (no "conv" in the name), each at its row of
     the newest GPU run that measured it: a rerun of a few problems replaces their rows and keeps the others'."""
     wanted = [q for sample in BAR_SAMPLES for q in _sample_problems(sample) if "conv" not in q.lower()]
+    if not wanted:
+        return ""
     by_card: dict[str, dict[str, tuple]] = {}
     for name in glob.glob(str(RESULTS / "kernelbench-*.json")):
         d = load(Path(name))

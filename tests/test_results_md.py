@@ -123,3 +123,30 @@ def test_a_rerun_s_own_list_is_named_as_such():
         "`rerun2.txt` (a rerun's own list: its results file names the problems)")
     assert results_md._sample_text("benchmarks/kernelbench_sample_other.txt") == (
         "`benchmarks/kernelbench_sample_other.txt`")
+
+
+def test_the_newest_row_of_each_problem_comes_from_the_newest_run_that_measured_it(tmp_path, monkeypatch):
+    # a rerun of one problem replaces its row and keeps the others'; convolutions and other cards stay apart
+    results = tmp_path / "benchmarks" / "results"
+    results.mkdir(parents=True)
+    monkeypatch.setattr(results_md, "RESULTS", results)
+    monkeypatch.setattr(results_md, "REPO", tmp_path)
+    (tmp_path / "benchmarks" / "kernelbench_h200_sample.txt").write_text("# rule\n1/19_ReLU\n2/1_Conv2D_ReLU\n")
+    (tmp_path / "benchmarks" / "kernelbench_sample_other.txt").write_text("# rule\n1/23_Softmax\n")
+
+    def row(problem, speedup, status="passed"):
+        return {"problem": problem, "status": status, "best": {"speedup_vs_compile": speedup}}
+
+    for name, date, rows in (("kernelbench-h100-20270101T000000Z.json", "2027-01-01",
+                              [row("1/19_ReLU", 0.5), row("1/23_Softmax", 2.0), row("2/1_Conv2D_ReLU", 0.1)]),
+                             ("kernelbench-h100-20270102T000000Z.json", "2027-01-02", [row("1/19_ReLU", 1.25)])):
+        (results / name).write_text(json.dumps({
+            "name": "kernelbench", "date": date, "device": "cuda:0",
+            "card": {"short_id": "h100", "name": "NVIDIA H100 SXM5 80GB"},
+            "command": "python3 benchmarks/bench_kernelbench.py --device cuda:0 --problems x",
+            "summary": {"problems": len(rows), "passed": len(rows), "pass_rate": 1.0}, "problems": rows}))
+    text = results_md.latest_rows_section()
+    assert "not convolutions (2)" in text, text
+    assert "On NVIDIA H100 SXM5 80GB: 2 of 2 measured problems pass" in text, text
+    assert "geometric mean 1.58x torch.compile; below 0.97x: none." in text, text  # sqrt(1.25 * 2.0)
+    assert "20270101T000000Z" in text and "20270102T000000Z" in text
