@@ -44,7 +44,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.common import write_results
-from benchmarks.kernelbench_rows import candidate_row, problem_row, summary, table
+from benchmarks.kernelbench_rows import candidate_row, problem_row, sample_problems, summary, table
 
 DEFAULT_CACHE = Path.home() / ".cache" / "kernelkb" / "compile"
 ROUND = 3  # candidates an expansion round asks for: compiled in parallel while the previous one is timed
@@ -62,8 +62,7 @@ def read_problems(root: Path, levels: list[int], only: list[str], samples: list[
     """(level, path) of the problems named (LEVEL/STEM, in --problems or sample files), else of the levels."""
     names = list(only)
     for sample in samples:
-        lines = [ln.strip() for ln in Path(sample).read_text().splitlines()]
-        names += [ln for ln in lines if ln and not ln.startswith("#")]
+        names += sample_problems(Path(sample))
     if names:
         out = []
         for name in dict.fromkeys(names):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from pathlib import Path
 
 from agent_client.session.records import against_baseline
 
@@ -16,6 +17,12 @@ VERDICT_KEYS = ("status", "latency_ms", "eager_ms", "compile_ms", "speedup_vs_ea
                 "fraction_of_limit", "limit_kind")
 TABLE_COLUMNS = ("problem", "status", "best route", "best ms", "compile ms", "x compile", "x eager",
                  "of limit", "passing min/median/max ms", "n")
+
+
+def sample_problems(sample: Path) -> list[str]:
+    """The problems a sample file names, LEVEL/STEM a line ('#' lines hold its rule)."""
+    lines = [ln.strip() for ln in Path(sample).read_text(encoding="utf-8").splitlines()]
+    return [ln for ln in lines if ln and not ln.startswith("#")]
 
 
 def candidate_row(node, proposal, verdict) -> dict:

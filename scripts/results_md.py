@@ -20,6 +20,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+from benchmarks.kernelbench_rows import BELOW, sample_problems
 from scripts.library_table import COLUMNS_NOTE, load_table, table_text
 
 RESULTS = REPO / "benchmarks" / "results"
@@ -236,7 +237,7 @@ def library_run_section() -> str:
         gone = sorted(s for s in by_spec if s not in held)
         rows = [by_spec[s] for s in sorted(by_spec, key=lambda s: (by_spec[s]["family"], s)) if s in held]
         passed = [r for r in rows if r["status"] == "passed"]
-        low = sorted((r for r in passed if (r.get("speedup_vs_compile") or 0) < 0.97),
+        low = sorted((r for r in passed if (r.get("speedup_vs_compile") or 0) < BELOW),
                      key=lambda r: r["speedup_vs_compile"])
         below = ", ".join(f"{r['spec']} {r['speedup_vs_compile']:.2f}x" for r in low) or "none"
         parts += [f"## The skill library on the {card.upper()}", "",
@@ -356,19 +357,11 @@ def kernelbench() -> str:
 BAR_SAMPLES = ("benchmarks/kernelbench_h200_sample.txt", "benchmarks/kernelbench_sample_other.txt")
 
 
-def _sample_problems(sample: str) -> list[str]:
-    """The problems a committed sample file names (one a line; '#' lines are its rule); none where it is absent."""
-    path = REPO / sample
-    if not path.is_file():
-        return []
-    lines = path.read_text(encoding="utf-8").splitlines()
-    return [ln.split()[0] for ln in lines if ln.strip() and not ln.lstrip().startswith("#")]
-
-
 def latest_rows_section() -> str:
     """Per card, the problems of BAR_SAMPLES that are not convolutions (no "conv" in the name), each at its row of
     the newest GPU run that measured it: a rerun of a few problems replaces their rows and keeps the others'."""
-    wanted = [q for sample in BAR_SAMPLES for q in _sample_problems(sample) if "conv" not in q.lower()]
+    wanted = [q for sample in BAR_SAMPLES if (REPO / sample).is_file()
+              for q in sample_problems(REPO / sample) if "conv" not in q.lower()]
     if not wanted:
         return ""
     by_card: dict[str, dict[str, tuple]] = {}
@@ -387,12 +380,12 @@ def latest_rows_section() -> str:
     for card, rows in sorted(by_card.items()):
         got = [rows[q] for q in wanted if q in rows]
         speedups = [(r.get("best") or {}).get("speedup_vs_compile") for _, r, _ in got]
-        below = [f"`{r['problem']}` {sp:.2f}x" for (_, r, _), sp in zip(got, speedups) if sp and sp < 0.97]
+        below = [f"`{r['problem']}` {sp:.2f}x" for (_, r, _), sp in zip(got, speedups) if sp and sp < BELOW]
         files = sorted({link(path) for _, _, path in got})
         passed = sum(r.get("status") == "passed" for _, r, _ in got)
         parts += ["", (f"On {card}: {passed} of {len(got)} measured problems pass ({len(wanted) - len(got)} of the "
                       f"{len(wanted)} not measured); geometric mean {f(geomean(speedups), '.2f')}x torch.compile; "
-                      f"below 0.97x: {', '.join(below) or 'none'}. Rows from {', '.join(files)}.")]
+                      f"below {BELOW}x: {', '.join(below) or 'none'}. Rows from {', '.join(files)}.")]
     return "\n".join(parts)
 
 
